@@ -1,0 +1,92 @@
+"""Every text the session shows a model or a user, in one place.
+
+A model reads these as tool results or as the turn failure note, so a change here
+changes what models see in every session; keep them equal to the TypeScript core's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from dex_agents.values import AgentToolCall, AgentToolCallStatus
+
+__all__ = [
+    "APPROVAL_DEADLINE_PASSED",
+    "DEFAULT_REJECTION_MESSAGE",
+    "OUTCOME_UNKNOWN_TOOL_RESULT",
+    "QUESTION_DEADLINE_PASSED",
+    "QUESTION_DECLINED",
+    "TOOL_CALL_NOT_RUN_ERROR_PREFIX",
+    "TURN_FAILURE_NOTE_FOOTER",
+    "TURN_FAILURE_NOTE_HEADER",
+    "build_turn_failure_note",
+    "describe_tool_call_outcome",
+    "invalid_built_in_arguments_error",
+]
+
+OUTCOME_UNKNOWN_TOOL_RESULT = (
+    "The tool call's outcome is unknown: it was interrupted and may or may not have "
+    "taken effect. Check whether it took effect before you call it again."
+)
+"""Result of an ``outcome_unknown`` call, the text the model sees."""
+
+DEFAULT_REJECTION_MESSAGE = "The user rejected this tool call."
+"""Result of a call whose approval was rejected without a message."""
+
+APPROVAL_DEADLINE_PASSED = "approval deadline passed"
+"""Rejection message of an approval that was not answered before its deadline."""
+
+QUESTION_DEADLINE_PASSED = "question deadline passed"
+"""Result of a question that was not answered before its deadline."""
+
+QUESTION_DECLINED = "The user declined to answer."
+"""Result of a question declined without a message."""
+
+TOOL_CALL_NOT_RUN_ERROR_PREFIX = "the tool did not run, so it is safe to call again"
+"""Start of the error of a call whose tool Step never reached a Worker."""
+
+TURN_FAILURE_NOTE_HEADER = "[Dex] The previous turn failed after these tool calls ran:"
+TURN_FAILURE_NOTE_FOOTER = "Do not repeat these tool calls unless the user asks again."
+
+
+def describe_tool_call_outcome(record: AgentToolCall) -> str:
+    """The result text a model sees for a final tool call record.
+
+    ``succeeded`` gives the output, ``failed`` the error, ``rejected`` the
+    rejection message, and ``outcome_unknown`` ``OUTCOME_UNKNOWN_TOOL_RESULT``.
+    """
+    status = record.status
+    if status is AgentToolCallStatus.SUCCEEDED:
+        return record.output if record.output is not None else ""
+    if status is AgentToolCallStatus.FAILED:
+        return record.error if record.error is not None else "The tool call failed."
+    if status is AgentToolCallStatus.REJECTED:
+        return (
+            record.rejection_message
+            if record.rejection_message is not None
+            else DEFAULT_REJECTION_MESSAGE
+        )
+    if status is AgentToolCallStatus.OUTCOME_UNKNOWN:
+        return OUTCOME_UNKNOWN_TOOL_RESULT
+    raise ValueError(f"tool call {record.tool_call_id} is not final (status {status.value})")
+
+
+def build_turn_failure_note(records: Iterable[AgentToolCall]) -> str | None:
+    """The note a failed turn stores after its final tool calls, or ``None`` when none are final.
+
+    One line per final call: ``- <tool> <arguments> -> <status>: <result>``.
+    """
+    lines = [
+        f"- {record.tool_name} {record.arguments} -> {record.status.value}: "
+        f"{describe_tool_call_outcome(record)}"
+        for record in records
+        if record.is_final
+    ]
+    if not lines:
+        return None
+    return "\n".join([TURN_FAILURE_NOTE_HEADER, *lines, TURN_FAILURE_NOTE_FOOTER])
+
+
+def invalid_built_in_arguments_error(tool_name: str, reason: str) -> str:
+    """The error of a built-in tool call whose arguments are invalid."""
+    return f"invalid {tool_name} arguments: {reason}"

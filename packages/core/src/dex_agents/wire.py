@@ -1,0 +1,187 @@
+"""The JSON shape of wire values, shared by every value class of the session.
+
+Every persisted value, RPC input and RPC output is a frozen dataclass whose field
+names are the snake_case JSON keys of the session contract. Dex encodes such a
+dataclass with its automatic JSON codec (``dataclasses.asdict``, sorted keys,
+compact separators), so the bytes on the wire are exactly ``to_wire(value)``
+dumped the same way.
+
+The automatic decoder only rebuilds dataclasses and tuples at the top level of a
+field, not inside ``X | None``. ``WireValue.__post_init__`` therefore normalizes
+every field from its type hint: a JSON object becomes its dataclass, a list
+becomes a tuple, a string becomes its enum, and a value of the wrong type raises
+a ``TypeError`` that names the field. Decoding works the same whether Dex or
+``from_wire`` built the value, and whatever Registry codecs the application uses.
+"""
+
+from __future__ import annotations
+
+import json
+import types
+from collections.abc import Mapping
+from dataclasses import MISSING, dataclass, fields, is_dataclass
+from enum import Enum
+from functools import cache
+from typing import (
+    Any,
+    ClassVar,
+    Literal,
+    TypeVar,
+    Union,
+    cast,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
+
+__all__ = ["WireValue", "from_wire", "from_wire_json", "to_wire", "to_wire_json"]
+
+WireT = TypeVar("WireT", bound="WireValue")
+
+_NONE_TYPE = type(None)
+
+
+@dataclass(frozen=True)
+class WireValue:
+    """Base of every wire dataclass: normalizes and checks fields on construction."""
+
+    wire_name: ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        hints = _field_hints(type(self))
+        for name, hint in hints.items():
+            current = getattr(self, name)
+            normalized = _coerce(current, hint, f"{_label(type(self))}.{name}")
+            if normalized is not current:
+                object.__setattr__(self, name, normalized)
+
+
+def _label(cls: type[Any]) -> str:
+    wire_name: str = getattr(cls, "wire_name", "") or cls.__name__
+    return wire_name
+
+
+@cache
+def _field_hints(cls: type[Any]) -> dict[str, Any]:
+    hints = get_type_hints(cls)
+    return {field.name: hints[field.name] for field in fields(cls)}
+
+
+def _coerce(value: Any, hint: Any, where: str) -> Any:
+    """Return ``value`` as ``hint`` describes it, or raise a TypeError naming ``where``."""
+    if hint is Any:
+        return value
+    origin = get_origin(hint)
+    if origin is Union or origin is types.UnionType:
+        options = get_args(hint)
+        if value is None:
+            if _NONE_TYPE in options:
+                return None
+            raise TypeError(f"{where} must not be null")
+        errors: list[str] = []
+        for option in options:
+            if option is _NONE_TYPE:
+                continue
+            try:
+                return _coerce(value, option, where)
+            except (TypeError, ValueError) as error:
+                errors.append(str(error))
+        raise TypeError(errors[0] if len(errors) == 1 else f"{where} has an invalid value")
+    if origin is Literal:
+        allowed = get_args(hint)
+        if value not in allowed:
+            raise TypeError(
+                f"{where} must be one of {', '.join(map(repr, allowed))}, got {value!r}"
+            )
+        return value
+    if origin is tuple:
+        if not isinstance(value, (list, tuple)):
+            raise TypeError(f"{where} must be a list")
+        items = cast("list[Any] | tuple[Any, ...]", value)
+        item_hint = get_args(hint)[0]
+        coerced = tuple(
+            _coerce(item, item_hint, f"{where}[{index}]") for index, item in enumerate(items)
+        )
+        if isinstance(items, tuple) and all(a is b for a, b in zip(coerced, items, strict=True)):
+            return items
+        return coerced
+    if origin is dict or origin is Mapping:
+        if not isinstance(value, Mapping):
+            raise TypeError(f"{where} must be an object")
+        mapping = cast("Mapping[Any, Any]", value)
+        for key in mapping:
+            if not isinstance(key, str):
+                raise TypeError(f"{where} keys must be strings")
+        return mapping
+    if isinstance(hint, type):
+        if is_dataclass(hint):
+            if isinstance(value, hint):
+                return value
+            if isinstance(value, Mapping):
+                return _build(cast("type[Any]", hint), cast("Mapping[str, Any]", value), where)
+            raise TypeError(f"{where} must be an object")
+        if issubclass(hint, Enum):
+            if isinstance(value, hint):
+                return value
+            try:
+                return hint(value)
+            except ValueError:
+                allowed = ", ".join(repr(member.value) for member in hint)
+                raise TypeError(f"{where} must be one of {allowed}, got {value!r}") from None
+        if hint is int:
+            if type(value) is not int:
+                raise TypeError(f"{where} must be an integer")
+            return value
+        if hint is float:
+            if type(value) is int:
+                return float(value)
+            if type(value) is not float:
+                raise TypeError(f"{where} must be a number")
+            return value
+        if hint is bool or hint is str:
+            if type(value) is not hint:
+                raise TypeError(f"{where} must be a {'boolean' if hint is bool else 'string'}")
+            return value
+    return value
+
+
+def _build(cls: type[Any], data: Mapping[str, Any], where: str) -> Any:
+    arguments: dict[str, Any] = {}
+    for field in fields(cls):
+        if field.name in data:
+            arguments[field.name] = data[field.name]
+        elif field.default is MISSING and field.default_factory is MISSING:
+            raise TypeError(f"{where} is missing field {field.name}")
+    return cls(**arguments)
+
+
+def to_wire(value: Any) -> Any:
+    """Return the JSON-compatible data Dex writes for ``value``."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {field.name: to_wire(getattr(value, field.name)) for field in fields(value)}
+    if isinstance(value, Enum):
+        return to_wire(value.value)
+    if isinstance(value, Mapping):
+        mapping = cast("Mapping[str, Any]", value)
+        return {key: to_wire(item) for key, item in mapping.items()}
+    if isinstance(value, (list, tuple)):
+        items = cast("list[Any] | tuple[Any, ...]", value)
+        return [to_wire(item) for item in items]
+    return value
+
+
+def to_wire_json(value: Any) -> str:
+    """Return the JSON text Dex stores for ``value``: sorted keys, compact separators."""
+    return json.dumps(to_wire(value), allow_nan=False, separators=(",", ":"), sort_keys=True)
+
+
+def from_wire(cls: type[WireT], data: Any) -> WireT:
+    """Decode JSON-compatible ``data`` into ``cls``; missing fields with defaults are filled."""
+    if not isinstance(data, Mapping):
+        raise TypeError(f"{_label(cls)} must be a JSON object")
+    return cast("WireT", _build(cls, cast("Mapping[str, Any]", data), _label(cls)))
+
+
+def from_wire_json(cls: type[WireT], text: str) -> WireT:
+    """Decode JSON text into ``cls``."""
+    return from_wire(cls, json.loads(text))
