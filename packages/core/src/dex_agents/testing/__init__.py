@@ -1,0 +1,46 @@
+"""Test support for dex-agents sessions on a real engine, with no model key.
+
+Engines and Workers run as child processes that tests SIGKILL at exact points,
+``FileGate`` and ``InvocationLog`` coordinate with code inside those processes,
+and ``read_step_history`` reads the Step shape a session really ran.
+"""
+
+from dex_agents.testing.engine import PrivateDexEngine
+from dex_agents.testing.gates import FileGate, Invocation, InvocationLog
+from dex_agents.testing.history import (
+    StepHistoryEntry,
+    StepMethod,
+    StepOutcome,
+    executed_step_types,
+    read_step_history,
+)
+from dex_agents.testing.polling import PollTimeoutError, poll_until, poll_until_sync
+from dex_agents.testing.ports import find_free_loopback_ports
+from dex_agents.testing.worker_process import (
+    WORKER_READY_LINE,
+    KillableWorkerProcess,
+    build_pull_worker,
+    load_flows,
+    run_agent_worker_process,
+)
+
+__all__ = [
+    "WORKER_READY_LINE",
+    "FileGate",
+    "Invocation",
+    "InvocationLog",
+    "KillableWorkerProcess",
+    "PollTimeoutError",
+    "PrivateDexEngine",
+    "StepHistoryEntry",
+    "StepMethod",
+    "StepOutcome",
+    "build_pull_worker",
+    "executed_step_types",
+    "find_free_loopback_ports",
+    "load_flows",
+    "poll_until",
+    "poll_until_sync",
+    "read_step_history",
+    "run_agent_worker_process",
+]
