@@ -1,0 +1,77 @@
+"""Model clients of the Stepwise loop: one provider call per ``generate``.
+
+``OpenAIResponsesModelClient`` needs ``dex-agents[openai]`` and
+``AnthropicModelClient`` needs ``dex-agents[anthropic]``; both load on first use,
+so this package imports without either SDK.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from dex_agents.models.scripted import (
+    ScriptedModelClient,
+    ScriptedModelReply,
+    ScriptedModelScript,
+    ScriptedToolCall,
+)
+from dex_agents.models.types import (
+    DiscardingStreamSink,
+    ModelClient,
+    ModelClientError,
+    ModelOutputItem,
+    ModelRequest,
+    ModelResponse,
+    ModelSettings,
+    ModelStreamSink,
+    ModelToolCall,
+    ModelToolDefinition,
+    ToolResultItem,
+    TranscriptItem,
+    UserTextItem,
+    transcript_item_from_json,
+    transcript_item_to_text,
+)
+from dex_agents.runner import ModelCallMetadata
+
+if TYPE_CHECKING:
+    from dex_agents.models.anthropic_messages import AnthropicModelClient
+    from dex_agents.models.openai_responses import OpenAIResponsesModelClient
+
+__all__ = [
+    "AnthropicModelClient",
+    "DiscardingStreamSink",
+    "ModelCallMetadata",
+    "ModelClient",
+    "ModelClientError",
+    "ModelOutputItem",
+    "ModelRequest",
+    "ModelResponse",
+    "ModelSettings",
+    "ModelStreamSink",
+    "ModelToolCall",
+    "ModelToolDefinition",
+    "OpenAIResponsesModelClient",
+    "ScriptedModelClient",
+    "ScriptedModelReply",
+    "ScriptedModelScript",
+    "ScriptedToolCall",
+    "ToolResultItem",
+    "TranscriptItem",
+    "UserTextItem",
+    "transcript_item_from_json",
+    "transcript_item_to_text",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # Provider SDKs are optional extras: import them only when asked for.
+    if name == "OpenAIResponsesModelClient":
+        from dex_agents.models.openai_responses import OpenAIResponsesModelClient
+
+        return OpenAIResponsesModelClient
+    if name == "AnthropicModelClient":
+        from dex_agents.models.anthropic_messages import AnthropicModelClient
+
+        return AnthropicModelClient
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,213 @@
+"""``OpenAIResponsesModelClient``: one streamed OpenAI Responses API call per ``generate``.
+
+Responses are requested with ``store=False`` and the encrypted reasoning
+content, so nothing lives on OpenAI's side between calls: the stored output
+items, reasoning included, are replayed unchanged as the next call's input.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from dex_agents.models._extras import missing_extra_error
+from dex_agents.models.types import (
+    JsonObject,
+    ModelClientError,
+    ModelOutputItem,
+    ModelRequest,
+    ModelResponse,
+    ModelStreamSink,
+    ModelToolCall,
+    ToolResultItem,
+    UserTextItem,
+)
+from dex_agents.runner import ModelCallMetadata
+from dex_agents.values import AgentUsage
+
+try:
+    import openai
+    from openai.types.responses import (
+        Response,
+        ResponseCompletedEvent,
+        ResponseErrorEvent,
+        ResponseFailedEvent,
+        ResponseFunctionToolCall,
+        ResponseIncompleteEvent,
+        ResponseOutputMessage,
+        ResponseOutputText,
+        ResponseReasoningItem,
+        ResponseReasoningSummaryTextDeltaEvent,
+        ResponseTextDeltaEvent,
+        ResponseUsage,
+    )
+except ImportError as error:  # pragma: no cover - depends on the installed extras
+    raise missing_extra_error("openai", "openai") from error
+
+PROVIDER = "openai"
+API = "responses"
+
+
+class OpenAIResponsesModelClient:
+    """A ``ModelClient`` for OpenAI's Responses API (or a compatible server).
+
+    Pass ``client`` to reuse a configured ``openai.AsyncOpenAI``; its retries are
+    turned off, because a retry is a new ``RunModel`` attempt. Without it, the
+    client reads ``OPENAI_API_KEY`` like the SDK does.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: openai.AsyncOpenAI | None = None,
+        include_encrypted_reasoning: bool = True,
+    ) -> None:
+        if not model:
+            raise ValueError("model must be a non-empty model name")
+        self.model = model
+        base = client if client is not None else openai.AsyncOpenAI(max_retries=0)
+        self._client = base.with_options(max_retries=0)
+        self._include_encrypted_reasoning = include_encrypted_reasoning
+
+    async def generate(self, request: ModelRequest, stream: ModelStreamSink) -> ModelResponse:
+        arguments = self._request_arguments(request)
+        events = await self._client.responses.create(**arguments, stream=True)
+        completed: Response | None = None
+        async for event in events:
+            if isinstance(event, ResponseTextDeltaEvent):
+                await stream.text_delta(event.delta)
+            elif isinstance(event, ResponseReasoningSummaryTextDeltaEvent):
+                await stream.reasoning_delta(event.delta)
+            elif isinstance(event, ResponseCompletedEvent | ResponseIncompleteEvent):
+                completed = event.response
+            elif isinstance(event, ResponseFailedEvent):
+                error = event.response.error
+                detail = error.message if error is not None else "no detail"
+                raise ModelClientError(f"OpenAI response failed: {detail}")
+            elif isinstance(event, ResponseErrorEvent):
+                raise ModelClientError(f"OpenAI stream error: {event.message}")
+        if completed is None:
+            raise ModelClientError("the OpenAI stream ended without a completed response")
+        return _response_from_openai(completed, self.model)
+
+    def _request_arguments(self, request: ModelRequest) -> dict[str, Any]:
+        settings = request.settings
+        arguments: dict[str, Any] = {
+            "model": self.model,
+            "input": responses_input(request),
+            "store": False,
+        }
+        if request.instructions:
+            arguments["instructions"] = request.instructions
+        if request.tools:
+            arguments["tools"] = [
+                {
+                    "type": "function",
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": tool.parameters,
+                    "strict": False,
+                }
+                for tool in request.tools
+            ]
+        if self._include_encrypted_reasoning:
+            arguments["include"] = ["reasoning.encrypted_content"]
+        if settings.temperature is not None:
+            arguments["temperature"] = settings.temperature
+        if settings.max_output_tokens is not None:
+            arguments["max_output_tokens"] = settings.max_output_tokens
+        if settings.reasoning_effort is not None:
+            arguments["reasoning"] = {"effort": settings.reasoning_effort, "summary": "auto"}
+        arguments.update(settings.provider_options)
+        return arguments
+
+
+def responses_input(request: ModelRequest) -> list[JsonObject]:
+    """The transcript as Responses input items.
+
+    Our own provider's output is replayed exactly as stored; another provider's
+    output is reduced to its text and function calls.
+    """
+    items: list[JsonObject] = []
+    for item in request.items:
+        if isinstance(item, UserTextItem):
+            items.append({"role": "user", "content": item.text})
+        elif isinstance(item, ToolResultItem):
+            items.append(
+                {
+                    "type": "function_call_output",
+                    "call_id": item.tool_call_id,
+                    "output": item.output,
+                }
+            )
+        elif item.provider == PROVIDER and item.api == API and _is_list(item.item):
+            items.extend(cast("list[JsonObject]", item.item))
+        else:
+            if item.text:
+                items.append({"role": "assistant", "content": item.text})
+            items.extend(
+                {
+                    "type": "function_call",
+                    "call_id": call.call_id,
+                    "name": call.name,
+                    "arguments": call.arguments,
+                }
+                for call in item.tool_calls
+            )
+    return items
+
+
+def _is_list(value: object) -> bool:
+    return isinstance(value, list)
+
+
+def _response_from_openai(response: Response, request_model: str) -> ModelResponse:
+    # Stored exactly as returned (minus absent fields), so it replays unchanged.
+    output_items: list[JsonObject] = [
+        item.model_dump(mode="json", exclude_none=True) for item in response.output
+    ]
+    text_parts: list[str] = []
+    reasoning_parts: list[str] = []
+    calls: list[ModelToolCall] = []
+    for item in response.output:
+        if isinstance(item, ResponseOutputMessage):
+            text_parts.extend(
+                part.text for part in item.content if isinstance(part, ResponseOutputText)
+            )
+        elif isinstance(item, ResponseFunctionToolCall):
+            calls.append(
+                ModelToolCall(call_id=item.call_id, name=item.name, arguments=item.arguments)
+            )
+        elif isinstance(item, ResponseReasoningItem):
+            reasoning_parts.extend(part.text for part in item.summary)
+    return ModelResponse(
+        output=ModelOutputItem(
+            provider=PROVIDER,
+            api=API,
+            item=output_items,
+            text="".join(text_parts),
+            tool_calls=tuple(calls),
+        ),
+        reasoning="\n".join(reasoning_parts),
+        usage=_usage(response.usage),
+        metadata=ModelCallMetadata(
+            request_model=request_model,
+            response_model=response.model,
+            provider_name=PROVIDER,
+            response_id=response.id,
+            finish_reasons=(response.status,) if response.status else (),
+        ),
+    )
+
+
+def _usage(usage: ResponseUsage | None) -> AgentUsage:
+    if usage is None:
+        return AgentUsage(model_calls=1)
+    return AgentUsage(
+        model_calls=1,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        total_tokens=usage.total_tokens,
+        cache_read_tokens=usage.input_tokens_details.cached_tokens,
+        reasoning_tokens=usage.output_tokens_details.reasoning_tokens,
+    )
