@@ -25,6 +25,7 @@ from types import TracebackType
 from typing import Any, cast
 
 import dex
+import dex.flow as dex_flow
 from dex import (
     AsyncClient,
     AsyncWorker,
@@ -41,6 +42,7 @@ from dex import (
     Registry,
     RequestTimeoutError,
     WaitForAttributeOptions,
+    WaitForStepCompletionOptions,
     Worker,
     WorkerOptions,
     open_blob_cache,
@@ -375,6 +377,58 @@ CLIENT_SHIMS: dict[str, tuple[object, object]] = {
     "wait_for_attribute_equal": (_sync_wait_equal, _async_wait_equal),
 }
 
+
+def _accept_step_instances() -> bool:
+    """Old SDKs named Steps by instance (``go_to(self.second, ...)``); 1.23.0 by class.
+
+    Every movement, failure route and cancellation selector resolves through
+    ``_RegisteredFlow.step_class``, so mapping an instance to its class there
+    covers them all.
+    """
+    registered_flow = cast(Any, dex_flow)._RegisteredFlow
+    original = registered_flow.step_class
+    if getattr(original, "_local_engine_shim", False):
+        return False
+
+    def step_class(self: Any, step: Any) -> Any:
+        return original(self, step if isinstance(step, type) else type(step))
+
+    step_class._local_engine_shim = True  # type: ignore[attr-defined]
+    registered_flow.step_class = step_class
+    return True
+
+
+def _step_completion_options(argument: object) -> object:
+    if isinstance(argument, timedelta):
+        return WaitForStepCompletionOptions(request_timeout=argument)
+    return argument
+
+
+def _accept_step_completion_timeout() -> bool:
+    """Old ``wait_for_step_completion`` took a timedelta where 1.23.0 takes options."""
+    sync_original = Client.wait_for_step_completion
+    if getattr(sync_original, "_local_engine_shim", False):
+        return False
+    async_original = AsyncClient.wait_for_step_completion
+
+    def sync_wait(self: Client, flow_id: str, step_execution_id: Any, options: Any) -> None:
+        sync_original(
+            self, flow_id, step_execution_id, cast(Any, _step_completion_options(options))
+        )
+
+    async def async_wait(
+        self: AsyncClient, flow_id: str, step_execution_id: Any, options: Any
+    ) -> None:
+        await async_original(
+            self, flow_id, step_execution_id, cast(Any, _step_completion_options(options))
+        )
+
+    sync_wait._local_engine_shim = True  # type: ignore[attr-defined]
+    Client.wait_for_step_completion = sync_wait
+    AsyncClient.wait_for_step_completion = async_wait
+    return True
+
+
 NAME_ALIASES: dict[str, str] = {
     "go_to_multi": "go_to_many",
     "FlowNotActiveError": "FlowNotActiveOrNotFoundError",
@@ -395,4 +449,8 @@ def install() -> list[str]:
         if not hasattr(dex, old):
             setattr(dex, old, getattr(dex, new))
             added.append(f"dex.{old} = dex.{new}")
+    if _accept_step_instances():
+        added.append("Step instances accepted wherever 1.23.0 expects a Step class")
+    if _accept_step_completion_timeout():
+        added.append("wait_for_step_completion accepts a timedelta as its request timeout")
     return added

@@ -178,7 +178,8 @@ def adapt_scenarios(scenario_root: Path) -> list[str]:
     (scenario_root / "conftest.py").write_text(CONFTEST)
     applied.append(
         "conftest.py: Client/AsyncClient publish, get_attribute, set_attribute, "
-        "wait_for_attribute_equal; dex.go_to_multi, dex.FlowNotActiveError aliases"
+        "wait_for_attribute_equal; dex.go_to_multi, dex.FlowNotActiveError aliases; "
+        "Step instances accepted as Step classes; wait_for_step_completion timedelta"
     )
     (scenario_root.parent.parent / "pytest.ini").write_text(PYTEST_INI)
     for source in sorted(scenario_root.glob("*.py")):
