@@ -16,6 +16,19 @@ from dex_agents.testing.history import (
 )
 from dex_agents.testing.polling import PollTimeoutError, poll_until, poll_until_sync
 from dex_agents.testing.ports import find_free_loopback_ports
+from dex_agents.testing.scripted_runner import ScriptedModelFailure, ScriptedRunner
+from dex_agents.testing.scripts import (
+    ALWAYS,
+    ModelScript,
+    ModelTurn,
+    Scenario,
+    ScenarioSession,
+    ScenarioTool,
+    ToolBehaviour,
+    ToolCallSpec,
+    UnexpectedToolFailure,
+    run_scenario_tool,
+)
 from dex_agents.testing.worker_process import (
     WORKER_READY_LINE,
     KillableWorkerProcess,
@@ -25,16 +38,27 @@ from dex_agents.testing.worker_process import (
 )
 
 __all__ = [
+    "ALWAYS",
     "WORKER_READY_LINE",
     "FileGate",
     "Invocation",
     "InvocationLog",
     "KillableWorkerProcess",
+    "ModelScript",
+    "ModelTurn",
     "PollTimeoutError",
     "PrivateDexEngine",
+    "Scenario",
+    "ScenarioSession",
+    "ScenarioTool",
+    "ScriptedModelFailure",
+    "ScriptedRunner",
     "StepHistoryEntry",
     "StepMethod",
     "StepOutcome",
+    "ToolBehaviour",
+    "ToolCallSpec",
+    "UnexpectedToolFailure",
     "build_pull_worker",
     "executed_step_types",
     "find_free_loopback_ports",
@@ -43,4 +67,5 @@ __all__ = [
     "poll_until_sync",
     "read_step_history",
     "run_agent_worker_process",
+    "run_scenario_tool",
 ]

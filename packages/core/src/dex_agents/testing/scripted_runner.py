@@ -1,0 +1,242 @@
+"""``ScriptedRunner``: an ``AgentFrameworkRunner`` that plays a ``ModelScript``.
+
+It is the core's own "framework" for the conformance suite and the benchmarks:
+a minimal message format, the script as the model, and scenario tools as the
+tools. It keeps no state between calls. The user turn number comes from the
+turn ID and the position in the turn from the framework run state, so a model
+call that reruns after a crash gives the same answer.
+
+Every model call is recorded in the state directory's ``model-calls.jsonl``
+(an ``InvocationLog`` with tool name ``"model"``) with what the model saw.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, cast
+
+from dex_agents.runner import (
+    AgentTurnContext,
+    AgentTurnOutcome,
+    DeferredToolCall,
+    DeferredToolExecution,
+    DeferredToolOutcome,
+    ToolCallsRequested,
+    ToolExecutionError,
+    ToolExecutionResult,
+    TurnCompleted,
+)
+from dex_agents.testing.gates import FileGate, InvocationLog
+from dex_agents.testing.scripts import (
+    MODEL_CALLS_LOG,
+    ModelScript,
+    ModelTurn,
+    ScenarioTool,
+    run_scenario_tool,
+)
+from dex_agents.texts import describe_tool_call_outcome
+from dex_agents.values import AgentUsage, FrameworkMessage, from_wire, to_wire
+
+MODEL_CALL_LOG_NAME = "model"
+SCRIPTED_USAGE = AgentUsage(model_calls=1, input_tokens=10, output_tokens=5, total_tokens=15)
+
+
+class ScriptedModelFailure(RuntimeError):
+    """The unexpected error a scripted model call raises on its failing attempts."""
+
+
+def _turn_number(turn_id: str) -> int:
+    prefix, _, number = turn_id.partition("-")
+    if prefix != "turn" or not number.isdigit():
+        raise ValueError(f"unexpected turn ID {turn_id!r}; expected turn-<n>")
+    return int(number)
+
+
+def _user_item(text: str) -> FrameworkMessage:
+    return FrameworkMessage(
+        role="user", text=text, framework_item=json.dumps({"role": "user", "text": text})
+    )
+
+
+def _assistant_item(
+    text: str | None, calls: Sequence[DeferredToolCall] = ()
+) -> list[FrameworkMessage]:
+    item = json.dumps(
+        {
+            "role": "assistant",
+            "text": text,
+            "tool_calls": [
+                {"id": c.tool_call_id, "name": c.tool_name, "arguments": c.arguments} for c in calls
+            ],
+        }
+    )
+    if not calls:
+        return [FrameworkMessage(role="assistant", text=text, framework_item=item)]
+    # One display message per requested call, as frameworks that split them do;
+    # only the first carries the framework item that replays the whole response.
+    return [
+        FrameworkMessage(
+            role="assistant",
+            text=None,
+            tool_call_id=c.tool_call_id,
+            tool_name=c.tool_name,
+            tool_arguments=c.arguments,
+            framework_item=item if index == 0 else json.dumps({"role": "assistant_part"}),
+        )
+        for index, c in enumerate(calls)
+    ]
+
+
+def _tool_item(tool_call_id: str, tool_name: str, output: str) -> FrameworkMessage:
+    return FrameworkMessage(
+        role="tool",
+        tool_call_id=tool_call_id,
+        tool_name=tool_name,
+        tool_output=output,
+        framework_item=json.dumps(
+            {"role": "tool", "tool_call_id": tool_call_id, "tool_name": tool_name, "output": output}
+        ),
+    )
+
+
+class ScriptedRunner:
+    """Plays ``script`` as the model and ``tools`` as the tools; see the module docstring."""
+
+    def __init__(
+        self, script: ModelScript, tools: Sequence[ScenarioTool], state_directory: Path
+    ) -> None:
+        names = [tool.name for tool in tools]
+        if len(set(names)) != len(names):
+            raise ValueError(f"scenario tool names must be unique: {names}")
+        self.script = script
+        self.tools = {tool.name: tool for tool in tools}
+        self.state_directory = Path(state_directory)
+        self.model_calls = InvocationLog(self.state_directory / MODEL_CALLS_LOG)
+
+    def build_user_message(self, text: str) -> FrameworkMessage:
+        return _user_item(text)
+
+    async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
+        turn_number = _turn_number(turn.turn_id)
+        position, turn_items = self._restore(turn)
+        seen_results = self._tool_results(turn, turn_items)
+        turn_items = [*turn_items, *seen_results]
+        history = self._replayed_history(turn)
+        self.model_calls.record(
+            MODEL_CALL_LOG_NAME,
+            details={
+                "turn_id": turn.turn_id,
+                "position": position,
+                "attempt": turn.attempt,
+                "history": history,
+                "tool_results": {m.tool_call_id: m.tool_output for m in seen_results},
+            },
+        )
+        response = self.script.response_for(turn_number, position)
+        if response.gate is not None:
+            if response.text_before_gate is not None:
+                turn.events.write_text_delta(response.text_before_gate)
+            await FileGate(self.state_directory, response.gate).pass_through_async()
+        if turn.attempt <= response.fail_attempts:
+            raise ScriptedModelFailure(
+                f"scripted model call {position + 1} of {turn.turn_id} failed"
+                f" on attempt {turn.attempt}"
+            )
+        if response.tool_calls:
+            calls = self._deferred_calls(turn, response, position)
+            items = [*turn_items, *_assistant_item(None, calls)]
+            state = json.dumps({"position": position + 1, "items": [to_wire(m) for m in items]})
+            return ToolCallsRequested(
+                framework_run_state=state, tool_calls=calls, usage=SCRIPTED_USAGE
+            )
+        text = self._answer_text(response, turn_items)
+        turn.events.write_text_delta(text)
+        return TurnCompleted(
+            new_messages=[*turn_items, *_assistant_item(text)], usage=SCRIPTED_USAGE
+        )
+
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
+        tool = self.tools.get(call.tool_call.tool_name)
+        if tool is None:
+            raise ToolExecutionError(f"unknown tool {call.tool_call.tool_name!r}")
+        output = await run_scenario_tool(
+            tool,
+            call.tool_call.arguments,
+            state_directory=self.state_directory,
+            idempotency_key=call.idempotency_key,
+            attempt=call.attempt,
+        )
+        return ToolExecutionResult(output)
+
+    @staticmethod
+    def _restore(turn: AgentTurnContext) -> tuple[int, list[FrameworkMessage]]:
+        if turn.framework_run_state is None:
+            return 0, []
+        state = json.loads(turn.framework_run_state)
+        items = [from_wire(FrameworkMessage, item) for item in state["items"]]
+        return int(state["position"]), items
+
+    @staticmethod
+    def _tool_results(
+        turn: AgentTurnContext, turn_items: list[FrameworkMessage]
+    ) -> list[FrameworkMessage]:
+        """Results of the previous response's calls, from their final records."""
+        if not turn_items:
+            return []
+        last = json.loads(
+            next(
+                m.framework_item
+                for m in reversed(turn_items)
+                if m.role == "assistant" and json.loads(m.framework_item).get("role") == "assistant"
+            )
+        )
+        results: list[FrameworkMessage] = []
+        for call in cast(list[dict[str, Any]], last["tool_calls"]):
+            record = turn.recorded_tool_call(call["id"])
+            if record is None:
+                raise RuntimeError(f"the session has no record of tool call {call['id']!r}")
+            results.append(_tool_item(call["id"], call["name"], describe_tool_call_outcome(record)))
+        return results
+
+    @staticmethod
+    def _replayed_history(turn: AgentTurnContext) -> list[str]:
+        """The stored messages as the model reads them: from framework items only."""
+        history: list[str] = []
+        for message in turn.messages:
+            item = json.loads(message.framework_item)
+            role = item.get("role")
+            if role == "user":
+                history.append(f"user: {item['text']}")
+            elif role == "assistant":
+                calls = ", ".join(call["name"] for call in item["tool_calls"])
+                history.append(f"assistant: {item['text'] or ''}{' -> ' + calls if calls else ''}")
+            elif role == "tool":
+                history.append(f"tool {item['tool_name']}: {item['output']}")
+        return history
+
+    def _deferred_calls(
+        self, turn: AgentTurnContext, response: ModelTurn, position: int
+    ) -> list[DeferredToolCall]:
+        calls: list[DeferredToolCall] = []
+        for index, spec in enumerate(response.tool_calls):
+            tool = self.tools.get(spec.tool_name)
+            calls.append(
+                DeferredToolCall(
+                    tool_call_id=spec.tool_call_id or f"call-{position}-{index}",
+                    tool_name=spec.tool_name,
+                    arguments=json.dumps(dict(spec.arguments), sort_keys=True),
+                    policy=turn.resolve_tool_policy(
+                        spec.tool_name, tool.effect if tool is not None else None
+                    ),
+                )
+            )
+        return calls
+
+    @staticmethod
+    def _answer_text(response: ModelTurn, turn_items: list[FrameworkMessage]) -> str:
+        if not response.text_from_tool_results:
+            return response.text or ""
+        lines = [f"{m.tool_name}: {m.tool_output}" for m in turn_items if m.role == "tool"]
+        return "\n".join(lines) if lines else "(no tool results)"

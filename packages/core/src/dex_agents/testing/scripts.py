@@ -1,0 +1,324 @@
+"""Framework-neutral model scripts and scenario tools.
+
+A script says what the *model* does, response by response; a scenario tool says
+what a tool does when it runs. The scripted core runner plays them directly, and
+each adapter turns them into its framework's own test model and tools, so one
+scenario checks every runner. Both travel to Worker child processes as JSON in
+the scenario's state directory.
+
+A script is a flat list of model responses. A response without tool calls ends
+the user turn (so does one that always fails), so turn ``n`` of the session
+plays the ``n``-th run of responses up to and including such a response.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, cast
+
+from dex_agents.runner import ToolExecutionError
+from dex_agents.testing.gates import FileGate, InvocationLog
+from dex_agents.values import ToolEffect
+
+ALWAYS = 1_000_000
+"""``fail_attempts`` value for a model response or tool that fails on every attempt."""
+
+TOOL_RUNS_LOG = "tool-runs.jsonl"
+MODEL_CALLS_LOG = "model-calls.jsonl"
+SCENARIO_FILE = "scenario.json"
+
+
+@dataclass(frozen=True)
+class ToolCallSpec:
+    """One tool call in a model response; ``tool_call_id`` defaults to ``call-<p>-<i>``."""
+
+    tool_name: str
+    arguments: Mapping[str, Any] = field(default_factory=dict[str, Any])
+    tool_call_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.tool_name:
+            raise ValueError("ToolCallSpec.tool_name must not be empty")
+        if self.tool_call_id is not None and (not self.tool_call_id or "/" in self.tool_call_id):
+            raise ValueError("ToolCallSpec.tool_call_id must be non-empty and contain no '/'")
+
+
+@dataclass(frozen=True)
+class ModelTurn:
+    """One model response.
+
+    * ``tool_calls``: the calls the model asks for (the turn continues after them).
+    * ``text``: the answer text; with ``text_from_tool_results`` the model answers
+      with every tool result it saw in this turn, one ``name: result`` line each.
+    * ``fail_attempts``: the model call raises an unexpected error on its first
+      ``n`` attempts (``ALWAYS`` for every attempt, which fails the turn).
+    * ``gate``: a ``FileGate`` name the model call passes before it answers, after
+      writing ``text_before_gate`` as a live text delta when set.
+    """
+
+    text: str | None = None
+    tool_calls: Sequence[ToolCallSpec] = ()
+    text_from_tool_results: bool = False
+    fail_attempts: int = 0
+    gate: str | None = None
+    text_before_gate: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
+        if self.fail_attempts < 0:
+            raise ValueError("ModelTurn.fail_attempts must not be negative")
+        if self.tool_calls and (self.text_from_tool_results or self.text is not None):
+            raise ValueError("a ModelTurn asks for tool calls or answers with text, not both")
+        if self.gate is not None:
+            FileGate(".", self.gate)  # validates the name
+
+    @property
+    def ends_turn(self) -> bool:
+        return not self.tool_calls or self.fail_attempts >= ALWAYS
+
+
+@dataclass(frozen=True)
+class ModelScript:
+    """The model responses of a whole session, in order; see the module docstring."""
+
+    responses: Sequence[ModelTurn]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "responses", tuple(self.responses))
+        if not self.responses:
+            raise ValueError("a ModelScript needs at least one response")
+
+    def user_turns(self) -> list[list[ModelTurn]]:
+        """The responses grouped by user turn (``turn-1`` first)."""
+        turns: list[list[ModelTurn]] = [[]]
+        for response in self.responses:
+            turns[-1].append(response)
+            if response.ends_turn:
+                turns.append([])
+        return [turn for turn in turns if turn]
+
+    def response_for(self, turn_number: int, position: int) -> ModelTurn:
+        """Response ``position`` (zero-based) of user turn ``turn_number`` (one-based)."""
+        turns = self.user_turns()
+        if not 1 <= turn_number <= len(turns):
+            raise LookupError(
+                f"the model script has {len(turns)} user turns and no turn-{turn_number}"
+            )
+        responses = turns[turn_number - 1]
+        if not 0 <= position < len(responses):
+            raise LookupError(
+                f"the model script's turn-{turn_number} has {len(responses)} responses and no"
+                f" response {position + 1}"
+            )
+        return responses[position]
+
+
+class ToolBehaviour(StrEnum):
+    """What a scenario tool does once it runs (after its gate, if any)."""
+
+    RETURNS = "returns"
+    """Returns ``text`` (formatted with the call's arguments)."""
+    RAISES_TOOL_ERROR = "raises_tool_error"
+    """Raises ``ToolExecutionError(text)``: a failure the model sees, not retried."""
+    RAISES_UNEXPECTED = "raises_unexpected"
+    """Raises ``RuntimeError(text)``: an unexpected failure, retried by effect."""
+
+
+class UnexpectedToolFailure(RuntimeError):
+    """The unexpected error a scenario tool raises."""
+
+
+@dataclass(frozen=True)
+class ScenarioTool:
+    """A tool as a scenario describes it, independent of any framework.
+
+    Every run is recorded in the state directory's ``InvocationLog`` before
+    anything else, so a test counts real runs across Worker restarts. The tool
+    then passes ``gate`` when set, raises an unexpected error on its first
+    ``fail_attempts`` attempts, and finally acts as ``behaviour`` says.
+    """
+
+    name: str
+    effect: ToolEffect
+    description: str = "A scenario tool."
+    behaviour: ToolBehaviour = ToolBehaviour.RETURNS
+    text: str = "ok"
+    requires_approval: bool | None = None
+    gate: str | None = None
+    fail_attempts: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise ValueError("ScenarioTool.name must not be empty")
+        if self.fail_attempts < 0:
+            raise ValueError("ScenarioTool.fail_attempts must not be negative")
+        if self.gate is not None:
+            FileGate(".", self.gate)
+
+
+async def run_scenario_tool(
+    tool: ScenarioTool,
+    arguments: str,
+    *,
+    state_directory: Path,
+    idempotency_key: str | None,
+    attempt: int,
+) -> str:
+    """Run ``tool`` as the scenario describes; adapters call this from their tool function.
+
+    ``arguments`` is the JSON text the model produced.
+    """
+    try:
+        parsed: object = json.loads(arguments) if arguments else {}
+    except json.JSONDecodeError as error:
+        raise ToolExecutionError(f"arguments are not valid JSON: {error}") from error
+    if not isinstance(parsed, dict):
+        raise ToolExecutionError("arguments must be a JSON object")
+    values = cast(dict[str, Any], parsed)
+    InvocationLog(state_directory / TOOL_RUNS_LOG).record(
+        tool.name,
+        idempotency_key=idempotency_key,
+        details={"arguments": values, "attempt": attempt},
+    )
+    if tool.gate is not None:
+        await FileGate(state_directory, tool.gate).pass_through_async()
+    if attempt <= tool.fail_attempts:
+        raise UnexpectedToolFailure(f"{tool.name} failed on attempt {attempt}")
+    text = tool.text.format(**values) if values else tool.text
+    if tool.behaviour is ToolBehaviour.RAISES_TOOL_ERROR:
+        raise ToolExecutionError(text)
+    if tool.behaviour is ToolBehaviour.RAISES_UNEXPECTED:
+        raise UnexpectedToolFailure(text)
+    return text
+
+
+@dataclass(frozen=True)
+class ScenarioSession:
+    """Session options a scenario asks the factory for, and the Flow type to register."""
+
+    flow_type: str
+    interrupt_deadline: timedelta | None = None
+
+    def __post_init__(self) -> None:
+        if not self.flow_type:
+            raise ValueError("ScenarioSession.flow_type must not be empty")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """Everything a Worker child needs to rebuild a scenario's Flow."""
+
+    script: ModelScript
+    tools: Sequence[ScenarioTool]
+    session: ScenarioSession
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tools", tuple(self.tools))
+        names = [tool.name for tool in self.tools]
+        if len(set(names)) != len(names):
+            raise ValueError(f"scenario tool names must be unique: {names}")
+
+    def tool(self, name: str) -> ScenarioTool:
+        for tool in self.tools:
+            if tool.name == name:
+                return tool
+        raise LookupError(f"the scenario has no tool named {name!r}")
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "script": [_model_turn_to_json(turn) for turn in self.script.responses],
+                "tools": [_tool_to_json(tool) for tool in self.tools],
+                "session": {
+                    "flow_type": self.session.flow_type,
+                    "interrupt_deadline_seconds": None
+                    if self.session.interrupt_deadline is None
+                    else self.session.interrupt_deadline.total_seconds(),
+                },
+            },
+            indent=2,
+        )
+
+    @staticmethod
+    def from_json(text: str) -> Scenario:
+        data = json.loads(text)
+        session = data["session"]
+        deadline = session["interrupt_deadline_seconds"]
+        return Scenario(
+            script=ModelScript([_model_turn_from_json(turn) for turn in data["script"]]),
+            tools=tuple(_tool_from_json(tool) for tool in data["tools"]),
+            session=ScenarioSession(
+                flow_type=session["flow_type"],
+                interrupt_deadline=None if deadline is None else timedelta(seconds=deadline),
+            ),
+        )
+
+    def write(self, state_directory: Path) -> Path:
+        state_directory.mkdir(parents=True, exist_ok=True)
+        path = state_directory / SCENARIO_FILE
+        path.write_text(self.to_json())
+        return path
+
+    @staticmethod
+    def read(state_directory: Path) -> Scenario:
+        return Scenario.from_json((state_directory / SCENARIO_FILE).read_text())
+
+
+def _model_turn_to_json(turn: ModelTurn) -> dict[str, Any]:
+    return {
+        "text": turn.text,
+        "tool_calls": [
+            {
+                "tool_name": c.tool_name,
+                "arguments": dict(c.arguments),
+                "tool_call_id": c.tool_call_id,
+            }
+            for c in turn.tool_calls
+        ],
+        "text_from_tool_results": turn.text_from_tool_results,
+        "fail_attempts": turn.fail_attempts,
+        "gate": turn.gate,
+        "text_before_gate": turn.text_before_gate,
+    }
+
+
+def _model_turn_from_json(data: dict[str, Any]) -> ModelTurn:
+    return ModelTurn(
+        text=data["text"],
+        tool_calls=[ToolCallSpec(**call) for call in data["tool_calls"]],
+        text_from_tool_results=data["text_from_tool_results"],
+        fail_attempts=data["fail_attempts"],
+        gate=data["gate"],
+        text_before_gate=data["text_before_gate"],
+    )
+
+
+def _tool_to_json(tool: ScenarioTool) -> dict[str, Any]:
+    return {
+        "name": tool.name,
+        "effect": tool.effect.value,
+        "description": tool.description,
+        "behaviour": tool.behaviour.value,
+        "text": tool.text,
+        "requires_approval": tool.requires_approval,
+        "gate": tool.gate,
+        "fail_attempts": tool.fail_attempts,
+    }
+
+
+def _tool_from_json(data: dict[str, Any]) -> ScenarioTool:
+    return ScenarioTool(
+        name=data["name"],
+        effect=ToolEffect(data["effect"]),
+        description=data["description"],
+        behaviour=ToolBehaviour(data["behaviour"]),
+        text=data["text"],
+        requires_approval=data["requires_approval"],
+        gate=data["gate"],
+        fail_attempts=data["fail_attempts"],
+    )
