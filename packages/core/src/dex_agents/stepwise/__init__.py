@@ -1,0 +1,79 @@
+"""Stepwise mode: the built-in agent loop, for agents defined in Dex terms.
+
+Declare an ``AgentDefinition`` with function tools and a model client, then
+``create_stepwise_agent_session_flow(definition, flow_type)`` builds its
+session Flow. Each ``RunModel`` makes at most one model call and each tool call
+runs in its own Step.
+"""
+
+from __future__ import annotations
+
+from dex_agents.models.scripted import (
+    ScriptedModelClient,
+    ScriptedModelReply,
+    ScriptedModelScript,
+    ScriptedToolCall,
+)
+from dex_agents.models.types import (
+    ModelClient,
+    ModelOutputItem,
+    ModelRequest,
+    ModelResponse,
+    ModelSettings,
+    ModelStreamSink,
+    ModelToolCall,
+    ModelToolDefinition,
+    ToolResultItem,
+    TranscriptItem,
+    UserTextItem,
+)
+from dex_agents.stepwise.definition import (
+    DEFAULT_MAX_MODEL_CALLS_PER_TURN,
+    DEFAULT_TOOL_SOURCE_LISTING_TIMEOUT,
+    AgentDefinition,
+    InstructionContext,
+    Instructions,
+)
+from dex_agents.stepwise.flow import create_stepwise_agent_session_flow, session_options_of
+from dex_agents.stepwise.function_tool import (
+    FunctionTool,
+    ToolCallContext,
+    encode_tool_result,
+    function_tool,
+)
+from dex_agents.stepwise.runner import StepwiseAgentRunner
+from dex_agents.stepwise.texts import model_call_limit_result, unknown_tool_error
+from dex_agents.stepwise.tool_source import ToolSource
+
+__all__ = [
+    "DEFAULT_MAX_MODEL_CALLS_PER_TURN",
+    "DEFAULT_TOOL_SOURCE_LISTING_TIMEOUT",
+    "AgentDefinition",
+    "FunctionTool",
+    "InstructionContext",
+    "Instructions",
+    "ModelClient",
+    "ModelOutputItem",
+    "ModelRequest",
+    "ModelResponse",
+    "ModelSettings",
+    "ModelStreamSink",
+    "ModelToolCall",
+    "ModelToolDefinition",
+    "ScriptedModelClient",
+    "ScriptedModelReply",
+    "ScriptedModelScript",
+    "ScriptedToolCall",
+    "StepwiseAgentRunner",
+    "ToolCallContext",
+    "ToolResultItem",
+    "ToolSource",
+    "TranscriptItem",
+    "UserTextItem",
+    "create_stepwise_agent_session_flow",
+    "encode_tool_result",
+    "function_tool",
+    "model_call_limit_result",
+    "session_options_of",
+    "unknown_tool_error",
+]

@@ -1,0 +1,104 @@
+"""``AgentDefinition``: a Stepwise agent declared in Dex terms, without a framework."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from dex_agents.builtin_tools import validate_built_in_tool_names
+from dex_agents.models.types import ModelClient, ModelSettings
+from dex_agents.runner import ToolPolicy
+from dex_agents.stepwise.function_tool import FunctionTool
+from dex_agents.stepwise.tool_source import ToolSource
+from dex_agents.values import AgentPlan, ToolEffect
+
+__all__ = [
+    "DEFAULT_MAX_MODEL_CALLS_PER_TURN",
+    "DEFAULT_TOOL_SOURCE_LISTING_TIMEOUT",
+    "AgentDefinition",
+    "InstructionContext",
+    "Instructions",
+]
+
+DEFAULT_MAX_MODEL_CALLS_PER_TURN = 100
+DEFAULT_TOOL_SOURCE_LISTING_TIMEOUT = timedelta(seconds=10)
+
+
+@dataclass(frozen=True, kw_only=True)
+class InstructionContext:
+    """What an instructions function sees; it runs in every ``RunModel``."""
+
+    flow_id: str
+    turn_id: str
+    attempt: int
+    interaction_mode: str = "chat"
+    plan: AgentPlan | None = None
+
+
+Instructions = str | Callable[[InstructionContext], "str | Awaitable[str]"]
+
+
+def _no_policies() -> dict[str, ToolPolicy]:
+    return {}
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentDefinition:
+    """A Stepwise agent: instructions, a model client and its tools.
+
+    ``tool_policies`` win over a function tool's own effect and approval.
+    After ``max_model_calls_per_turn`` model calls in one turn, the next call
+    offers no tools; if the model still asks for tools, the turn ends and each
+    call gets ``model_call_limit_result``.
+    """
+
+    name: str
+    instructions: Instructions
+    model: ModelClient
+    model_settings: ModelSettings | None = None
+    tools: Sequence[FunctionTool] = ()
+    tool_sources: Sequence[ToolSource] = ()
+    tool_policies: Mapping[str, ToolPolicy] = field(default_factory=_no_policies)
+    default_tool_effect: ToolEffect = ToolEffect.UNCLASSIFIED
+    built_in_tools: Sequence[str] = ()
+    max_model_calls_per_turn: int = DEFAULT_MAX_MODEL_CALLS_PER_TURN
+    interrupt_deadline: timedelta | None = None
+    event_stream_capacity_bytes: int | None = None
+    tool_source_listing_timeout: timedelta = DEFAULT_TOOL_SOURCE_LISTING_TIMEOUT
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValueError("AgentDefinition.name must be a non-blank string")
+        if not isinstance(self.instructions, str) and not callable(self.instructions):
+            raise TypeError("AgentDefinition.instructions must be a string or a function")
+        model: Any = self.model
+        if not callable(getattr(model, "generate", None)):
+            raise TypeError("AgentDefinition.model must be a ModelClient (with generate)")
+        if (
+            isinstance(self.max_model_calls_per_turn, bool)
+            or not isinstance(self.max_model_calls_per_turn, int)  # pyright: ignore[reportUnnecessaryIsInstance]
+            or self.max_model_calls_per_turn < 1
+        ):
+            raise ValueError("AgentDefinition.max_model_calls_per_turn must be a positive integer")
+        if self.tool_source_listing_timeout <= timedelta(0):
+            raise ValueError("AgentDefinition.tool_source_listing_timeout must be positive")
+        built_ins = validate_built_in_tool_names(self.built_in_tools)
+        names: set[str] = set()
+        for tool in self.tools:
+            if not isinstance(tool, FunctionTool):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise TypeError(f"AgentDefinition.tools holds {tool!r}, not a FunctionTool")
+            if tool.name in names:
+                raise ValueError(f"two function tools are named {tool.name}")
+            if tool.name in built_ins:
+                raise ValueError(f"tool {tool.name} uses the name of an enabled built-in tool")
+            names.add(tool.name)
+        source_names: set[str] = set()
+        for source in self.tool_sources:
+            if source.source_name in source_names:
+                raise ValueError(f"two tool sources are named {source.source_name!r}")
+            source_names.add(source.source_name)
+        for name in self.tool_policies:
+            if name in built_ins:
+                raise ValueError(f"built-in tool {name} has a fixed policy; remove its ToolPolicy")

@@ -1,0 +1,165 @@
+"""Pure rules of the Stepwise transcript: stored messages in, model input out.
+
+The session stores the transcript as messages whose ``framework_item`` is a
+``TranscriptItem``. These functions decode it, find the tool results the next
+model call must carry, and pair every tool call with a result so an orphaned
+call never reaches a provider.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import cast
+
+from dex_agents.models.types import (
+    ModelOutputItem,
+    ToolResultItem,
+    TranscriptItem,
+    UserTextItem,
+    transcript_item_from_json,
+    transcript_item_to_text,
+)
+from dex_agents.texts import OUTCOME_UNKNOWN_TOOL_RESULT
+from dex_agents.values import AgentMessage, FrameworkMessage
+
+__all__ = [
+    "RUN_STATE_KEY",
+    "decode_run_state",
+    "decode_transcript",
+    "encode_run_state",
+    "model_output_message",
+    "pair_tool_calls_with_results",
+    "tool_result_message",
+    "unanswered_tool_calls",
+    "user_text_message",
+]
+
+RUN_STATE_KEY = "model_calls"
+
+
+def encode_run_state(model_calls: int) -> str:
+    """``FrameworkRunState``: the turn's model call count, the only state between calls."""
+    return json.dumps({RUN_STATE_KEY: model_calls}, separators=(",", ":"))
+
+
+def decode_run_state(state: str | None) -> int:
+    """The model calls the turn has made so far (0 for its first call)."""
+    if state is None:
+        return 0
+    try:
+        value: object = json.loads(state)
+    except ValueError as error:
+        raise ValueError(f"unreadable Stepwise run state {state!r}") from error
+    if isinstance(value, dict):
+        count = cast("dict[str, object]", value).get(RUN_STATE_KEY)
+        if isinstance(count, int) and not isinstance(count, bool) and count >= 0:
+            return count
+    raise ValueError(f"unreadable Stepwise run state {state!r}")
+
+
+def decode_transcript(messages: Sequence[AgentMessage]) -> list[TranscriptItem]:
+    """Every stored message's ``framework_item``, decoded; a foreign item raises ``ValueError``."""
+    items: list[TranscriptItem] = []
+    for message in messages:
+        try:
+            items.append(transcript_item_from_json(json.loads(message.framework_item)))
+        except ValueError as error:
+            raise ValueError(
+                f"message {message.sequence} is not a Stepwise message ({error}); a Stepwise "
+                "agent reads only sessions it wrote"
+            ) from error
+    return items
+
+
+def unanswered_tool_calls(items: Sequence[TranscriptItem]) -> list[tuple[str, str]]:
+    """``(tool_call_id, tool_name)`` of calls after the last user text that have no result.
+
+    These are the calls of the turn's earlier responses whose results the next
+    model call must carry (and the runner stores now).
+    """
+    start = 0
+    for index, item in enumerate(items):
+        if isinstance(item, UserTextItem):
+            start = index
+    answered = {item.tool_call_id for item in items[start:] if isinstance(item, ToolResultItem)}
+    pending: list[tuple[str, str]] = []
+    for item in items[start:]:
+        if isinstance(item, ModelOutputItem):
+            pending.extend(
+                (call.call_id, call.name)
+                for call in item.tool_calls
+                if call.call_id not in answered
+            )
+    return pending
+
+
+def pair_tool_calls_with_results(
+    items: Sequence[TranscriptItem],
+    missing_result: Callable[[str, str], str] = lambda _id, _name: OUTCOME_UNKNOWN_TOOL_RESULT,
+) -> list[TranscriptItem]:
+    """Model input in which every tool call is followed by exactly its results.
+
+    After each model output, its calls' results come next, in call order; a call
+    without a stored result gets ``missing_result`` (the outcome-unknown text by
+    default), and a result that answers no call of the output before it is left out,
+    because providers refuse both.
+    """
+    paired: list[TranscriptItem] = []
+    index = 0
+    while index < len(items):
+        item = items[index]
+        index += 1
+        if isinstance(item, ToolResultItem):
+            continue  # a stray result; results are consumed with their model output below
+        paired.append(item)
+        if not isinstance(item, ModelOutputItem) or not item.tool_calls:
+            continue
+        results: dict[str, ToolResultItem] = {}
+        while index < len(items) and isinstance(items[index], ToolResultItem):
+            result = items[index]
+            assert isinstance(result, ToolResultItem)
+            results.setdefault(result.tool_call_id, result)
+            index += 1
+        for call in item.tool_calls:
+            found = results.get(call.call_id)
+            paired.append(
+                found
+                if found is not None
+                else ToolResultItem(
+                    call.call_id, call.name, missing_result(call.call_id, call.name)
+                )
+            )
+    return paired
+
+
+def user_text_message(text: str) -> FrameworkMessage:
+    return FrameworkMessage(
+        role="user", framework_item=transcript_item_to_text(UserTextItem(text)), text=text
+    )
+
+
+def model_output_message(output: ModelOutputItem) -> FrameworkMessage:
+    """The stored assistant message of one model response.
+
+    The display fields name the tool call when the response made exactly one.
+    """
+    single = output.tool_calls[0] if len(output.tool_calls) == 1 else None
+    return FrameworkMessage(
+        role="assistant",
+        framework_item=transcript_item_to_text(output),
+        text=output.text or None,
+        tool_call_id=single.call_id if single else None,
+        tool_name=single.name if single else None,
+        tool_arguments=single.arguments if single else None,
+    )
+
+
+def tool_result_message(result: ToolResultItem) -> FrameworkMessage:
+    return FrameworkMessage(
+        role="tool",
+        framework_item=transcript_item_to_text(result),
+        tool_call_id=result.tool_call_id,
+        tool_name=result.tool_name,
+        tool_output=result.output,
+    )
