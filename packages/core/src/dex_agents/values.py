@@ -10,6 +10,7 @@ JSON codec, which yields the same JSON.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -44,11 +45,14 @@ __all__ = [
     "ResolveInterruptInput",
     "ToolCallCompleted",
     "ToolEffect",
+    "TurnReplySequence",
     "add_agent_usage",
     "empty_agent_usage",
+    "format_timestamp",
     "from_wire",
     "from_wire_json",
     "message_sequence_key",
+    "parse_timestamp",
     "to_wire",
     "to_wire_json",
 ]
@@ -135,6 +139,22 @@ def message_sequence_key(sequence: int) -> str:
             f"message sequence must be an integer from 1 to 999999999999, got {sequence!r}"
         )
     return f"{sequence:012d}"
+
+
+def format_timestamp(moment: datetime) -> str:
+    """A wire timestamp: UTC, millisecond precision, ``Z`` suffix, as JavaScript writes it."""
+    if moment.tzinfo is None:
+        raise ValueError("timestamps must be timezone-aware")
+    utc = moment.astimezone(UTC)
+    return f"{utc:%Y-%m-%dT%H:%M:%S}.{utc.microsecond // 1000:03d}Z"
+
+
+def parse_timestamp(text: str) -> datetime:
+    """Read a wire timestamp written by either core."""
+    moment = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
+    if moment.tzinfo is None:
+        raise ValueError(f"timestamp {text!r} has no time zone")
+    return moment.astimezone(UTC)
 
 
 # --- usage -------------------------------------------------------------------------
@@ -274,6 +294,16 @@ class AgentState(WireValue):
     interaction_mode: InteractionMode = InteractionMode.CHAT
     accepts_turn_control: bool = False
     """Whether the active turn can be steered or cancelled (a later release sets it)."""
+
+
+@dataclass(frozen=True)
+class TurnReplySequence(WireValue):
+    """The ``TurnReplySequence`` Attribute: where the latest turn's replies start."""
+
+    wire_name = "TurnReplySequence"
+
+    turn_id: str
+    sequence: int
 
 
 # --- tool calls --------------------------------------------------------------------

@@ -1,0 +1,209 @@
+"""Pure rules of approvals: resolving an interrupt, its deadline, and the approval's outcome."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+from dex_agents.session.changes import EventSpec, SessionChanges
+from dex_agents.session.tool_rules import finish_tool_call
+from dex_agents.session.turn_rules import ToolStepKind, tool_step_kind
+from dex_agents.texts import APPROVAL_DEADLINE_PASSED
+from dex_agents.values import (
+    AgentInterrupt,
+    AgentInterruptResolution,
+    AgentToolCall,
+    AgentToolCallStatus,
+    InterruptKind,
+    ResolveInterruptInput,
+    parse_timestamp,
+)
+
+__all__ = [
+    "ApprovalOutcome",
+    "ApprovalWait",
+    "ResolveDecision",
+    "apply_approval_resolution",
+    "apply_approval_timer",
+    "approval_wait",
+    "decide_resolve_interrupt",
+    "find_interrupt",
+    "interrupt_resolved_payload",
+    "is_past_deadline",
+]
+
+
+def find_interrupt(pending: Sequence[AgentInterrupt], interrupt_id: str) -> AgentInterrupt | None:
+    """The pending interrupt with ``interrupt_id``, or ``None``."""
+    for interrupt in pending:
+        if interrupt.interrupt_id == interrupt_id:
+            return interrupt
+    return None
+
+
+def is_past_deadline(interrupt: AgentInterrupt, now: datetime) -> bool:
+    """Whether ``now`` is at or after the interrupt's deadline."""
+    return interrupt.deadline is not None and now >= parse_timestamp(interrupt.deadline)
+
+
+@dataclass(frozen=True)
+class ResolveDecision:
+    """What ``resolve_interrupt`` does: its answer and, when accepted, the writes."""
+
+    accepted: bool
+    pending: tuple[AgentInterrupt, ...] = ()
+    resolution: AgentInterruptResolution | None = None
+
+
+def decide_resolve_interrupt(
+    pending: Sequence[AgentInterrupt], request: ResolveInterruptInput, now: datetime
+) -> ResolveDecision:
+    """Accept a resolution only for a pending interrupt before its deadline.
+
+    A question cannot be approved, only declined (answer it with ``answer_question``).
+    The accepted interrupt leaves ``PendingInterrupts`` at once, so a second call
+    returns ``False``.
+    """
+    interrupt = find_interrupt(pending, request.interrupt_id)
+    if interrupt is None or is_past_deadline(interrupt, now):
+        return ResolveDecision(False)
+    if interrupt.kind is InterruptKind.QUESTION and request.approved:
+        return ResolveDecision(False)
+    remaining = tuple(item for item in pending if item.interrupt_id != request.interrupt_id)
+    resolution = AgentInterruptResolution(
+        interrupt_id=request.interrupt_id,
+        approved=request.approved,
+        rejection_message=None if request.approved else request.rejection_message,
+    )
+    return ResolveDecision(True, remaining, resolution)
+
+
+@dataclass(frozen=True)
+class ApprovalWait:
+    """What ``AwaitToolApproval`` waits for: the resolution, and a Timer when set."""
+
+    timer_seconds: int | None
+
+
+def approval_wait(
+    pending: Sequence[AgentInterrupt], interrupt_id: str, now: datetime
+) -> ApprovalWait:
+    """Wait for the resolution, raced with a Timer while the interrupt is pending with a deadline.
+
+    Dex Timers take whole seconds, so the remaining time is rounded up; a Timer can
+    fire up to a second late, and ``resolve_interrupt`` already refuses from the
+    deadline on. Once the interrupt is no longer pending, its resolution is on the
+    Channel, so the wait has no Timer (a due Timer would win every race).
+    """
+    interrupt = find_interrupt(pending, interrupt_id)
+    if interrupt is None or interrupt.deadline is None:
+        return ApprovalWait(None)
+    remaining = (parse_timestamp(interrupt.deadline) - now) / timedelta(seconds=1)
+    return ApprovalWait(max(0, math.ceil(remaining)))
+
+
+@dataclass(frozen=True)
+class ApprovalOutcome:
+    """The result of ``AwaitToolApproval``'s execute.
+
+    ``next_step`` runs the approved call; ``wait_again`` starts a new wait; with
+    neither, the path ends after the changes (the call is final).
+    """
+
+    changes: SessionChanges
+    next_step: ToolStepKind | None = None
+    wait_again: bool = False
+
+
+def interrupt_resolved_payload(
+    interrupt_id: str,
+    kind: InterruptKind,
+    *,
+    approved: bool,
+    answered: bool = False,
+    rejection_message: str | None = None,
+    cancellation_reason: str | None = None,
+) -> dict[str, object]:
+    """The ``interrupt_resolved`` payload."""
+    return {
+        "interrupt_id": interrupt_id,
+        "kind": kind.value,
+        "approved": approved,
+        "answered": answered,
+        "rejection_message": rejection_message,
+        "cancellation_reason": cancellation_reason,
+    }
+
+
+def apply_approval_resolution(
+    record: AgentToolCall, resolution: AgentInterruptResolution
+) -> ApprovalOutcome:
+    """An approval moves the call to its tool Step; a rejection makes it final."""
+    if record.is_final:
+        return ApprovalOutcome(SessionChanges())
+    if resolution.approved:
+        changes = SessionChanges()
+        changes.written_records.append(replace(record, status=AgentToolCallStatus.APPROVED))
+        changes.event(
+            "interrupt_resolved",
+            **interrupt_resolved_payload(
+                resolution.interrupt_id, InterruptKind.APPROVAL, approved=True
+            ),
+        )
+        return ApprovalOutcome(changes, next_step=tool_step_kind(record.effect))
+    changes = finish_tool_call(
+        record, AgentToolCallStatus.REJECTED, rejection_message=resolution.rejection_message
+    )
+    changes.events.insert(
+        0,
+        _resolved_event(
+            resolution.interrupt_id,
+            approved=False,
+            rejection_message=resolution.rejection_message,
+        ),
+    )
+    return ApprovalOutcome(changes)
+
+
+def apply_approval_timer(
+    record: AgentToolCall, pending: Sequence[AgentInterrupt], now: datetime
+) -> ApprovalOutcome:
+    """The deadline Timer fired: reject the call if its interrupt is still pending and due.
+
+    When ``resolve_interrupt`` removed the interrupt first, or the Timer fired
+    early, wait again: the next wait consumes the resolution or re-arms the Timer.
+    """
+    if record.is_final:
+        return ApprovalOutcome(SessionChanges())
+    interrupt = find_interrupt(pending, record.tool_call_id)
+    if interrupt is None or not is_past_deadline(interrupt, now):
+        return ApprovalOutcome(SessionChanges(), wait_again=True)
+    changes = finish_tool_call(
+        record, AgentToolCallStatus.REJECTED, rejection_message=APPROVAL_DEADLINE_PASSED
+    )
+    changes.pending_interrupts = tuple(
+        item for item in pending if item.interrupt_id != interrupt.interrupt_id
+    )
+    changes.events.insert(
+        0,
+        _resolved_event(
+            interrupt.interrupt_id, approved=False, rejection_message=APPROVAL_DEADLINE_PASSED
+        ),
+    )
+    return ApprovalOutcome(changes)
+
+
+def _resolved_event(
+    interrupt_id: str, *, approved: bool, rejection_message: str | None
+) -> EventSpec:
+    return EventSpec(
+        "interrupt_resolved",
+        interrupt_resolved_payload(
+            interrupt_id,
+            InterruptKind.APPROVAL,
+            approved=approved,
+            rejection_message=rejection_message,
+        ),
+    )

@@ -1,0 +1,88 @@
+"""Options of ``create_agent_session_flow``, checked when the Flow is built."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from types import MappingProxyType
+
+from dex_agents.runner import ToolPolicy
+from dex_agents.values import ToolEffect
+
+__all__ = [
+    "DEFAULT_EVENT_STREAM_CAPACITY_BYTES",
+    "DEFAULT_MAX_DURABLE_WAIT",
+    "KNOWN_BUILT_IN_TOOLS",
+    "AgentSessionOptions",
+]
+
+DEFAULT_EVENT_STREAM_CAPACITY_BYTES = 10 * 1024 * 1024
+DEFAULT_MAX_DURABLE_WAIT = timedelta(days=365)
+KNOWN_BUILT_IN_TOOLS = frozenset({"ask_user", "durable_wait"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentSessionOptions:
+    """How the session treats tools, events and interrupts.
+
+    Attributes:
+        tool_policies: ``ToolPolicy`` by tool name; wins over the framework's effect
+            and the default effect.
+        default_tool_effect: Effect of a tool without a policy or framework effect.
+        event_stream_capacity_bytes: Byte budget of the ``AgentEvents`` Stream, shared
+            by every session of the Flow type.
+        interrupt_deadline: After this long, a pending approval is rejected with
+            ``"approval deadline passed"`` (a question with ``"question deadline passed"``);
+            ``None`` waits forever.
+        built_in_tools: Built-in tools the session handles (``"ask_user"``,
+            ``"durable_wait"``); their names are reserved.
+        max_durable_wait: Longest ``durable_wait``, whole seconds, at least one.
+    """
+
+    tool_policies: Mapping[str, ToolPolicy] = field(default_factory=lambda: dict[str, ToolPolicy]())
+    default_tool_effect: ToolEffect = ToolEffect.UNCLASSIFIED
+    event_stream_capacity_bytes: int = DEFAULT_EVENT_STREAM_CAPACITY_BYTES
+    interrupt_deadline: timedelta | None = None
+    built_in_tools: tuple[str, ...] = ()
+    max_durable_wait: timedelta = DEFAULT_MAX_DURABLE_WAIT
+
+    def __post_init__(self) -> None:
+        policies: dict[str, ToolPolicy] = {}
+        for name, policy in dict(self.tool_policies).items():
+            if not isinstance(name, str) or not name:  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise ValueError("tool_policies keys must be non-empty tool names")
+            if not isinstance(policy, ToolPolicy):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise TypeError(f"tool_policies[{name!r}] must be a ToolPolicy")
+            policies[name] = policy
+        object.__setattr__(self, "tool_policies", MappingProxyType(policies))
+        if not isinstance(self.default_tool_effect, ToolEffect):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError("default_tool_effect must be a ToolEffect")
+        capacity = self.event_stream_capacity_bytes
+        if type(capacity) is not int or capacity <= 0:
+            raise ValueError("event_stream_capacity_bytes must be a positive integer")
+        deadline = self.interrupt_deadline
+        if deadline is not None and (
+            not isinstance(deadline, timedelta) or deadline <= timedelta(0)  # pyright: ignore[reportUnnecessaryIsInstance]
+        ):
+            raise ValueError("interrupt_deadline must be a positive timedelta or None")
+        built_in = tuple(self.built_in_tools)
+        for name in built_in:
+            if name not in KNOWN_BUILT_IN_TOOLS:
+                raise ValueError(
+                    f"unknown built-in tool {name!r}; choose from {sorted(KNOWN_BUILT_IN_TOOLS)}"
+                )
+            if name in policies:
+                raise ValueError(
+                    f"tool_policies has a policy for {name!r}, a reserved built-in tool name"
+                )
+        if len(set(built_in)) != len(built_in):
+            raise ValueError("built_in_tools lists a tool twice")
+        object.__setattr__(self, "built_in_tools", built_in)
+        wait = self.max_durable_wait
+        if (
+            not isinstance(wait, timedelta)  # pyright: ignore[reportUnnecessaryIsInstance]
+            or wait < timedelta(seconds=1)
+            or wait.microseconds != 0
+        ):
+            raise ValueError("max_durable_wait must be a whole number of seconds, at least 1")

@@ -1,0 +1,79 @@
+"""Pure rules of the read RPCs: the snapshot and message paging."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from dex_agents.values import (
+    AgentInterrupt,
+    AgentMessage,
+    AgentSnapshot,
+    AgentState,
+    AgentToolCall,
+    AgentUsage,
+    AgentUserMessage,
+    ListAgentMessagesInput,
+    ListAgentMessagesOutput,
+    QueuedUserMessage,
+)
+
+__all__ = [
+    "DEFAULT_MESSAGE_PAGE_LIMIT",
+    "MAX_MESSAGE_PAGE_LIMIT",
+    "accepts_user_message",
+    "build_snapshot",
+    "page_messages",
+]
+
+DEFAULT_MESSAGE_PAGE_LIMIT = 50
+MAX_MESSAGE_PAGE_LIMIT = 200
+
+
+def accepts_user_message(message: AgentUserMessage, *, plan_mode_enabled: bool = False) -> bool:
+    """Accept a message unless it is blank (``str.strip()``) or asks for plan mode when off."""
+    if not message.text.strip():
+        return False
+    return not (message.plan_mode and not plan_mode_enabled)
+
+
+def build_snapshot(
+    *,
+    state: AgentState | None,
+    messages: Sequence[AgentMessage],
+    pending_interrupts: Sequence[AgentInterrupt],
+    records: Sequence[AgentToolCall],
+    usage: AgentUsage | None,
+    queued_messages: Sequence[QueuedUserMessage],
+) -> AgentSnapshot:
+    """One committed view of the session: messages by sequence, calls by deferral order."""
+    return AgentSnapshot(
+        state=state,
+        messages=tuple(sorted(messages, key=lambda message: message.sequence)),
+        pending_interrupts=tuple(pending_interrupts),
+        tool_calls=tuple(sorted(records, key=lambda record: record.deferral_order)),
+        usage=usage if usage is not None else AgentUsage(),
+        queued_message_count=len(queued_messages),
+        queued_messages=tuple(queued_messages),
+    )
+
+
+def page_messages(
+    messages: Sequence[AgentMessage], request: ListAgentMessagesInput
+) -> ListAgentMessagesOutput:
+    """The ``limit`` messages before ``before_sequence``, oldest first.
+
+    ``limit`` is clamped to 1..200 and defaults to 50; ``next_before_sequence`` is
+    the first sequence of the page while older messages exist, else null.
+    """
+    limit = DEFAULT_MESSAGE_PAGE_LIMIT if request.limit is None else request.limit
+    limit = min(MAX_MESSAGE_PAGE_LIMIT, max(1, limit))
+    ordered = sorted(messages, key=lambda message: message.sequence)
+    before = request.before_sequence
+    eligible = ordered if before is None else [m for m in ordered if m.sequence < before]
+    page = eligible[-limit:]
+    has_older = len(eligible) > len(page)
+    return ListAgentMessagesOutput(
+        messages=tuple(page),
+        next_before_sequence=page[0].sequence if page and has_older else None,
+        deleted_before_sequence=None,
+    )

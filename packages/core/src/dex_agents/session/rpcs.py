@@ -1,0 +1,92 @@
+"""RPC handlers of the session; ``flow.py`` binds them to each Flow with its locks and loads."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from dex import Context, RPCResult
+
+from dex_agents.session.interrupt_rules import decide_resolve_interrupt
+from dex_agents.session.persistence import SessionPersistence
+from dex_agents.session.read_rules import accepts_user_message, build_snapshot, page_messages
+from dex_agents.session.store import (
+    read_messages,
+    read_pending_interrupts,
+    read_records,
+    read_state,
+    read_usage,
+)
+from dex_agents.values import (
+    AgentSnapshot,
+    AgentUserMessage,
+    ListAgentMessagesInput,
+    ListAgentMessagesOutput,
+    QueuedUserMessage,
+    ResolveInterruptInput,
+)
+
+__all__ = [
+    "get_agent_snapshot",
+    "list_agent_messages",
+    "resolve_interrupt",
+    "send_user_message",
+]
+
+
+def send_user_message(
+    context: Context, persistence: SessionPersistence, message: AgentUserMessage
+) -> RPCResult[bool]:
+    """Queue a message; it starts the next turn. Blank text and plan mode return ``False``."""
+    if not accepts_user_message(message):
+        return RPCResult(False)
+    persistence.queued_user_messages.publish(
+        context, AgentUserMessage(text=message.text, plan_mode=message.plan_mode)
+    )
+    return RPCResult(True)
+
+
+def resolve_interrupt(
+    context: Context, persistence: SessionPersistence, request: ResolveInterruptInput
+) -> RPCResult[bool]:
+    """Approve or reject a pending interrupt before its deadline (runs under its lock)."""
+    interrupt_id = request.interrupt_id
+    if not interrupt_id or "/" in interrupt_id:
+        return RPCResult(False)
+    pending = read_pending_interrupts(context, persistence)
+    decision = decide_resolve_interrupt(pending, request, datetime.now(UTC))
+    if not decision.accepted or decision.resolution is None:
+        return RPCResult(False)
+    persistence.pending_interrupts.set(context, decision.pending)
+    persistence.interrupt_resolutions.publish(context, interrupt_id, decision.resolution)
+    return RPCResult(True)
+
+
+def get_agent_snapshot(
+    context: Context, persistence: SessionPersistence
+) -> RPCResult[AgentSnapshot]:
+    """One committed view: state, messages, interrupts, records, usage, queued messages."""
+    queued = [
+        QueuedUserMessage(
+            message_id=pending.message_id,
+            text=pending.value.text,
+            plan_mode=pending.value.plan_mode,
+        )
+        for pending in persistence.queued_user_messages.pending_messages(context)
+    ]
+    return RPCResult(
+        build_snapshot(
+            state=read_state(context, persistence),
+            messages=read_messages(context, persistence),
+            pending_interrupts=read_pending_interrupts(context, persistence),
+            records=read_records(context, persistence),
+            usage=read_usage(context, persistence),
+            queued_messages=queued,
+        )
+    )
+
+
+def list_agent_messages(
+    context: Context, persistence: SessionPersistence, request: ListAgentMessagesInput
+) -> RPCResult[ListAgentMessagesOutput]:
+    """A page of stored messages, oldest first."""
+    return RPCResult(page_messages(read_messages(context, persistence), request))

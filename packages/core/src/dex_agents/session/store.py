@@ -1,0 +1,145 @@
+"""Reading session values from a Dex Context and applying ``SessionChanges`` to it.
+
+This is the only place that maps the session's values onto Dex Attributes,
+Channels and the event Stream; Steps and RPCs call it instead of touching the
+definitions one by one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TypeVar
+
+from dex import Attribute, Context
+
+from dex_agents.runner import AgentEventWriter, AgentFrameworkRunner
+from dex_agents.session.changes import SessionChanges
+from dex_agents.session.options import AgentSessionOptions
+from dex_agents.session.persistence import SessionPersistence
+from dex_agents.values import (
+    AgentInterrupt,
+    AgentMessage,
+    AgentState,
+    AgentToolCall,
+    AgentUsage,
+    ToolCallCompleted,
+    TurnReplySequence,
+    message_sequence_key,
+)
+
+__all__ = [
+    "SessionDefinition",
+    "apply_changes",
+    "read_messages",
+    "read_optional",
+    "read_pending_interrupts",
+    "read_record",
+    "read_records",
+    "read_reply_sequence",
+    "read_run_state",
+    "read_state",
+    "read_usage",
+]
+
+ValueT = TypeVar("ValueT")
+
+
+@dataclass(frozen=True)
+class SessionDefinition:
+    """What every Step and RPC of one session Flow shares."""
+
+    flow_type: str
+    runner: AgentFrameworkRunner
+    options: AgentSessionOptions
+    persistence: SessionPersistence
+
+
+def read_optional(attribute: Attribute[ValueT], context: Context) -> ValueT | None:
+    """The Attribute's value, or ``None`` while it is unset."""
+    try:
+        return attribute.get(context)
+    except KeyError:
+        return None
+
+
+def read_state(context: Context, persistence: SessionPersistence) -> AgentState | None:
+    return read_optional(persistence.agent_state, context)
+
+
+def read_usage(context: Context, persistence: SessionPersistence) -> AgentUsage:
+    usage = read_optional(persistence.agent_usage, context)
+    return usage if usage is not None else AgentUsage()
+
+
+def read_run_state(context: Context, persistence: SessionPersistence) -> str | None:
+    return read_optional(persistence.framework_run_state, context)
+
+
+def read_reply_sequence(
+    context: Context, persistence: SessionPersistence
+) -> TurnReplySequence | None:
+    return read_optional(persistence.turn_reply_sequence, context)
+
+
+def read_pending_interrupts(
+    context: Context, persistence: SessionPersistence
+) -> tuple[AgentInterrupt, ...]:
+    pending = read_optional(persistence.pending_interrupts, context)
+    return tuple(pending) if pending is not None else ()
+
+
+def read_messages(context: Context, persistence: SessionPersistence) -> list[AgentMessage]:
+    """Every stored message in sequence order; the Step must load ``AgentMessages``."""
+    messages = persistence.agent_messages
+    stored = [messages.get(context, key) for key in messages.get_all_instance_keys(context)]
+    return sorted(stored, key=lambda message: message.sequence)
+
+
+def read_records(context: Context, persistence: SessionPersistence) -> list[AgentToolCall]:
+    """The active turn's records in deferral order; the Step must load ``AgentToolCalls``."""
+    records = persistence.agent_tool_calls
+    stored = [records.get(context, key) for key in records.get_all_instance_keys(context)]
+    return sorted(stored, key=lambda record: record.deferral_order)
+
+
+def read_record(
+    context: Context, persistence: SessionPersistence, tool_call_id: str
+) -> AgentToolCall | None:
+    """One record; the Step must load its ``AgentToolCalls`` instance."""
+    try:
+        return persistence.agent_tool_calls.get(context, tool_call_id)
+    except KeyError:
+        return None
+
+
+def apply_changes(
+    context: Context,
+    persistence: SessionPersistence,
+    changes: SessionChanges,
+    events: AgentEventWriter | None,
+) -> None:
+    """Stage every write of ``changes`` in the handler result and write its events."""
+    if changes.state is not None:
+        persistence.agent_state.set(context, changes.state)
+    for message in changes.appended_messages:
+        persistence.agent_messages.set(context, message_sequence_key(message.sequence), message)
+    for record in changes.written_records:
+        persistence.agent_tool_calls.set(context, record.tool_call_id, record)
+    for tool_call_id in changes.deleted_record_ids:
+        persistence.agent_tool_calls.delete(context, tool_call_id)
+    if changes.pending_interrupts is not None:
+        persistence.pending_interrupts.set(context, tuple(changes.pending_interrupts))
+    if changes.framework_run_state_changed:
+        if changes.framework_run_state is None:
+            persistence.framework_run_state.delete(context)
+        else:
+            persistence.framework_run_state.set(context, changes.framework_run_state)
+    if changes.usage is not None:
+        persistence.agent_usage.set(context, changes.usage)
+    if changes.reply_sequence is not None:
+        persistence.turn_reply_sequence.set(context, changes.reply_sequence)
+    for tool_call_id in changes.completed_tool_calls:
+        persistence.tool_call_results.publish(context, ToolCallCompleted(tool_call_id=tool_call_id))
+    if events is not None:
+        for event in changes.events:
+            events.write_event(event.type, event.payload)

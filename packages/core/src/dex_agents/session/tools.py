@@ -1,0 +1,249 @@
+"""Tool Steps: ``CallTool``, ``CallSingleAttemptTool`` and their failure routes.
+
+Each Step gets the tool call ID as its input and loads only that call's
+``AgentToolCalls`` instance, through per-movement options, so parallel tool Steps
+share no state. A Step whose record is already final ends without running.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime, timedelta
+
+from dex import (
+    AsyncContext,
+    RetryPolicy,
+    Step,
+    StepDecision,
+    StepDurability,
+    StepMovement,
+    StepOptions,
+    dead_end,
+)
+
+from dex_agents.runner import (
+    DeferredToolExecution,
+    ToolExecutionError,
+    ToolExecutionResult,
+    ToolInputRequested,
+)
+from dex_agents.session.changes import SessionChanges
+from dex_agents.session.events import SessionEventWriter
+from dex_agents.session.heartbeats import BackgroundHeartbeats
+from dex_agents.session.store import SessionDefinition, apply_changes, read_record
+from dex_agents.session.tool_rules import (
+    finish_tool_call,
+    idempotency_key,
+    record_failure_route,
+)
+from dex_agents.session.turn_rules import RunnerDefectError, ToolStepKind
+from dex_agents.values import AgentToolCall, AgentToolCallStatus
+
+__all__ = [
+    "CallSingleAttemptTool",
+    "CallTool",
+    "ContextCancellation",
+    "RecordToolFailure",
+    "RecordToolOutcomeUnknown",
+    "previous_heartbeat_checkpoint",
+    "tool_step_movement",
+]
+
+_log = logging.getLogger(__name__)
+
+TOOL_HEARTBEAT_TIMEOUT = timedelta(minutes=2)
+TOOL_METHOD_TIMEOUT = timedelta(hours=2)
+CALL_TOOL_ATTEMPTS = 3
+RECORD_RETRY = RetryPolicy(maximum_interval=timedelta(seconds=5))
+
+
+class ContextCancellation:
+    """``CancellationSignal`` backed by the Step's Dex Context."""
+
+    def __init__(self, context: AsyncContext) -> None:
+        self._context = context
+
+    def is_cancelled(self) -> bool:
+        return self._context.is_cancellation_requested()
+
+
+def previous_heartbeat_checkpoint(context: AsyncContext) -> str | None:
+    """The checkpoint an earlier attempt saved, when it is text."""
+    try:
+        if not context.has_last_heartbeat_value():
+            return None
+        value = context.get_last_heartbeat_value(str)
+    except (TypeError, ValueError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+def _record_options(session: SessionDefinition, tool_call_id: str) -> StepOptions:
+    """Options of a failure route: only this call's record, short capped backoff."""
+    records = session.persistence.agent_tool_calls
+    return StepOptions(
+        execute_retry=RECORD_RETRY,
+        execute_durability=StepDurability.SYNC,
+        wait_for_durability=StepDurability.SYNC,
+        execute_load_attribute_map_instances=(records.load(tool_call_id),),
+    )
+
+
+def tool_step_options(
+    session: SessionDefinition, kind: ToolStepKind, tool_call_id: str
+) -> StepOptions:
+    """Per-movement options of a tool Step: attempts, timeouts, failure route, one record."""
+    records = session.persistence.agent_tool_calls
+    single = kind is ToolStepKind.CALL_SINGLE_ATTEMPT_TOOL
+    options = StepOptions(
+        execute_method_timeout=TOOL_METHOD_TIMEOUT,
+        heartbeat_timeout=TOOL_HEARTBEAT_TIMEOUT,
+        execute_retry=RetryPolicy(maximum_attempts=1 if single else CALL_TOOL_ATTEMPTS),
+        execute_durability=StepDurability.SYNC,
+        wait_for_durability=StepDurability.SYNC,
+        execute_load_attribute_map_instances=(records.load(tool_call_id),),
+    )
+    route = RecordToolOutcomeUnknown if single else RecordToolFailure
+    return options.on_execute_failure_proceed_to(route, _record_options(session, tool_call_id))
+
+
+def tool_step_movement(
+    session: SessionDefinition, kind: ToolStepKind, tool_call_id: str
+) -> StepMovement[str]:
+    """The movement that runs ``tool_call_id`` in ``CallTool`` or ``CallSingleAttemptTool``."""
+    if kind is ToolStepKind.CALL_TOOL:
+        return StepMovement[str](
+            CallTool, tool_call_id, tool_step_options(session, kind, tool_call_id)
+        )
+    if kind is ToolStepKind.CALL_SINGLE_ATTEMPT_TOOL:
+        return StepMovement[str](
+            CallSingleAttemptTool,
+            tool_call_id,
+            tool_step_options(session, kind, tool_call_id),
+        )
+    raise ValueError(f"{kind.value} is not a tool Step")
+
+
+class _ToolStep(Step[str]):
+    """Runs one approved call through the runner and records its result."""
+
+    def __init__(self, session: SessionDefinition) -> None:
+        self._session = session
+
+    def get_step_options(self) -> StepOptions | None:
+        # Reached only without per-movement options; keep SYNC durability even then.
+        return StepOptions(
+            execute_durability=StepDurability.SYNC, wait_for_durability=StepDurability.SYNC
+        )
+
+    async def execute(self, context: AsyncContext, input: str) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
+        session = self._session
+        persistence = session.persistence
+        record = read_record(context, persistence, input)
+        if record is None or record.is_final:
+            return dead_end()
+        if record.status is not AgentToolCallStatus.APPROVED:
+            raise RuntimeError(
+                f"tool call {record.tool_call_id} is {record.status.value}, not approved"
+            )
+        events = SessionEventWriter(context, persistence.agent_events, turn_id=record.turn_id)
+        try:
+            changes = await self._run(context, record, events)
+            apply_changes(context, persistence, changes, events)
+        finally:
+            events.close()
+        return dead_end()
+
+    async def _run(
+        self, context: AsyncContext, record: AgentToolCall, events: SessionEventWriter
+    ) -> SessionChanges:
+        events.write_tool_call_started(record.tool_call_id, record.tool_name)
+        heartbeats = BackgroundHeartbeats(
+            context, checkpoint=previous_heartbeat_checkpoint(context)
+        )
+        # Output before the tool runs: a crash from here on fails this attempt instead of
+        # letting Dex hand the same attempt number out again as never started.
+        await heartbeats.beat()
+        execution = DeferredToolExecution(
+            flow_id=context.flow_id,
+            tool_call=record,
+            idempotency_key=idempotency_key(context.flow_id, record),
+            attempt=context.attempt,
+            events=events,
+            cancellation=ContextCancellation(context),
+            deadline=datetime.now(UTC) + TOOL_METHOD_TIMEOUT,
+            heartbeat=heartbeats.beat,
+            heartbeat_checkpoint=heartbeats.checkpoint,
+            save_heartbeat_checkpoint=heartbeats.save_checkpoint,
+            input_answers=record.input_answers,
+        )
+        try:
+            async with heartbeats:
+                outcome = await self._session.runner.execute_deferred_tool_call(execution)
+        except ToolExecutionError as error:
+            return finish_tool_call(record, AgentToolCallStatus.FAILED, error=error.message)
+        if isinstance(outcome, ToolExecutionResult):
+            if not isinstance(outcome.output, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise RunnerDefectError(
+                    f"runner defect: the output of tool call {record.tool_call_id} must be text"
+                )
+            return finish_tool_call(record, AgentToolCallStatus.SUCCEEDED, output=outcome.output)
+        if isinstance(outcome, ToolInputRequested):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise RunnerDefectError(
+                f"tool call {record.tool_call_id} asked for input, which this session "
+                "does not support yet"
+            )
+        raise RunnerDefectError(
+            "runner defect: execute_deferred_tool_call must return ToolExecutionResult, "
+            f"got {type(outcome).__name__}"
+        )
+
+
+class CallTool(_ToolStep):
+    """A ``read`` or ``idempotent_write`` call: up to 3 attempts, then ``RecordToolFailure``."""
+
+
+class CallSingleAttemptTool(_ToolStep):
+    """A ``non_idempotent_write`` or ``unclassified`` call: one attempt only."""
+
+
+class _RecordFailure(Step[str]):
+    outcome_unknown_always = False
+
+    def __init__(self, session: SessionDefinition) -> None:
+        self._session = session
+
+    def get_step_options(self) -> StepOptions | None:
+        return StepOptions(
+            execute_retry=RECORD_RETRY,
+            execute_durability=StepDurability.SYNC,
+            wait_for_durability=StepDurability.SYNC,
+        )
+
+    async def execute(self, context: AsyncContext, input: str) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
+        persistence = self._session.persistence
+        record = read_record(context, persistence, input)
+        if record is None or record.is_final:
+            return dead_end()
+        changes = record_failure_route(
+            record, context.recovery_error, outcome_unknown_always=self.outcome_unknown_always
+        )
+        events = SessionEventWriter(context, persistence.agent_events, turn_id=record.turn_id)
+        try:
+            apply_changes(context, persistence, changes, events)
+        finally:
+            events.close()
+        return dead_end()
+
+
+class RecordToolFailure(_RecordFailure):
+    """Failure route of ``CallTool``: ``failed`` for a read, ``outcome_unknown`` for a write."""
+
+
+class RecordToolOutcomeUnknown(_RecordFailure):
+    """Failure route of ``CallSingleAttemptTool``: always ``outcome_unknown``."""
+
+    outcome_unknown_always = True
+
+
+_log.debug("tool Steps loaded")
