@@ -4,15 +4,15 @@ Engines and Workers run as children so that a test can SIGKILL them at an exact
 point. Each child leads its own process group, so a kill also reaches anything
 the child started. Every child still alive when the test process exits gets
 SIGKILL from an ``atexit`` hook; on Linux a child started from the main thread
-also gets SIGKILL from the kernel if the test process itself dies.
+also gets SIGKILL from the kernel if the test process itself dies (``setpriv``).
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
-import ctypes
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -24,7 +24,6 @@ from pathlib import Path
 
 _live_children: set[subprocess.Popen[bytes]] = set()
 _live_lock = threading.Lock()
-_PR_SET_PDEATHSIG = 1
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
@@ -46,11 +45,19 @@ def _kill_all_children() -> None:
 atexit.register(_kill_all_children)
 
 
-def _die_with_parent() -> None:
-    # Runs in the child between fork and exec: ask Linux to SIGKILL us when the parent dies.
-    with contextlib.suppress(Exception):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+def _die_with_parent_prefix() -> list[str]:
+    """A command prefix asking Linux to SIGKILL the child when the test process dies.
+
+    ``setpriv --pdeathsig`` does it before exec. A ``preexec_fn`` cannot: Python
+    code between fork and exec deadlocks when other threads (gRPC's) hold locks.
+    The signal follows the thread that forked, so only the main thread uses it.
+    """
+    if not sys.platform.startswith("linux"):
+        return []
+    if threading.current_thread() is not threading.main_thread():
+        return []
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "KILL"] if setpriv else []
 
 
 class ChildProcess:
@@ -84,21 +91,16 @@ class ChildProcess:
         env = dict(os.environ)
         env.update(environment or {})
         env.setdefault("PYTHONUNBUFFERED", "1")
-        in_main_thread = threading.current_thread() is threading.main_thread()
         with log_path.open("ab") as log:
             log_offset = log.tell()
             process = subprocess.Popen(
-                list(command),
+                [*_die_with_parent_prefix(), *command],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env=env,
                 cwd=cwd,
                 start_new_session=True,
-                # PDEATHSIG follows the thread that forked, so only the main thread uses it.
-                preexec_fn=_die_with_parent
-                if in_main_thread and sys.platform.startswith("linux")
-                else None,
             )
         with _live_lock:
             _live_children.add(process)
