@@ -5,6 +5,7 @@ Engines and Workers run as child processes that tests SIGKILL at exact points,
 and ``read_step_history`` reads the Step shape a session really ran.
 """
 
+from dex_agents.models.scripted import ScriptedModelClient
 from dex_agents.testing.engine import PrivateDexEngine
 from dex_agents.testing.gates import FileGate, Invocation, InvocationLog
 from dex_agents.testing.history import (
@@ -51,6 +52,7 @@ __all__ = [
     "Scenario",
     "ScenarioSession",
     "ScenarioTool",
+    "ScriptedModelClient",
     "ScriptedModelFailure",
     "ScriptedRunner",
     "StepHistoryEntry",

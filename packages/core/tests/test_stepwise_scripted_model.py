@@ -1,0 +1,93 @@
+"""ScriptedModelClient: replies from a function of the request."""
+
+from __future__ import annotations
+
+import pytest
+
+from dex_agents.models import DiscardingStreamSink, ModelOutputItem, ModelToolCall
+from dex_agents.stepwise import (
+    ModelRequest,
+    ScriptedModelClient,
+    ScriptedModelReply,
+    ScriptedToolCall,
+    ToolResultItem,
+    UserTextItem,
+)
+from dex_agents.testing import ScriptedModelClient as TestingScriptedModelClient
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.reasoning: list[str] = []
+
+    async def text_delta(self, text: str) -> None:
+        self.text.append(text)
+
+    async def reasoning_delta(self, text: str) -> None:
+        self.reasoning.append(text)
+
+
+def request(*items: object) -> ModelRequest:
+    return ModelRequest(instructions="", items=tuple(items))  # type: ignore[arg-type]
+
+
+def test_the_testing_export_is_the_same_class() -> None:
+    assert TestingScriptedModelClient is ScriptedModelClient
+
+
+def test_user_texts_and_the_unanswered_tool_results() -> None:
+    earlier = ModelOutputItem("scripted", "scripted", {}, "", (ModelToolCall("c1", "a", "{}"),))
+    later = ModelOutputItem("scripted", "scripted", {}, "", (ModelToolCall("c2", "b", "{}"),))
+    req = request(
+        UserTextItem("one"),
+        earlier,
+        ToolResultItem("c1", "a", "first"),
+        later,
+        ToolResultItem("c2", "b", "second"),
+    )
+    assert ScriptedModelClient.user_texts(req) == ["one"]
+    assert [r.output for r in ScriptedModelClient.tool_results(req)] == ["second"]
+    assert ScriptedModelClient.tool_results(request(UserTextItem("x"))) == []
+
+
+async def test_async_script_text_reasoning_tool_calls_and_stable_ids() -> None:
+    async def script(req: ModelRequest) -> ScriptedModelReply:
+        return ScriptedModelReply(
+            text="hello world",
+            reasoning="thinking",
+            tool_calls=[
+                ScriptedToolCall("a", {"x": 1}),
+                ScriptedToolCall("b", '{"y":2}', call_id="mine"),
+            ],
+        )
+
+    client = ScriptedModelClient(script, stream_chunk_size=4)
+    sink = Sink()
+    response = await client.generate(request(UserTextItem("hi")), sink)
+    assert sink.text == ["hell", "o wo", "rld"]
+    assert sink.reasoning == ["thinking"]
+    assert response.output.tool_calls == (
+        ModelToolCall("call_1_1", "a", '{"x":1}'),
+        ModelToolCall("mine", "b", '{"y":2}'),
+    )
+    assert response.usage.model_calls == 1
+    again = await client.generate(request(UserTextItem("hi")), DiscardingStreamSink())
+    assert again == response
+
+
+async def test_a_string_reply_and_the_latest_requests_are_kept() -> None:
+    client = ScriptedModelClient(
+        lambda req: f"echo {ScriptedModelClient.user_texts(req)[-1]}", max_recorded_requests=3
+    )
+    for number in range(5):
+        response = await client.generate(request(UserTextItem(str(number))), DiscardingStreamSink())
+        assert response.output.text == f"echo {number}"
+    assert [ScriptedModelClient.user_texts(r) for r in client.requests] == [["2"], ["3"], ["4"]]
+    assert ScriptedModelClient(lambda req: "").requests.maxlen == 100
+
+
+async def test_a_script_returning_something_else_fails() -> None:
+    client = ScriptedModelClient(lambda req: 42)  # type: ignore[arg-type, return-value]
+    with pytest.raises(TypeError, match="ScriptedModelReply"):
+        await client.generate(request(UserTextItem("x")), DiscardingStreamSink())
