@@ -13,7 +13,7 @@ from dex_agents.stepwise import (
     ToolResultItem,
     UserTextItem,
 )
-from dex_agents.testing import ScriptedModelClient as TestingScriptedModelClient
+from dex_agents.testing import ScriptedModelClient as ScriptedFromTesting
 
 
 class Sink:
@@ -33,7 +33,7 @@ def request(*items: object) -> ModelRequest:
 
 
 def test_the_testing_export_is_the_same_class() -> None:
-    assert TestingScriptedModelClient is ScriptedModelClient
+    assert ScriptedFromTesting is ScriptedModelClient
 
 
 def test_user_texts_and_the_unanswered_tool_results() -> None:

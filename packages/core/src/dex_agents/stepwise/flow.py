@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dex_agents.session import AgentSessionFlow, create_agent_session_flow
 from dex_agents.session.options import AgentSessionOptions
 from dex_agents.stepwise.definition import AgentDefinition
 from dex_agents.stepwise.runner import StepwiseAgentRunner
@@ -24,14 +25,14 @@ def session_options_of(definition: AgentDefinition) -> AgentSessionOptions:
     return AgentSessionOptions(**options)
 
 
-def create_stepwise_agent_session_flow(definition: AgentDefinition, flow_type: str) -> Any:
+def create_stepwise_agent_session_flow(
+    definition: AgentDefinition, flow_type: str
+) -> AgentSessionFlow:
     """A new session Flow of ``flow_type`` that runs ``definition`` with a ``StepwiseAgentRunner``.
 
     The session options (tool policies, default effect, built-in tools, interrupt
     deadline, event stream capacity) come from the definition.
     """
-    from dex_agents.session import create_agent_session_flow  # pyright: ignore
-
-    return create_agent_session_flow(  # pyright: ignore
+    return create_agent_session_flow(
         StepwiseAgentRunner(definition), flow_type, session_options_of(definition)
     )
