@@ -1,0 +1,178 @@
+"""Helpers of the session integration tests: an in-process pull AsyncWorker with a client,
+and a small scripted runner whose model replies are functions of the turn."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import dex
+
+from dex_agents import (
+    AgentEvent,
+    AgentSessionStartInput,
+    AgentSnapshot,
+    AgentTurnContext,
+    AgentTurnOutcome,
+    AgentUsage,
+    DeferredToolExecution,
+    FrameworkMessage,
+    ToolExecutionResult,
+)
+
+
+def user_message(text: str) -> FrameworkMessage:
+    return FrameworkMessage(
+        role="user", framework_item=json.dumps({"type": "user", "text": text}), text=text
+    )
+
+
+def assistant_text(text: str) -> FrameworkMessage:
+    return FrameworkMessage(
+        role="assistant", framework_item=json.dumps({"type": "assistant", "text": text}), text=text
+    )
+
+
+def assistant_calls(calls: Sequence[tuple[str, str, str]]) -> FrameworkMessage:
+    return FrameworkMessage(
+        role="assistant",
+        framework_item=json.dumps({"type": "calls", "calls": [list(call) for call in calls]}),
+    )
+
+
+def tool_result(tool_call_id: str, tool_name: str, output: str) -> FrameworkMessage:
+    return FrameworkMessage(
+        role="tool",
+        framework_item=json.dumps({"type": "tool", "id": tool_call_id, "output": output}),
+        tool_call_id=tool_call_id,
+        tool_name=tool_name,
+        tool_output=output,
+    )
+
+
+def usage(input_tokens: int = 10, output_tokens: int = 5) -> AgentUsage:
+    return AgentUsage(
+        model_calls=1,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        total_tokens=input_tokens + output_tokens,
+    )
+
+
+ModelScript = Callable[[AgentTurnContext], Awaitable[AgentTurnOutcome] | AgentTurnOutcome]
+ToolFunction = Callable[[DeferredToolExecution], Awaitable[Any]]
+
+
+@dataclass
+class ScriptRunner:
+    """A runner whose model is ``script(turn)`` and whose tools are async functions by name."""
+
+    script: ModelScript
+    tools: dict[str, ToolFunction] = field(default_factory=dict)
+    model_calls: list[AgentTurnContext] = field(default_factory=list)
+    tool_runs: list[DeferredToolExecution] = field(default_factory=list)
+
+    def build_user_message(self, text: str) -> FrameworkMessage:
+        return user_message(text)
+
+    async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
+        self.model_calls.append(turn)
+        result = self.script(turn)
+        if asyncio.iscoroutine(result):
+            return await result
+        return result  # type: ignore[return-value]
+
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> Any:
+        self.tool_runs.append(call)
+        tool = self.tools[call.tool_call.tool_name]
+        result = await tool(call)
+        if isinstance(result, str):
+            return ToolExecutionResult(result)
+        return result
+
+
+class Harness:
+    """Registry, in-process pull AsyncWorker and AsyncClient against one engine."""
+
+    def __init__(self, address: str, flows: Sequence[dex.Flow[Any]]) -> None:
+        self.address = address
+        self.flows = list(flows)
+        self._directory = tempfile.TemporaryDirectory(prefix="dex-agents-test-")
+        cache = dex.open_blob_cache(dex.BlobCacheConfig(self._directory.name, 16 * 1024 * 1024))
+        self.registry = dex.Registry(self.flows, allow_async_handlers=True)
+        self.worker = dex.AsyncWorker(
+            self.registry,
+            cache,
+            dex.WorkerOptions(
+                server_address=address, pull=dex.PullWorkerOptions(max_concurrent_tasks=8)
+            ),
+        )
+        self.client = dex.AsyncClient(
+            self.registry,
+            cache,
+            dex.ClientOptions(server_address=address, worker_target=dex.WorkerTarget(pull=True)),
+        )
+        self._serving: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> Harness:
+        self._serving = asyncio.create_task(self.worker.start())
+        await self.worker.wait_pull_registered(timeout=30)
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.worker.stop()
+        if self._serving is not None:
+            await asyncio.wait_for(self._serving, 60)
+        await self.client.close()
+        self._directory.cleanup()
+
+    async def start(self, flow: Any, session_id: str, text: str | None) -> None:
+        await self.client.start_flow(flow, session_id, AgentSessionStartInput(initial_message=text))
+
+    async def snapshot(self, flow: Any, session_id: str) -> AgentSnapshot:
+        return await self.client.invoke_rpc(flow.get_agent_snapshot, session_id)
+
+    async def wait_for(
+        self,
+        flow: Any,
+        session_id: str,
+        predicate: Callable[[AgentSnapshot], bool],
+        *,
+        timeout_seconds: float = 60.0,
+    ) -> AgentSnapshot:
+        deadline = time.monotonic() + timeout_seconds
+        while True:
+            snapshot = await self.snapshot(flow, session_id)
+            if predicate(snapshot):
+                return snapshot
+            if time.monotonic() > deadline:
+                raise AssertionError(f"condition not reached; last snapshot: {snapshot}")
+            await asyncio.sleep(0.05)
+
+    async def wait_for_turns(self, flow: Any, session_id: str, turns: int) -> AgentSnapshot:
+        return await self.wait_for(
+            flow,
+            session_id,
+            lambda s: (
+                s.state is not None
+                and s.state.turn_count >= turns
+                and s.state.active_turn_id is None
+            ),
+        )
+
+    async def events(self, flow: Any, session_id: str) -> list[AgentEvent]:
+        collected: list[AgentEvent] = []
+        token = ""
+        while True:
+            page = await self.client.list_stream_messages(session_id, flow.agent_events, 100, token)
+            collected.extend(message.value for message in page.messages)
+            if not page.next_page_token or not page.messages:
+                break
+            token = page.next_page_token
+        collected.reverse()
+        return collected
