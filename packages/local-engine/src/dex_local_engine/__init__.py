@@ -4,4 +4,6 @@ from importlib.metadata import version as _version
 
 __version__ = _version("dex-local-engine")
 
-__all__ = ["__version__"]
+from dex_local_engine.server import EngineServer, EngineStartError, LocalEngine  # noqa: E402
+
+__all__ = ["EngineServer", "EngineStartError", "LocalEngine", "__version__"]

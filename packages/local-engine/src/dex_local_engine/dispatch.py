@@ -1,0 +1,399 @@
+"""Handing tasks to Workers: pull streams (WorkerTaskService) and listening Workers.
+
+Pull Workers open bidirectional ``PollWorkerTask`` streams, one per queue, and each
+stream runs at most one task at a time. A task for Flow type T goes to the idle
+stream of queue T that has been idle the longest: the stream that just finished a
+task is the one most likely to retire next, so it is picked last.
+
+A stream that ends while it holds a task is either a Worker that died (the task ran,
+so the attempt fails) or a Worker that retired the stream cleanly before it started
+the task (the task is handed out again for free). On localhost a dead peer cancels
+the call within a moment, while a clean half-close keeps the call open until the
+engine ends it, so the engine waits briefly, pings, and looks.
+
+Listening Workers are called through ``WorkerService`` at the Flow's Worker address.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, cast
+
+import grpc
+from dex.dexpb import dex_pb2 as pb
+from dex.dexpb import dex_pb2_grpc as pb_grpc
+from google.protobuf.timestamp_pb2 import Timestamp
+from grpc_status import rpc_status
+
+_LOG = logging.getLogger("dex_local_engine.dispatch")
+
+TaskKind = Literal["wait_for", "execute", "rpc"]
+Payload = pb.InvokeWaitForMethodRequest | pb.InvokeExecuteMethodRequest | pb.InvokeWorkerRPCRequest
+
+PROBE_SECONDS = 0.3  # how long a stream that ended with a task assigned is watched
+REJECT_EXCLUSION_SECONDS = 0.25  # a stream that rejected a task gets no task for this long
+UNKNOWN_NAME_EXCLUSION_SECONDS = 2.0
+
+_EOF: Any = cast(Any, grpc).aio.EOF
+_ids = itertools.count(1)
+
+
+@dataclass(eq=False)
+class Task:
+    """One attempt of a Step method, or one RPC, waiting for or running on a Worker."""
+
+    flow_id: str
+    flow_type: str
+    kind: TaskKind
+    payload: Payload
+    deadline: float | None  # wall-clock seconds handed to the Worker as the task deadline
+    on_assigned: Callable[[Task], None]
+    on_frame: Callable[[Task, pb.PollWorkerTaskFrame], None]
+    on_lost: Callable[[Task, bool, str], None]  # (task, reached a Worker, why)
+    push_address: str | None = None
+    task_id: str = field(default_factory=lambda: f"t{next(_ids)}")
+    stream: WorkerStream | None = None
+    started: bool = False
+    done: bool = False  # the engine no longer waits for this task
+    frames: int = 0
+    push_call: asyncio.Task[None] | None = None
+
+
+@dataclass(eq=False)
+class WorkerStream:
+    queue: str
+    app_worker_id: str
+    flow_types: tuple[str, ...]
+    out: asyncio.Queue[pb.PollWorkerTaskResponse] = field(default_factory=lambda: asyncio.Queue())
+    task: Task | None = None
+    closing: bool = False
+    excluded_until: float = 0.0
+
+    def send(self, frame: pb.PollWorkerTaskResponse) -> None:
+        self.out.put_nowait(frame)
+
+
+def _deadline_stamp(deadline: float) -> Timestamp:
+    stamp = Timestamp()
+    stamp.FromNanoseconds(int(deadline * 1e9))
+    return stamp
+
+
+class Dispatcher:
+    """Routes tasks to Worker streams; used only from the engine's event loop."""
+
+    def __init__(self) -> None:
+        self._pending: dict[str, deque[Task]] = {}
+        self._idle: dict[str, dict[WorkerStream, None]] = {}
+        self._streams: set[WorkerStream] = set()
+        self._push_channels: dict[str, Any] = {}
+        self._pump_scheduled: set[str] = set()
+
+    # Tasks ------------------------------------------------------------------------
+
+    def submit(self, task: Task) -> None:
+        if task.push_address is not None:
+            task.push_call = asyncio.get_running_loop().create_task(self._run_push(task))
+            return
+        if not self._try_assign(task):
+            self._pending.setdefault(task.flow_type, deque()).append(task)
+
+    def cancel(self, task: Task) -> None:
+        """Stop waiting for a task; a running one is told to stop."""
+        if task.done:
+            return
+        task.done = True
+        if task.push_call is not None:
+            task.push_call.cancel()
+        elif task.stream is not None:
+            task.stream.send(
+                pb.PollWorkerTaskResponse(
+                    cancel_task=pb.PollWorkerTaskCancelTask(task_id=task.task_id)
+                )
+            )
+        else:
+            pending = self._pending.get(task.flow_type)
+            if pending is not None and task in pending:
+                pending.remove(task)
+
+    def request_cancel(self, task: Task) -> None:
+        """Ask the Worker to stop the task but keep waiting for its final frame."""
+        if task.stream is not None and not task.done:
+            task.stream.send(
+                pb.PollWorkerTaskResponse(
+                    cancel_task=pb.PollWorkerTaskCancelTask(task_id=task.task_id)
+                )
+            )
+
+    def has_streams(self, flow_type: str) -> bool:
+        return any(flow_type == s.queue for s in self._streams if not s.closing)
+
+    def _try_assign(self, task: Task) -> bool:
+        idle = self._idle.get(task.flow_type)
+        if not idle:
+            return False
+        now = time.monotonic()
+        for stream in idle:
+            if stream.excluded_until <= now:
+                del idle[stream]
+                self._assign(stream, task)
+                return True
+        self._schedule_pump(task.flow_type)
+        return False
+
+    def _assign(self, stream: WorkerStream, task: Task) -> None:
+        stream.task = task
+        task.stream = stream
+        task.started = True
+        task.frames = 0
+        frame = pb.PollWorkerTask(task_id=task.task_id)
+        if task.deadline is not None:
+            frame.deadline.CopyFrom(_deadline_stamp(task.deadline))
+        if isinstance(task.payload, pb.InvokeWaitForMethodRequest):
+            frame.wait_for.CopyFrom(task.payload)
+        elif isinstance(task.payload, pb.InvokeExecuteMethodRequest):
+            frame.execute.CopyFrom(task.payload)
+        else:
+            frame.rpc.CopyFrom(task.payload)
+        stream.send(pb.PollWorkerTaskResponse(task=frame))
+        task.on_assigned(task)
+
+    def _requeue(self, task: Task) -> None:
+        task.stream = None
+        task.started = False
+        if task.done:
+            return
+        if not self._try_assign(task):
+            self._pending.setdefault(task.flow_type, deque()).appendleft(task)
+
+    def _stream_idle(self, stream: WorkerStream) -> None:
+        stream.task = None
+        if stream.closing:
+            return
+        pending = self._pending.get(stream.queue)
+        if pending and stream.excluded_until <= time.monotonic():
+            while pending:
+                task = pending.popleft()
+                if not task.done:
+                    self._assign(stream, task)
+                    return
+        self._idle.setdefault(stream.queue, {})[stream] = None
+        if pending:
+            self._schedule_pump(stream.queue)
+
+    def _schedule_pump(self, queue: str) -> None:
+        if queue in self._pump_scheduled:
+            return
+        self._pump_scheduled.add(queue)
+        asyncio.get_running_loop().call_later(REJECT_EXCLUSION_SECONDS, self._pump, queue)
+
+    def _pump(self, queue: str) -> None:
+        self._pump_scheduled.discard(queue)
+        pending = self._pending.get(queue)
+        while pending:
+            task = pending[0]
+            if task.done:
+                pending.popleft()
+                continue
+            idle = self._idle.get(queue)
+            now = time.monotonic()
+            ready = [s for s in (idle or {}) if s.excluded_until <= now]
+            if not ready:
+                if idle:
+                    self._schedule_pump(queue)
+                return
+            pending.popleft()
+            assert idle is not None
+            del idle[ready[0]]
+            self._assign(ready[0], task)
+
+    # Pull streams -----------------------------------------------------------------
+
+    async def serve_stream(self, context: Any) -> None:
+        first = await context.read()
+        if first is _EOF:
+            return
+        if first.WhichOneof("frame") != "register":
+            await context.abort(
+                grpc.StatusCode.FAILED_PRECONDITION, "the first frame must register"
+            )
+        register = first.register
+        stream = WorkerStream(
+            queue=register.queue,
+            app_worker_id=register.app_worker_id,
+            flow_types=tuple(register.flow_types),
+        )
+        await context.write(
+            pb.PollWorkerTaskResponse(
+                registered=pb.PollWorkerTaskRegistered(supports_unknown_name_rejection=True)
+            )
+        )
+        writer = asyncio.get_running_loop().create_task(self._write_loop(stream, context))
+        self._streams.add(stream)
+        self._stream_idle(stream)
+        died = True
+        try:
+            while True:
+                request = await context.read()
+                if request is _EOF:
+                    break
+                self._on_request(stream, request)
+            self._close_stream(stream)
+            task = stream.task
+            if task is None or task.done:
+                died = False
+            elif task.frames == 0:
+                # Retired cleanly, or died before its first frame: watch the call.
+                await asyncio.sleep(PROBE_SECONDS)
+                stream.send(pb.PollWorkerTaskResponse(ping=pb.PollWorkerTaskPing()))
+                await asyncio.sleep(0.02)
+                died = bool(context.cancelled()) or writer.done()
+        finally:
+            self._close_stream(stream)
+            writer.cancel()
+            task = stream.task
+            stream.task = None
+            if task is not None and not task.done:
+                if died:
+                    task.done = True
+                    task.on_lost(task, True, "the Worker stream ended while it ran the task")
+                else:
+                    self._requeue(task)
+
+    def _close_stream(self, stream: WorkerStream) -> None:
+        stream.closing = True
+        self._streams.discard(stream)
+        idle = self._idle.get(stream.queue)
+        if idle is not None:
+            idle.pop(stream, None)
+
+    async def _write_loop(self, stream: WorkerStream, context: Any) -> None:
+        while True:
+            frame = await stream.out.get()
+            await context.write(frame)
+
+    def _on_request(self, stream: WorkerStream, request: pb.PollWorkerTaskRequest) -> None:
+        kind = request.WhichOneof("frame")
+        if kind == "task_frame":
+            frame = request.task_frame
+            task = stream.task
+            if task is None or frame.task_id != task.task_id:
+                return
+            task.frames += 1
+            inner = frame.WhichOneof("output")
+            final = inner in ("rpc", "worker_error") or (
+                inner == "wait_for" and frame.wait_for.WhichOneof("output") == "result"
+            )
+            final = final or (inner == "execute" and frame.execute.WhichOneof("output") == "result")
+            if not task.done:
+                if final:
+                    task.done = True
+                task.on_frame(task, frame)
+            if final:
+                self._stream_idle(stream)
+        elif kind == "reject":
+            task = stream.task
+            if task is None or request.reject.task_id != task.task_id:
+                return
+            unknown = request.reject.reason in (
+                pb.POLL_WORKER_TASK_REJECT_REASON_UNKNOWN_STEP,
+                pb.POLL_WORKER_TASK_REJECT_REASON_UNKNOWN_RPC,
+            )
+            exclusion = UNKNOWN_NAME_EXCLUSION_SECONDS if unknown else REJECT_EXCLUSION_SECONDS
+            stream.excluded_until = time.monotonic() + exclusion
+            stream.task = None
+            self._requeue(task)
+            self._stream_idle(stream)
+
+    # Listening Workers ------------------------------------------------------------
+
+    def _push_stub(self, address: str) -> Any:
+        channel = self._push_channels.get(address)
+        if channel is None:
+            channel = self._push_channels[address] = cast(Any, grpc).aio.insecure_channel(address)
+        return cast(Any, pb_grpc).WorkerServiceStub(channel)
+
+    async def _run_push(self, task: Task) -> None:
+        assert task.push_address is not None
+        stub = self._push_stub(task.push_address)
+        task.started = True
+        task.on_assigned(task)
+        timeout = None if task.deadline is None else max(0.1, task.deadline - time.time() + 5)
+        try:
+            if isinstance(task.payload, pb.InvokeWorkerRPCRequest):
+                response = await stub.InvokeWorkerRPC(task.payload, timeout=timeout)
+                self._deliver(task, pb.PollWorkerTaskFrame(task_id=task.task_id, rpc=response))
+                return
+            if isinstance(task.payload, pb.InvokeWaitForMethodRequest):
+                call = stub.InvokeWaitForMethod(task.payload, timeout=timeout)
+                async for output in call:
+                    self._deliver(
+                        task, pb.PollWorkerTaskFrame(task_id=task.task_id, wait_for=output)
+                    )
+            else:
+                call = stub.InvokeExecuteMethod(task.payload, timeout=timeout)
+                async for output in call:
+                    self._deliver(
+                        task, pb.PollWorkerTaskFrame(task_id=task.task_id, execute=output)
+                    )
+            if not task.done:
+                task.done = True
+                task.on_lost(task, True, "the Worker ended the call without a result")
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            if task.done:
+                return
+            worker_error = _worker_error_of(error)
+            if worker_error is not None:
+                self._deliver(
+                    task, pb.PollWorkerTaskFrame(task_id=task.task_id, worker_error=worker_error)
+                )
+                return
+            code = getattr(error, "code", lambda: None)()
+            task.done = True
+            reached = code != grpc.StatusCode.UNAVAILABLE
+            task.on_lost(
+                task, reached, f"calling the Worker at {task.push_address} failed: {error}"
+            )
+
+    def _deliver(self, task: Task, frame: pb.PollWorkerTaskFrame) -> None:
+        if task.done:
+            return
+        task.frames += 1
+        inner = frame.WhichOneof("output")
+        final = inner in ("rpc", "worker_error")
+        if inner == "wait_for":
+            final = frame.wait_for.WhichOneof("output") == "result"
+        elif inner == "execute":
+            final = frame.execute.WhichOneof("output") == "result"
+        if final:
+            task.done = True
+        task.on_frame(task, frame)
+
+    async def close(self) -> None:
+        for channel in self._push_channels.values():
+            await channel.close()
+        self._push_channels.clear()
+
+
+def _worker_error_of(error: BaseException) -> pb.WorkerErrorResponse | None:
+    """The WorkerErrorResponse a listening Worker packed into its error status, if any."""
+    try:
+        status = cast(Any, rpc_status).from_call(error)
+    except Exception:
+        return None
+    if status is None:
+        return None
+    for packed in status.details:
+        candidate = pb.WorkerErrorResponse()
+        if packed.Is(candidate.DESCRIPTOR):
+            packed.Unpack(candidate)
+            return candidate
+    return None

@@ -1,0 +1,192 @@
+"""Running the engine: as an asyncio server, or embedded on a background thread."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import threading
+from types import TracebackType
+from typing import Any, cast
+
+import grpc
+from dex.dexpb import dex_pb2_grpc as pb_grpc
+
+from dex_local_engine.engine import Engine
+from dex_local_engine.service import FlowService, WorkerTaskService
+from dex_local_engine.store import Store
+
+_LOG = logging.getLogger("dex_local_engine")
+
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
+
+class EngineStartError(RuntimeError):
+    """The engine could not start: the port is busy or the database is unusable."""
+
+
+class EngineServer:
+    """The engine's gRPC server on the running event loop."""
+
+    def __init__(self, database: str | os.PathLike[str], host: str, port: int) -> None:
+        if not 0 <= port <= 65535:
+            raise EngineStartError(f"port {port} is out of range 0-65535")
+        self.database = os.fspath(database)
+        self.host = host
+        self.port = port
+        self.address = ""
+        self._server: Any = None
+        self._engine: Engine | None = None
+        self._store: Store | None = None
+
+    async def start(self) -> str:
+        try:
+            store = Store(self.database)
+        except Exception as error:
+            raise EngineStartError(str(error)) from error
+        self._store = store
+        engine = Engine(store)
+        try:
+            engine.recover()
+        except Exception as error:
+            store.close()
+            raise EngineStartError(
+                f"cannot load the engine state from {self.database!r}: {error}"
+            ) from error
+        self._engine = engine
+        server = cast(Any, grpc).aio.server(
+            options=[
+                ("grpc.so_reuseport", 0),
+                ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+                ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+                ("grpc.keepalive_permit_without_calls", 1),
+                ("grpc.http2.min_recv_ping_interval_without_data_ms", 5000),
+            ]
+        )
+        cast(Any, pb_grpc).add_FlowServiceServicer_to_server(FlowService(engine), server)
+        cast(Any, pb_grpc).add_WorkerTaskServiceServicer_to_server(
+            WorkerTaskService(engine), server
+        )
+        target = f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+        try:
+            bound = server.add_insecure_port(target)
+        except Exception as error:
+            await self._close_quietly()
+            raise EngineStartError(f"cannot listen on {target}: {error}") from error
+        if not bound:
+            await self._close_quietly()
+            raise EngineStartError(f"cannot listen on {target}: the address is in use")
+        await server.start()
+        self._server = server
+        shown = f"[{self.host}]" if ":" in self.host else self.host
+        self.address = f"{shown}:{bound}"
+        _LOG.info("dex-local-engine listening on %s (database %s)", self.address, self.database)
+        return self.address
+
+    async def _close_quietly(self) -> None:
+        if self._engine is not None:
+            await self._engine.close()
+        if self._store is not None:
+            self._store.close()
+
+    async def stop(self, grace: float = 1.0) -> None:
+        if self._server is not None:
+            await self._server.stop(grace)
+            self._server = None
+        await self._close_quietly()
+        self._engine = None
+        self._store = None
+
+
+class LocalEngine:
+    """The engine on a background thread with its own event loop.
+
+    >>> with LocalEngine() as engine:  # doctest: +SKIP
+    ...     client = dex.Client(ClientOptions(server_address=engine.address))
+    """
+
+    def __init__(
+        self,
+        database: str | os.PathLike[str] = ":memory:",
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        self.database = os.fspath(database)
+        self.host = host
+        self.port = port
+        self._address = ""
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopped: asyncio.Event | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+
+    @property
+    def address(self) -> str:
+        """``host:port`` the engine listens on, usable as the SDK's server address."""
+        if not self._address:
+            raise RuntimeError("the engine is not running; call start() first")
+        return self._address
+
+    def start(self) -> None:
+        if self._thread is not None:
+            raise RuntimeError("the engine was already started")
+        self._ready.clear()
+        self._error = None
+        self._thread = threading.Thread(target=self._run, name="dex-local-engine", daemon=True)
+        self._thread.start()
+        self._ready.wait()
+        if self._error is not None:
+            self._thread.join()
+            self._thread = None
+            raise self._error
+
+    def _run(self) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        try:
+            loop.run_until_complete(self._main())
+        except BaseException as error:  # reported to start() or logged
+            if not self._ready.is_set():
+                self._error = error
+            else:
+                _LOG.exception("dex-local-engine stopped with an error")
+        finally:
+            self._ready.set()
+            with contextlib.suppress(Exception):
+                loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+
+    async def _main(self) -> None:
+        server = EngineServer(self.database, self.host, self.port)
+        self._stopped = asyncio.Event()
+        self._address = await server.start()
+        self._ready.set()
+        try:
+            await self._stopped.wait()
+        finally:
+            await server.stop()
+
+    def stop(self) -> None:
+        thread, loop, stopped = self._thread, self._loop, self._stopped
+        if thread is None:
+            return
+        if loop is not None and stopped is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(stopped.set)
+        thread.join()
+        self._thread = None
+        self._address = ""
+
+    def __enter__(self) -> LocalEngine:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
