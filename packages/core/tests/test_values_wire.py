@@ -1,0 +1,161 @@
+"""Wire values: snake_case JSON equal to the contract, decoded the same by Dex and by from_wire."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+from dex import CodecRegistry
+
+from dex_agents import (
+    AgentEvent,
+    AgentInterrupt,
+    AgentMessage,
+    AgentSnapshot,
+    AgentState,
+    AgentToolCall,
+    AgentToolCallStatus,
+    AgentUsage,
+    InterruptKind,
+    ListAgentMessagesOutput,
+    ToolEffect,
+    add_agent_usage,
+    empty_agent_usage,
+    from_wire,
+    from_wire_json,
+    message_sequence_key,
+    to_wire,
+    to_wire_json,
+)
+from dex_agents.values import format_timestamp, parse_timestamp
+
+
+def _record() -> AgentToolCall:
+    return AgentToolCall(
+        tool_call_id="call-1",
+        turn_id="turn-1",
+        tool_name="lookup",
+        arguments='{"id":1}',
+        effect=ToolEffect.READ,
+        requires_approval=False,
+        status=AgentToolCallStatus.SUCCEEDED,
+        deferral_order=0,
+        output="ok",
+        input_choices=("a", "b"),
+    )
+
+
+def test_state_json_uses_the_contract_names_and_values() -> None:
+    state = AgentState(turn_count=1, active_turn_id="turn-1", message_count=2)
+    assert to_wire(state) == {
+        "status": "waiting_for_user_message",
+        "turn_count": 1,
+        "active_turn_id": "turn-1",
+        "message_count": 2,
+        "last_turn_error": None,
+        "interaction_mode": "chat",
+        "accepts_turn_control": False,
+    }
+
+
+def test_record_json_carries_every_field_snake_case() -> None:
+    data = json.loads(to_wire_json(_record()))
+    assert data["status"] == "succeeded"
+    assert data["effect"] == "read"
+    assert data["input_choices"] == ["a", "b"]
+    assert data["input_answers"] == []
+    for name in (
+        "wait_until",
+        "cancellation_reason",
+        "task_id",
+        "tool_source_reference",
+        "trace_context",
+    ):
+        assert name in data
+        assert data[name] is None
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        AgentState(),
+        _record(),
+        AgentSnapshot(
+            state=AgentState(status=AgentState().status),
+            messages=(
+                AgentMessage(
+                    sequence=1, turn_id="turn-1", role="user", framework_item="{}", text="hi"
+                ),
+            ),
+            pending_interrupts=(
+                AgentInterrupt(
+                    interrupt_id="c",
+                    kind=InterruptKind.QUESTION,
+                    turn_id="turn-1",
+                    tool_call_id="c",
+                    tool_name="ask_user",
+                    arguments="{}",
+                    choices=("x",),
+                ),
+            ),
+            tool_calls=(_record(),),
+            usage=AgentUsage(model_calls=1),
+        ),
+        ListAgentMessagesOutput(messages=(), next_before_sequence=None),
+        AgentEvent(
+            type="text_delta",
+            turn_id="turn-1",
+            attempt=1,
+            step_execution_id="RunModel-1",
+            payload='{"text":"hi"}',
+        ),
+    ],
+)
+def test_dex_codec_and_from_wire_agree(value: object) -> None:
+    codec = CodecRegistry().resolve(type(value))
+    encoded = codec.encode(value)
+    assert encoded.data == to_wire_json(value)
+    assert codec.decode(encoded) == value
+    assert from_wire_json(type(value), encoded.data) == value  # type: ignore[arg-type]
+
+
+def test_from_wire_reports_the_bad_field() -> None:
+    with pytest.raises(TypeError, match=r"AgentToolCall\.status must be one of"):
+        from_wire(AgentToolCall, {**to_wire(_record()), "status": "done"})
+    with pytest.raises(TypeError, match=r"AgentState\.turn_count must be an integer"):
+        from_wire(AgentState, {"turn_count": "1"})
+    with pytest.raises(TypeError, match="missing field tool_call_id"):
+        from_wire(AgentToolCall, {"turn_id": "turn-1"})
+    with pytest.raises(ValueError, match="must not be negative"):
+        AgentUsage(input_tokens=-1)
+
+
+def test_from_wire_fills_defaults_for_fields_an_older_writer_left_out() -> None:
+    data = to_wire(_record())
+    for name in ("wait_until", "task_id", "input_answers", "task_answer_pending"):
+        del data[name]
+    decoded = from_wire(AgentToolCall, data)
+    assert decoded.input_answers == ()
+    assert decoded.task_answer_pending is False
+
+
+def test_usage_helpers() -> None:
+    total = add_agent_usage(
+        AgentUsage(model_calls=1, input_tokens=2), AgentUsage(model_calls=1, reasoning_tokens=3)
+    )
+    assert total == AgentUsage(model_calls=2, input_tokens=2, reasoning_tokens=3)
+    assert empty_agent_usage() == AgentUsage()
+
+
+def test_sequence_keys_and_timestamps() -> None:
+    assert message_sequence_key(7) == "000000000007"
+    with pytest.raises(ValueError, match="sequence"):
+        message_sequence_key(0)
+    moment = datetime(2026, 1, 2, 3, 4, 5, 678_901, tzinfo=UTC)
+    assert format_timestamp(moment) == "2026-01-02T03:04:05.678Z"
+    assert parse_timestamp("2026-01-02T03:04:05.678Z") == moment.replace(microsecond=678_000)
+    other_zone = datetime(2026, 1, 2, 5, 4, 5, tzinfo=timezone(timedelta(hours=2)))
+    assert format_timestamp(other_zone) == "2026-01-02T03:04:05.000Z"
+    with pytest.raises(ValueError, match="timezone"):
+        format_timestamp(datetime(2026, 1, 1))
