@@ -7,6 +7,7 @@ and ``read_step_history`` reads the Step shape a session really ran.
 
 from dex_agents.models.scripted import ScriptedModelClient
 from dex_agents.testing.engine import PrivateDexEngine
+from dex_agents.testing.environment import AgentTestEnvironment
 from dex_agents.testing.gates import FileGate, Invocation, InvocationLog
 from dex_agents.testing.history import (
     StepHistoryEntry,
@@ -17,6 +18,13 @@ from dex_agents.testing.history import (
 )
 from dex_agents.testing.polling import PollTimeoutError, poll_until, poll_until_sync
 from dex_agents.testing.ports import find_free_loopback_ports
+from dex_agents.testing.scenario_flow import (
+    SCRIPTED_FLOW_FACTORY,
+    ScenarioFlowFactory,
+    build_scenario_flow,
+    build_scripted_flow,
+    scenario_tool_policies,
+)
 from dex_agents.testing.scripted_runner import ScriptedModelFailure, ScriptedRunner
 from dex_agents.testing.scripts import (
     ALWAYS,
@@ -30,6 +38,7 @@ from dex_agents.testing.scripts import (
     UnexpectedToolFailure,
     run_scenario_tool,
 )
+from dex_agents.testing.session_client import TURN_END_EVENTS, AgentSessionTestClient
 from dex_agents.testing.worker_process import (
     WORKER_READY_LINE,
     KillableWorkerProcess,
@@ -40,7 +49,11 @@ from dex_agents.testing.worker_process import (
 
 __all__ = [
     "ALWAYS",
+    "SCRIPTED_FLOW_FACTORY",
+    "TURN_END_EVENTS",
     "WORKER_READY_LINE",
+    "AgentSessionTestClient",
+    "AgentTestEnvironment",
     "FileGate",
     "Invocation",
     "InvocationLog",
@@ -50,6 +63,7 @@ __all__ = [
     "PollTimeoutError",
     "PrivateDexEngine",
     "Scenario",
+    "ScenarioFlowFactory",
     "ScenarioSession",
     "ScenarioTool",
     "ScriptedModelClient",
@@ -62,6 +76,8 @@ __all__ = [
     "ToolCallSpec",
     "UnexpectedToolFailure",
     "build_pull_worker",
+    "build_scenario_flow",
+    "build_scripted_flow",
     "executed_step_types",
     "find_free_loopback_ports",
     "load_flows",
@@ -70,4 +86,5 @@ __all__ = [
     "read_step_history",
     "run_agent_worker_process",
     "run_scenario_tool",
+    "scenario_tool_policies",
 ]
