@@ -4,6 +4,6 @@ from importlib.metadata import version as _version
 
 __version__ = _version("dex-local-engine")
 
-from dex_local_engine.server import EngineServer, EngineStartError, LocalEngine  # noqa: E402
+from dex_local_engine.server import EngineServer, EngineStartError, LocalEngine
 
 __all__ = ["EngineServer", "EngineStartError", "LocalEngine", "__version__"]

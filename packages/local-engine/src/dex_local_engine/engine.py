@@ -15,12 +15,14 @@ import secrets
 import time
 import uuid
 from collections import deque
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Generator, Iterable
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from typing import cast
 
 import grpc
 from dex.dexpb import dex_pb2 as pb
+from google.protobuf import struct_pb2
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from dex_local_engine import errors
@@ -121,7 +123,7 @@ class Engine:
     # Transactions ------------------------------------------------------------------
 
     @contextmanager
-    def _tx(self) -> Iterator[None]:
+    def _tx(self) -> Generator[None]:
         if self._depth:
             self._depth += 1
             try:
@@ -158,15 +160,13 @@ class Engine:
             self._dirty_steps[(flow.flow_id, step.sid)] = step
         self._notify.add(flow.flow_id)
 
-    async def wait_change(self, flow_id: str, timeout: float) -> None:
-        """Wait until the Flow changes or the timeout passes."""
+    async def wait_change(self, flow_id: str, seconds: float) -> None:
+        """Wait until the Flow changes or the given seconds pass."""
         event = self._changed.get(flow_id)
         if event is None:
             event = self._changed[flow_id] = asyncio.Event()
-        try:
-            await asyncio.wait_for(event.wait(), timeout)
-        except TimeoutError:
-            pass
+        with suppress(TimeoutError):
+            await asyncio.wait_for(event.wait(), seconds)
 
     # Start-up ---------------------------------------------------------------------
 
@@ -374,9 +374,9 @@ class Engine:
             flow,
             pb.FlowHistoryEvent(
                 flow_closed=pb.FlowClosedHistoryEvent(
-                    flow_status=pb.FlowStatus.ValueType(status),
+                    flow_status=cast(pb.FlowStatus, status),
                     results=flow.outputs,
-                    error_type=pb.FlowErrorType.ValueType(error_type),
+                    error_type=cast(pb.FlowErrorType, error_type),
                     error_message=flow.error_message,
                 )
             ),
@@ -385,9 +385,9 @@ class Engine:
 
     def flow_result(self, flow: Flow) -> pb.FlowResult:
         return pb.FlowResult(
-            flow_status=pb.FlowStatus.ValueType(flow.status),
+            flow_status=cast(pb.FlowStatus, flow.status),
             results=flow.outputs,
-            error_type=pb.FlowErrorType.ValueType(flow.error_type),
+            error_type=cast(pb.FlowErrorType, flow.error_type),
             error_message=flow.error_message,
         )
 
@@ -786,7 +786,7 @@ class Engine:
                     flow_id=flow.flow_id,
                     value=write.value,
                     capacity=int(write.stream_capacity_bytes),
-                    source=f"step:{step.sid}",
+                    source=f"#{step.sid}",
                 )
             self._arm_heartbeat(attempt)
         elif which == "result":
@@ -1344,7 +1344,7 @@ class Engine:
             first_run_id=flow.run_id,
             request_id=flow.request_id,
             flow_type=flow.flow_type,
-            flow_status=pb.FlowStatus.ValueType(flow.status),
+            flow_status=cast(pb.FlowStatus, flow.status),
             start_time=_stamp(flow.start_time),
         )
         if not flow.running:
@@ -1391,4 +1391,4 @@ def _trusted(movements: Iterable[pb.StepMovement]) -> list[pb.StepMovement]:
 
 
 def _null() -> pb.Value:
-    return pb.Value(null_value=0)
+    return pb.Value(null_value=cast(struct_pb2.NullValue, struct_pb2.NULL_VALUE))

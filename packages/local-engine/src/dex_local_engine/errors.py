@@ -22,7 +22,7 @@ class DexError(Exception):
     def __init__(
         self,
         code: grpc.StatusCode,
-        sub_status: pb.ErrorSubStatus.ValueType,
+        sub_status: pb.ErrorSubStatus,
         detail: str,
         worker_error: pb.WorkerErrorResponse | None = None,
     ) -> None:

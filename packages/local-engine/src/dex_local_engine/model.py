@@ -100,7 +100,7 @@ class StepExec:
     order: int  # creation order within the Flow; waits and locks are served in this order
     phase: Phase = Phase.WAIT_FOR_LOCK
     method: MethodState = field(default_factory=MethodState)
-    locals: dict[str, pb.Value] = field(default_factory=lambda: {})
+    locals: dict[str, pb.Value] = field(default_factory=dict[str, pb.Value])
     condition: pb.WaitingCondition | None = None
     wait_started: float = 0.0
     skipped_timers: set[int] = field(default_factory=lambda: set())
@@ -203,18 +203,18 @@ class Flow:
     timeout_seconds: int = 0
     timeout_policy: int = pb.FLOW_TIMEOUT_POLICY_UNSPECIFIED
     graceful: bool = False
-    counters: dict[str, int] = field(default_factory=lambda: {})
-    outputs: list[pb.StepCompletionOutput] = field(default_factory=lambda: [])
-    stale_skips: list[StaleSkip] = field(default_factory=lambda: [])
+    counters: dict[str, int] = field(default_factory=dict[str, int])
+    outputs: list[pb.StepCompletionOutput] = field(default_factory=list[pb.StepCompletionOutput])
+    stale_skips: list[StaleSkip] = field(default_factory=list[StaleSkip])
     next_seq: int = 1  # Channel message sequence
     next_event_id: int = 1
     next_order: int = 1
     # Rows kept in their own tables:
-    attributes: dict[str, pb.Value] = field(default_factory=lambda: {})
-    channels: dict[str, deque[ChannelMsg]] = field(default_factory=lambda: {})
-    inflight: dict[str, list[ChannelMsg]] = field(default_factory=lambda: {})
-    steps: dict[str, StepExec] = field(default_factory=lambda: {})  # active only
-    ended_steps: dict[str, Phase] = field(default_factory=lambda: {})
+    attributes: dict[str, pb.Value] = field(default_factory=dict[str, pb.Value])
+    channels: dict[str, deque[ChannelMsg]] = field(default_factory=dict[str, deque[ChannelMsg]])
+    inflight: dict[str, list[ChannelMsg]] = field(default_factory=dict[str, list[ChannelMsg]])
+    steps: dict[str, StepExec] = field(default_factory=dict[str, StepExec])  # active only
+    ended_steps: dict[str, Phase] = field(default_factory=dict[str, Phase])
 
     @property
     def running(self) -> bool:

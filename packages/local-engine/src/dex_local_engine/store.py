@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Generator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -111,7 +111,7 @@ class Store:
         self._db.close()
 
     @contextmanager
-    def transaction(self) -> Iterator[None]:
+    def transaction(self) -> Generator[None]:
         """One atomic transaction; nested uses join the outer one."""
         if self._depth:
             self._depth += 1
@@ -224,8 +224,9 @@ class Store:
         source: str,
     ) -> int:
         cursor = self._db.execute(
-            "INSERT INTO stream_msgs (flow_type, stream, flow_id, seq, value, created, source, size)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO stream_msgs "
+            "(flow_type, stream, flow_id, seq, value, created, source, size) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (flow_type, stream, flow_id, seq, value, created, source, len(value)),
         )
         return int(cursor.lastrowid or 0)
