@@ -7,6 +7,8 @@ import sys
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 
+from dex_agents.demo import add_demo_arguments, run_demo_command
+
 # Every distribution of the project, plus the Dex SDK it is pinned to. Operators
 # install the core and one adapter at one version; `version` shows what they got.
 DISTRIBUTIONS = (
@@ -54,7 +56,19 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     show = commands.add_parser("version", help="show the installed dex-agents packages")
     show.set_defaults(handler=_cmd_version)
+    demo = commands.add_parser(
+        "demo",
+        help="chat with a durable support agent on an embedded engine",
+        description="Chat with a durable Stepwise support agent on an embedded local engine. "
+        "Without an API key it uses a scripted demo model.",
+    )
+    add_demo_arguments(demo)
+    demo.set_defaults(handler=_cmd_demo)
     return parser
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    return run_demo_command(args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

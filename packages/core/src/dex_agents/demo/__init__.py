@@ -1,0 +1,162 @@
+"""``dex-agents demo``: a durable support agent in the terminal, on an embedded engine.
+
+The demo starts the local Dex engine in process (its SQLite database under the
+user's data directory unless ``--db`` names one), an AsyncWorker, and a Stepwise
+support agent with shop tools, ``ask_user`` and ``durable_wait``. Without an API
+key it runs a scripted demo model; with ``OPENAI_API_KEY`` or
+``ANTHROPIC_API_KEY`` it talks to that provider.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import secrets
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+import platformdirs
+
+if TYPE_CHECKING:
+    from dex_agents.demo.chat import Chat
+
+__all__ = ["DemoOptions", "add_demo_arguments", "run_demo", "run_demo_command"]
+
+_DATABASE_NAME = "demo.sqlite3"
+
+
+@dataclass(frozen=True)
+class DemoOptions:
+    """What ``dex-agents demo`` was asked to do."""
+
+    database: Path | None = None
+    session_id: str | None = None
+    messages: tuple[str, ...] = ()
+    auto_approve: bool = False
+    provider: str | None = None
+    model: str | None = None
+    data_directory: Path = field(
+        default_factory=lambda: Path(platformdirs.user_data_dir("dex-agents"))
+    )
+
+
+def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--db",
+        type=Path,
+        help="SQLite database of the embedded engine (default: demo.sqlite3 in the "
+        "user's data directory)",
+    )
+    parser.add_argument("--session", help="resume this session ID (or start it under this ID)")
+    parser.add_argument(
+        "--message",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="send TEXT without a prompt; repeat for several turns; exits when they finish",
+    )
+    parser.add_argument(
+        "--auto-approve",
+        action="store_true",
+        help="approve every tool call that needs approval (for unattended runs)",
+    )
+    parser.add_argument(
+        "--provider",
+        choices=("scripted", "openai", "anthropic"),
+        help="model provider (default: openai or anthropic when its API key is set, "
+        "else the scripted demo model)",
+    )
+    parser.add_argument("--model", help="model name for the provider")
+    parser.add_argument("--verbose", action="store_true", help="log engine and Worker details")
+
+
+async def _read_line(prompt: str) -> str | None:
+    try:
+        return await asyncio.to_thread(input, prompt)
+    except EOFError:
+        return None
+
+
+async def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
+    """Run the demo; 0 when every turn finished, 1 when one failed."""
+    # Imported here so `dex-agents version` stays light.
+    from dex_agents.demo.agent import DEMO_FLOW_TYPE, build_demo_flow, choose_demo_model
+    from dex_agents.demo.chat import Chat
+    from dex_agents.demo.runtime import EmbeddedDex
+
+    model = choose_demo_model(options.provider, options.model)
+    database = options.database or options.data_directory / _DATABASE_NAME
+    state_directory = database.parent
+    flow = build_demo_flow(model.client, state_directory / "demo-shop.json")
+    session_id = options.session_id or f"demo-{secrets.token_hex(4)}"
+    interactive = not options.messages
+
+    out.write(f"dex-agents demo: {model.label}\n")
+    out.write(f"engine database: {database}\n")
+    async with EmbeddedDex(database, [flow], state_directory / "demo-blob-cache") as runtime:
+        chat = Chat(
+            runtime.client,
+            flow,
+            session_id,
+            prompt=_read_line,
+            out=out,
+            interactive=interactive,
+            auto_approve=options.auto_approve,
+        )
+        resumed = await chat.open()
+        verb = "resumed" if resumed else "started"
+        chat.say(f"session {session_id} {verb} (flow type {DEMO_FLOW_TYPE})")
+        try:
+            snapshot = await chat.snapshot()
+            if snapshot.state is not None and snapshot.state.active_turn_id is not None:
+                chat.say("  (a turn is still running; following it)")
+                await chat.follow_turns(snapshot.state.turn_count)
+            if interactive:
+                await _converse(chat)
+            else:
+                for text in options.messages:
+                    chat.say(f"you> {text}")
+                    await chat.send(text)
+        finally:
+            await chat.close()
+        out.write(f"resume later with: dex-agents demo --session {session_id}\n")
+        out.flush()
+    return 1 if chat.failed_turns else 0
+
+
+async def _converse(chat: Chat) -> None:
+    from dex_agents.demo.script import DEMO_HELP
+
+    chat.say(DEMO_HELP)
+    chat.say("Commands: /quit to leave (the session stays in the database).")
+    while True:
+        line = await chat.prompt("you> ")
+        if line is None or line.strip() in ("/quit", "/exit"):
+            return
+        if not line.strip():
+            continue
+        await chat.send(line)
+
+
+def run_demo_command(args: argparse.Namespace) -> int:
+    """Entry point of ``dex-agents demo``."""
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.ERROR)
+    options = DemoOptions(
+        database=args.db,
+        session_id=args.session,
+        messages=tuple(args.message),
+        auto_approve=args.auto_approve,
+        provider=args.provider,
+        model=args.model,
+    )
+    try:
+        return asyncio.run(run_demo(options))
+    except KeyboardInterrupt:
+        print("\nstopped; the session stays in the database (resume with --session)")
+        return 130
+    except ImportError as error:
+        print(f"dex-agents demo: {error}", file=sys.stderr)
+        return 2

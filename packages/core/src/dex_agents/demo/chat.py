@@ -1,0 +1,371 @@
+"""The demo's terminal chat: live events, approvals, questions and durable waits.
+
+Everything shown comes from the session itself: reply text and tool activity
+from the ``AgentEvents`` Stream, pending approvals and questions from
+``get_agent_snapshot``. Answers go back through the session's RPCs, so the chat
+works the same against any Worker, and a restarted demo picks up where it was.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, TextIO
+
+import dex
+
+from dex_agents.session import AgentSessionFlow
+from dex_agents.values import (
+    AgentEvent,
+    AgentInterrupt,
+    AgentSessionStartInput,
+    AgentSnapshot,
+    AgentToolCallStatus,
+    AgentUserMessage,
+    AnswerQuestionInput,
+    InterruptKind,
+    ResolveInterruptInput,
+    parse_timestamp,
+)
+
+__all__ = ["Chat", "Prompter"]
+
+Prompter = Callable[[str], Awaitable[str | None]]
+"""Reads one line from the user; ``None`` at end of input."""
+
+_TURN_END_EVENTS = frozenset({"turn_completed", "turn_failed", "turn_cancelled", "turn_steered"})
+_WAKE_EVENTS = _TURN_END_EVENTS | {"interrupt_raised", "tool_call_finished", "timer_started"}
+_OUTPUT_PREVIEW = 160
+_POLL_SECONDS = 1.0
+_WAIT_REPORT_SECONDS = 5.0
+
+
+def _preview(text: str | None) -> str:
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= _OUTPUT_PREVIEW else flat[: _OUTPUT_PREVIEW - 1] + "…"
+
+
+class Chat:
+    """One session's terminal conversation.
+
+    ``prompt`` reads the user's lines. Without a terminal (``interactive`` false)
+    approvals are granted only with ``auto_approve``, and questions get their
+    first choice.
+    """
+
+    def __init__(
+        self,
+        client: dex.AsyncClient,
+        flow: AgentSessionFlow,
+        session_id: str,
+        *,
+        prompt: Prompter,
+        out: TextIO = sys.stdout,
+        interactive: bool = True,
+        auto_approve: bool = False,
+    ) -> None:
+        self.client = client
+        self.flow = flow
+        self.session_id = session_id
+        self.prompt = prompt
+        self.out = out
+        self.interactive = interactive
+        self.auto_approve = auto_approve
+        self.failed_turns: list[str] = []
+        self._activity = asyncio.Event()
+        self._ended_turns: set[str] = set()
+        self._turns_with_text: set[str] = set()
+        self._handled_interrupts: set[str] = set()
+        self._mid_line = False
+        self._live_attempt: dict[str, int] = {}
+        self._follower: asyncio.Task[None] | None = None
+
+    # --- output ----------------------------------------------------------------------
+
+    def _write(self, text: str) -> None:
+        self.out.write(text)
+        self.out.flush()
+        self._mid_line = not text.endswith("\n")
+
+    def say(self, line: str) -> None:
+        """Print a whole line, after any reply text still on the current line."""
+        if self._mid_line:
+            self._write("\n")
+        self._write(line + "\n")
+
+    # --- session lifecycle -----------------------------------------------------------
+
+    async def open(self) -> bool:
+        """Start the session, or attach to it when it exists; True when it existed."""
+        snapshot = await self._snapshot_or_none()
+        existed = snapshot is not None and snapshot.state is not None
+        if not existed:
+            await self.client.start_flow(self.flow, self.session_id, AgentSessionStartInput())
+        token = await self._newest_event_token()
+        self._follower = asyncio.create_task(self._follow_events(token))
+        if existed and snapshot is not None:
+            self._show_history(snapshot)
+        return existed
+
+    async def close(self) -> None:
+        if self._follower is not None:
+            self._follower.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._follower
+            self._follower = None
+        if self._mid_line:
+            self._write("\n")
+
+    async def _snapshot_or_none(self) -> AgentSnapshot | None:
+        try:
+            return await self.snapshot()
+        except (dex.FlowNotFoundError, dex.FlowNotActiveOrNotFoundError):
+            return None
+
+    async def snapshot(self) -> AgentSnapshot:
+        result: AgentSnapshot = await self.client.invoke_rpc(
+            self.flow.get_agent_snapshot, self.session_id
+        )
+        return result
+
+    def _show_history(self, snapshot: AgentSnapshot, limit: int = 8) -> None:
+        shown = [m for m in snapshot.messages if m.role in ("user", "assistant") and m.text][
+            -limit:
+        ]
+        if shown:
+            self.say("Earlier in this session:")
+        for message in shown:
+            who = "you" if message.role == "user" else "agent"
+            self.say(f"  {who}> {_preview(message.text)}")
+
+    # --- events ----------------------------------------------------------------------
+
+    async def _newest_event_token(self) -> str:
+        page = await self.client.list_stream_messages(self.session_id, self.flow.agent_events, 1)
+        return page.messages[0].resume_token if page.messages else ""
+
+    async def _follow_events(self, token: str) -> None:
+        while True:
+            try:
+                message = await self.client.read_stream(
+                    self.session_id, self.flow.agent_events, token, timedelta(seconds=10)
+                )
+            except (dex.LongPollTimeoutError, dex.RequestTimeoutError):
+                continue
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # keep the chat alive; the snapshot loop still works
+                self.say(f"  (event stream: {error}; retrying)")
+                await asyncio.sleep(1)
+                continue
+            token = message.resume_token
+            await self._show_event(message.value)
+
+    async def _show_event(self, event: AgentEvent) -> None:
+        payload: dict[str, Any] = json.loads(event.payload) if event.payload else {}
+        kind = event.type
+        if kind in ("text_delta", "reasoning_delta"):
+            key = f"{event.turn_id}/{event.step_execution_id}"
+            seen = self._live_attempt.get(key)
+            if seen is not None and event.attempt < seen:
+                return  # text of an attempt that was retried
+            if seen is not None and event.attempt > seen:
+                self.say("  (the model call is retried; its reply starts over)")
+            self._live_attempt[key] = event.attempt
+            text = str(payload.get("text", ""))
+            if kind == "reasoning_delta":
+                self.say(f"  (thinking) {_preview(text)}")
+            else:
+                if not self._mid_line:
+                    self._write("agent> ")
+                self._turns_with_text.add(event.turn_id)
+                self._write(text)
+        elif kind == "tool_call_deferred":
+            approval = ", needs approval" if payload.get("requires_approval") else ""
+            self.say(
+                f"  [tool] {payload.get('tool_name')} requested ({payload.get('effect')}{approval})"
+            )
+        elif kind == "tool_call_started":
+            self.say(f"  [tool] {payload.get('tool_name')} running")
+        elif kind == "tool_call_finished":
+            await self._show_finished_tool(payload)
+        elif kind == "timer_started":
+            until, reason = payload.get("wait_until"), payload.get("reason")
+            self.say(f"  [wait] durable timer until {until} ({reason})")
+        elif kind == "turn_failed":
+            self.failed_turns.append(event.turn_id)
+            self.say(f"  [turn failed] {payload.get('error')}")
+        elif kind == "turn_cancelled":
+            self.say("  [turn cancelled]")
+        if kind in _TURN_END_EVENTS:
+            self._ended_turns.add(event.turn_id)
+            if self._mid_line:
+                self._write("\n")
+        if kind in _WAKE_EVENTS:
+            self._activity.set()
+
+    async def _show_finished_tool(self, payload: dict[str, Any]) -> None:
+        tool_call_id = str(payload.get("tool_call_id"))
+        status = str(payload.get("status"))
+        detail = ""
+        with contextlib.suppress(Exception):
+            snapshot = await self.snapshot()
+            for record in snapshot.tool_calls:
+                if record.tool_call_id == tool_call_id:
+                    detail = record.output or record.error or record.rejection_message or ""
+        suffix = f": {_preview(detail)}" if detail else ""
+        self.say(f"  [tool] {payload.get('tool_name')} {status}{suffix}")
+
+    # --- turns -----------------------------------------------------------------------
+
+    async def send(self, text: str) -> bool:
+        """Send ``text`` and follow the turn it starts until it ends."""
+        before = await self.snapshot()
+        turns_before = before.state.turn_count if before.state else 0
+        accepted: bool = await self.client.invoke_rpc(
+            self.flow.send_user_message, self.session_id, AgentUserMessage(text=text)
+        )
+        if not accepted:
+            self.say("  (the session did not accept that message)")
+            return False
+        await self.follow_turns(turns_before + 1)
+        return True
+
+    async def follow_turns(self, turn_count: int) -> None:
+        """Handle approvals and questions until ``turn_count`` turns ended and nothing runs."""
+        last_wait_report = 0.0
+        loop = asyncio.get_running_loop()
+        while True:
+            snapshot = await self.snapshot()
+            for interrupt in snapshot.pending_interrupts:
+                if interrupt.interrupt_id not in self._handled_interrupts:
+                    self._handled_interrupts.add(interrupt.interrupt_id)
+                    await self._resolve(interrupt)
+            state = snapshot.state
+            if (
+                state is not None
+                and state.turn_count >= turn_count
+                and state.active_turn_id is None
+                and snapshot.queued_message_count == 0
+            ):
+                await self._finish_turn(f"turn-{state.turn_count}", snapshot)
+                return
+            due = loop.time() - last_wait_report >= _WAIT_REPORT_SECONDS
+            if due and self._report_waits(snapshot):
+                last_wait_report = loop.time()
+            self._activity.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._activity.wait(), _POLL_SECONDS)
+
+    def _report_waits(self, snapshot: AgentSnapshot) -> bool:
+        reported = False
+        now = datetime.now(UTC)
+        for record in snapshot.tool_calls:
+            if record.status is AgentToolCallStatus.WAITING_FOR_TIMER and record.wait_until:
+                left = (parse_timestamp(record.wait_until) - now).total_seconds()
+                self.say(f"  [wait] {max(0, round(left))} s left on the durable timer")
+                reported = True
+        return reported
+
+    async def _finish_turn(self, turn_id: str, snapshot: AgentSnapshot) -> None:
+        # The events may trail the committed state a little; wait briefly for the turn's end.
+        for _ in range(50):
+            if turn_id in self._ended_turns:
+                break
+            await asyncio.sleep(0.1)
+        if turn_id not in self._turns_with_text:
+            replies = [
+                m for m in snapshot.messages if m.turn_id == turn_id and m.role == "assistant"
+            ]
+            if replies and replies[-1].text:
+                self.say(f"agent> {replies[-1].text}")
+        if self._mid_line:
+            self._write("\n")
+
+    # --- approvals and questions -----------------------------------------------------
+
+    async def _resolve(self, interrupt: AgentInterrupt) -> None:
+        if interrupt.kind is InterruptKind.QUESTION:
+            await self._answer(interrupt)
+        else:
+            await self._approve(interrupt)
+
+    async def _approve(self, interrupt: AgentInterrupt) -> None:
+        self.say(f"  [approval] {interrupt.tool_name} {interrupt.arguments}")
+        approved = True
+        reason: str | None = None
+        if self.auto_approve:
+            self.say("  [approval] approved automatically (--auto-approve)")
+        elif not self.interactive:
+            approved = False
+            reason = "Not approved: the demo ran without a terminal and without --auto-approve."
+            self.say("  [approval] rejected (no terminal; pass --auto-approve to approve)")
+        else:
+            while True:
+                line = await self.prompt("  Approve? [y]es / [n]o: ")
+                choice = (line or "n").strip().lower()
+                if choice in ("y", "yes"):
+                    break
+                if choice in ("n", "no"):
+                    approved = False
+                    reason = (
+                        await self.prompt("  Reason for the agent (optional): ") or ""
+                    ).strip()
+                    reason = reason or None
+                    break
+        accepted = await self._call_with_lock_retry(
+            self.flow.resolve_interrupt,
+            ResolveInterruptInput(
+                interrupt_id=interrupt.interrupt_id, approved=approved, rejection_message=reason
+            ),
+        )
+        if not accepted:
+            self.say("  (that approval is no longer pending)")
+
+    async def _answer(self, interrupt: AgentInterrupt) -> None:
+        choices: Sequence[str] = interrupt.choices or ()
+        self.say(f"  [question] {interrupt.question}")
+        for number, choice in enumerate(choices, start=1):
+            self.say(f"    {number}. {choice}")
+        free_text = interrupt.allows_free_text is not False
+        answer: str | None
+        if not self.interactive:
+            answer = choices[0] if choices else "yes"
+            self.say(f"  [question] answered automatically: {answer}")
+        else:
+            hint = "number or text" if choices and free_text else ("number" if choices else "text")
+            line = await self.prompt(f"  Your answer ({hint}; empty declines): ")
+            answer = (line or "").strip() or None
+            if answer is not None and answer.isdigit() and 1 <= int(answer) <= len(choices):
+                answer = choices[int(answer) - 1]
+        if answer is None:
+            accepted = await self._call_with_lock_retry(
+                self.flow.resolve_interrupt,
+                ResolveInterruptInput(
+                    interrupt_id=interrupt.interrupt_id, approved=False, rejection_message=None
+                ),
+            )
+        else:
+            answer_rpc: Any = getattr(self.flow, "answer_question", None)
+            if answer_rpc is None:
+                self.say("  (this session cannot take answers yet)")
+                return
+            accepted = await self._call_with_lock_retry(
+                answer_rpc, AnswerQuestionInput(interrupt_id=interrupt.interrupt_id, answer=answer)
+            )
+        if not accepted:
+            self.say("  (the session refused that answer; it may not be one of the choices)")
+            self._handled_interrupts.discard(interrupt.interrupt_id)
+
+    async def _call_with_lock_retry(self, method: Any, value: object) -> bool:
+        for _ in range(20):
+            try:
+                result: Any = await self.client.invoke_rpc(method, self.session_id, value)
+                return bool(result)
+            except dex.RpcLockConflictError:
+                await asyncio.sleep(0.1)
+        raise RuntimeError("the session stayed locked; try again")
