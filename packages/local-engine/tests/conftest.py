@@ -135,3 +135,41 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+class EngineProcess:
+    """``python -m dex_local_engine serve`` in a child process."""
+
+    def __init__(self, database: str, port: int = 0) -> None:
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "dex_local_engine",
+                "serve",
+                "--port",
+                str(port),
+                "--db",
+                database,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert self.process.stdout is not None
+        self.ready_line = self.process.stdout.readline().strip()
+        if not self.ready_line.startswith("dex-local-engine ready on "):
+            self.kill()
+            assert self.process.stderr is not None
+            raise RuntimeError(f"engine did not start: {self.process.stderr.read()}")
+        self.address = self.ready_line.split()[3]
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+        self.process.wait(30)
+
+    def stop(self) -> int:
+        if self.process.poll() is None:
+            self.process.terminate()
+        return self.process.wait(30)

@@ -115,8 +115,46 @@ class LongFlow(Flow[int]):
         return StepList.start_step(self.long)
 
 
+class CounterWait(Step[str]):
+    def __init__(self, flow: CounterFlow) -> None:
+        self.flow = flow
+
+    def wait_for(self, context: Context, input: str) -> Wait:
+        return Wait.until(self.flow.go.for_one())
+
+    def execute(self, context: Context, input: str) -> StepDecision:
+        return graceful_complete(f"{input}:{self.flow.total.get(context)}")
+
+
+class CounterFlow(Flow[str]):
+    """Keeps a total in an Attribute until an RPC publishes to ``go``."""
+
+    go = Channel("go", str)
+    total = Attribute("total", int)
+
+    def __init__(self) -> None:
+        self.wait = CounterWait(self)
+
+    def get_steps(self) -> StepList[str]:
+        return StepList.start_step(self.wait)
+
+    def get_persistence_schema(self) -> PersistenceSchema:
+        return PersistenceSchema.of(self.go, self.total)
+
+    @rpc(lock_attributes=[AttributeLock(total)])
+    def add(self, context: Context, amount: int) -> RPCResult[int]:
+        value = (self.total.get(context) or 0) + amount
+        self.total.set(context, value)
+        return RPCResult(value)
+
+    @rpc
+    def finish(self, context: Context) -> RPCResult[None]:
+        self.go.publish(context, "go")
+        return RPCResult(None)
+
+
 def flows() -> list[Flow[Any]]:
-    return [AgentFlow(), LongFlow()]
+    return [AgentFlow(), LongFlow(), CounterFlow()]
 
 
 __all__ = ["AgentFlow", "LongFlow", "StepMovement", "flows"]
