@@ -111,6 +111,8 @@ async def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
         chat.say(f"session {session_id} {verb} (flow type {DEMO_FLOW_TYPE})")
         try:
             snapshot = await chat.snapshot()
+            if resumed:
+                chat.show_history(snapshot)
             if snapshot.state is not None and snapshot.state.active_turn_id is not None:
                 chat.say("  (a turn is still running; following it)")
                 await chat.follow_turns(snapshot.state.turn_count)

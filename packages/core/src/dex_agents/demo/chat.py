@@ -71,7 +71,7 @@ class Chat:
         self.client = client
         self.flow = flow
         self.session_id = session_id
-        self.prompt = prompt
+        self._read_line = prompt
         self.out = out
         self.interactive = interactive
         self.auto_approve = auto_approve
@@ -91,6 +91,15 @@ class Chat:
         self.out.flush()
         self._mid_line = not text.endswith("\n")
 
+    async def prompt(self, text: str) -> str | None:
+        """Ask the user for one line; ``None`` at end of input."""
+        if self._mid_line:
+            self._write("\n")
+        self._write(text)
+        line = await self._read_line("")
+        self._mid_line = False
+        return line
+
     def say(self, line: str) -> None:
         """Print a whole line, after any reply text still on the current line."""
         if self._mid_line:
@@ -107,8 +116,6 @@ class Chat:
             await self.client.start_flow(self.flow, self.session_id, AgentSessionStartInput())
         token = await self._newest_event_token()
         self._follower = asyncio.create_task(self._follow_events(token))
-        if existed and snapshot is not None:
-            self._show_history(snapshot)
         return existed
 
     async def close(self) -> None:
@@ -132,7 +139,8 @@ class Chat:
         )
         return result
 
-    def _show_history(self, snapshot: AgentSnapshot, limit: int = 8) -> None:
+    def show_history(self, snapshot: AgentSnapshot, limit: int = 8) -> None:
+        """Print the latest user and agent messages of the session."""
         shown = [m for m in snapshot.messages if m.role in ("user", "assistant") and m.text][
             -limit:
         ]

@@ -1,0 +1,106 @@
+"""`dex-agents demo` runs unattended: real embedded engine, Worker and scripted model."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dex_agents.demo.script import DEMO_HELP, demo_model_reply
+from dex_agents.models import ModelRequest, ToolResultItem, UserTextItem
+
+
+def run_demo(tmp_path: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
+    environment = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+    }
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dex_agents.cli",
+            "demo",
+            "--db",
+            str(tmp_path / "demo.sqlite3"),
+            *arguments,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=environment,
+        check=False,
+    )
+
+
+@pytest.mark.slow
+def test_demo_runs_turns_with_tools_and_an_approved_refund_then_resumes(tmp_path: Path) -> None:
+    first = run_demo(
+        tmp_path,
+        "--session",
+        "smoke-1",
+        "--message",
+        "where is order 43",
+        "--message",
+        "refund order 42",
+        "--auto-approve",
+    )
+    assert first.returncode == 0, first.stdout + first.stderr
+    out = first.stdout
+    assert "scripted demo model" in out
+    assert "session smoke-1 started" in out
+    assert "[tool] lookup_order succeeded" in out
+    assert "is shipped; it cost 24.50 EUR" in out
+    assert "[tool] refund_order requested (non_idempotent_write, needs approval)" in out
+    assert "[approval] approved automatically" in out
+    assert "Refunded 129.00 EUR for order 42 (refund R-0001)." in out
+
+    # A second run resumes the same session from the database and sees the refund.
+    second = run_demo(tmp_path, "--session", "smoke-1", "--message", "list my orders")
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "session smoke-1 resumed" in second.stdout
+    assert "Earlier in this session:" in second.stdout
+    assert "order 42: espresso grinder, refunded" in second.stdout
+
+
+@pytest.mark.slow
+def test_without_auto_approve_an_unattended_refund_is_rejected(tmp_path: Path) -> None:
+    result = run_demo(tmp_path, "--message", "refund order 44")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "[approval] rejected" in result.stdout
+    assert "[tool] refund_order rejected" in result.stdout
+    assert "The refund was not made" in result.stdout
+
+
+def test_demo_script_is_deterministic_and_uses_every_tool_kind() -> None:
+    def ask(text: str, *results: ToolResultItem) -> list[str]:
+        reply = demo_model_reply(
+            ModelRequest(instructions="", items=(UserTextItem(text), *results))
+        )
+        return [call.name for call in reply.tool_calls]
+
+    assert ask("where is order 7") == ["lookup_order"]
+    assert ask("refund order 42") == ["lookup_order"]
+    looked_up = ToolResultItem(
+        "c1",
+        "lookup_order",
+        '{"order_id": "42", "item": "x", "total_eur": 1.0, "status": "delivered"}',
+    )
+    assert ask("refund order 42", looked_up) == ["refund_order"]
+    assert ask("help me choose") == ["ask_user"]
+    assert ask("wait 2 minutes") == ["durable_wait"]
+    wait = demo_model_reply(ModelRequest(instructions="", items=(UserTextItem("wait 2 minutes"),)))
+    assert (
+        '"duration_seconds":120' in wait.tool_calls[0].arguments
+        if isinstance(wait.tool_calls[0].arguments, str)
+        else wait.tool_calls[0].arguments
+        == {"duration_seconds": 120, "reason": "the user asked to wait"}
+    )
+    assert (
+        demo_model_reply(ModelRequest(instructions="", items=(UserTextItem("hello"),))).text
+        == DEMO_HELP
+    )
