@@ -134,6 +134,15 @@ class Harness:
     async def start(self, flow: Any, session_id: str, text: str | None) -> None:
         await self.client.start_flow(flow, session_id, AgentSessionStartInput(initial_message=text))
 
+    async def resolve(self, flow: Any, session_id: str, request: Any) -> bool:
+        """``resolve_interrupt``, retried on lock conflicts as the contract allows."""
+        for _ in range(200):
+            try:
+                return await self.client.invoke_rpc(flow.resolve_interrupt, session_id, request)
+            except dex.RpcLockConflictError:
+                await asyncio.sleep(0.05)
+        raise AssertionError("resolve_interrupt kept conflicting")
+
     async def snapshot(self, flow: Any, session_id: str) -> AgentSnapshot:
         return await self.client.invoke_rpc(flow.get_agent_snapshot, session_id)
 
