@@ -1,7 +1,15 @@
-"""The dex-agents runner conformance suite, as a pytest plugin for adapter maintainers."""
+"""The dex-agents runner conformance suite, as a pytest plugin for adapter maintainers.
+
+Subclass ``dex_agents_conformance.suite.ConformanceSuite`` in a test module and
+provide a ``conformance_adapter`` fixture returning a ``ConformanceAdapter``;
+see the package README. This module stays light because pytest imports the
+plugin, and with it this package, in every run where it is installed.
+"""
 
 from importlib.metadata import version as _version
 
+from dex_agents_conformance.adapter import ALL_CAPABILITIES, Capability, ConformanceAdapter
+
 __version__ = _version("dex-agents-conformance")
 
-__all__ = ["__version__"]
+__all__ = ["ALL_CAPABILITIES", "Capability", "ConformanceAdapter", "__version__"]

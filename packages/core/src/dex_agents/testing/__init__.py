@@ -36,6 +36,7 @@ from dex_agents.testing.scripts import (
     ToolBehaviour,
     ToolCallSpec,
     UnexpectedToolFailure,
+    record_model_call,
     run_scenario_tool,
 )
 from dex_agents.testing.session_client import TURN_END_EVENTS, AgentSessionTestClient
@@ -84,6 +85,7 @@ __all__ = [
     "poll_until",
     "poll_until_sync",
     "read_step_history",
+    "record_model_call",
     "run_agent_worker_process",
     "run_scenario_tool",
     "scenario_tool_policies",

@@ -28,18 +28,17 @@ from dex_agents.runner import (
     ToolExecutionResult,
     TurnCompleted,
 )
-from dex_agents.testing.gates import FileGate, InvocationLog
+from dex_agents.testing.gates import FileGate
 from dex_agents.testing.scripts import (
-    MODEL_CALLS_LOG,
     ModelScript,
     ModelTurn,
     ScenarioTool,
+    record_model_call,
     run_scenario_tool,
 )
 from dex_agents.texts import describe_tool_call_outcome
 from dex_agents.values import AgentUsage, FrameworkMessage, from_wire, to_wire
 
-MODEL_CALL_LOG_NAME = "model"
 SCRIPTED_USAGE = AgentUsage(model_calls=1, input_tokens=10, output_tokens=5, total_tokens=15)
 
 
@@ -113,7 +112,6 @@ class ScriptedRunner:
         self.script = script
         self.tools = {tool.name: tool for tool in tools}
         self.state_directory = Path(state_directory)
-        self.model_calls = InvocationLog(self.state_directory / MODEL_CALLS_LOG)
 
     def build_user_message(self, text: str) -> FrameworkMessage:
         return _user_item(text)
@@ -124,15 +122,13 @@ class ScriptedRunner:
         seen_results = self._tool_results(turn, turn_items)
         turn_items = [*turn_items, *seen_results]
         history = self._replayed_history(turn)
-        self.model_calls.record(
-            MODEL_CALL_LOG_NAME,
-            details={
-                "turn_id": turn.turn_id,
-                "position": position,
-                "attempt": turn.attempt,
-                "history": history,
-                "tool_results": {m.tool_call_id: m.tool_output for m in seen_results},
-            },
+        record_model_call(
+            self.state_directory,
+            turn_id=turn.turn_id,
+            position=position,
+            attempt=turn.attempt,
+            history=history,
+            tool_results={m.tool_call_id or "": m.tool_output or "" for m in seen_results},
         )
         response = self.script.response_for(turn_number, position)
         if response.gate is not None:

@@ -197,6 +197,38 @@ async def run_scenario_tool(
     return text
 
 
+MODEL_CALL_LOG_NAME = "model"
+
+
+def record_model_call(
+    state_directory: Path,
+    *,
+    turn_id: str,
+    position: int,
+    attempt: int,
+    history: Sequence[str],
+    tool_results: Mapping[str, str],
+) -> None:
+    """Record one scripted model call, before it answers, in ``model-calls.jsonl``.
+
+    Every runner's scripted model calls this, so the conformance suite can count
+    model calls (including ones a SIGKILL cut short) and see what each call read:
+    ``history`` is one text per stored message the call was given (any readable
+    form that includes the message text or tool output), ``tool_results`` the
+    result text per tool call ID that the call received for the previous response.
+    """
+    InvocationLog(state_directory / MODEL_CALLS_LOG).record(
+        MODEL_CALL_LOG_NAME,
+        details={
+            "turn_id": turn_id,
+            "position": position,
+            "attempt": attempt,
+            "history": list(history),
+            "tool_results": dict(tool_results),
+        },
+    )
+
+
 @dataclass(frozen=True)
 class ScenarioSession:
     """Session options a scenario asks the factory for, and the Flow type to register."""

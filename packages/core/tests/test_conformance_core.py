@@ -1,0 +1,16 @@
+"""The shared conformance suite against the core's scripted runner (``ScriptedRunner``)."""
+
+import pytest
+
+from dex_agents.testing import SCRIPTED_FLOW_FACTORY
+from dex_agents_conformance import ConformanceAdapter
+from dex_agents_conformance.suite import ConformanceSuite
+
+
+@pytest.fixture
+def conformance_adapter() -> ConformanceAdapter:
+    return ConformanceAdapter(factory=SCRIPTED_FLOW_FACTORY, name="core ScriptedRunner")
+
+
+class TestScriptedRunnerConformance(ConformanceSuite):
+    """Every scenario of the suite, run by ``ScriptedRunner`` on the local engine."""

@@ -1,0 +1,44 @@
+"""What an adapter hands the suite: its scenario factory and what its framework can do."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Capability(StrEnum):
+    """Optional abilities; a scenario that needs one an adapter lacks is skipped with a reason."""
+
+    PARALLEL_TOOL_CALLS = "parallel_tool_calls"
+    """The test model can ask for several tool calls in one response."""
+    REJECTION_MESSAGE_TO_MODEL = "rejection_message_to_model"
+    """A rejection's message reaches the model as the call's result."""
+    FAILING_MODEL_CALLS = "failing_model_calls"
+    """The test model can raise an unexpected error on chosen attempts (``fail_attempts``)."""
+    GATED_MODEL_CALLS = "gated_model_calls"
+    """The test model can block on a ``FileGate`` (and stream text before it)."""
+
+
+ALL_CAPABILITIES = frozenset(Capability)
+
+
+@dataclass(frozen=True)
+class ConformanceAdapter:
+    """An adapter under test.
+
+    ``factory`` is the import path (``package.module:function``) of a scenario
+    factory ``(script, tools, state_directory, session) -> Flow``; Worker child
+    processes import it to build the same Flow as the test. ``name`` appears in
+    failure messages. ``capabilities`` lists what the adapter's test model and
+    tools support; by default all.
+    """
+
+    factory: str
+    name: str = "adapter"
+    capabilities: frozenset[Capability] = ALL_CAPABILITIES
+
+    def __post_init__(self) -> None:
+        module, separator, attribute = self.factory.partition(":")
+        if not separator or not module or not attribute:
+            raise ValueError(f"factory must be 'module:function', got {self.factory!r}")
+        object.__setattr__(self, "capabilities", frozenset(self.capabilities))

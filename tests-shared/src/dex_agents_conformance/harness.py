@@ -1,0 +1,171 @@
+"""The suite's harness: one scenario run = a state directory, a Flow, Worker children, a client.
+
+Workers always run as child processes (``dex_agents.testing.scenario_worker``),
+so every scenario can SIGKILL them. The test process builds the same Flow with
+the adapter's factory for its Client.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import asynccontextmanager
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import dex
+import pytest
+
+from dex_agents.session import AgentSessionFlow
+from dex_agents.testing import (
+    AgentSessionTestClient,
+    AgentTestEnvironment,
+    FileGate,
+    Invocation,
+    InvocationLog,
+    KillableWorkerProcess,
+    ModelScript,
+    PrivateDexEngine,
+    Scenario,
+    ScenarioSession,
+    ScenarioTool,
+    build_scenario_flow,
+    executed_step_types,
+    read_step_history,
+)
+from dex_agents.testing.scenario_flow import STATE_DIRECTORY_VARIABLE
+from dex_agents.testing.scripts import MODEL_CALL_LOG_NAME, MODEL_CALLS_LOG, TOOL_RUNS_LOG
+from dex_agents_conformance.adapter import Capability, ConformanceAdapter
+
+SCENARIO_WORKER_MODULE = "dex_agents.testing.scenario_worker"
+
+
+class ScenarioRun:
+    """One running scenario: its session client, Workers, gates and logs."""
+
+    def __init__(
+        self,
+        *,
+        adapter: ConformanceAdapter,
+        engine: PrivateDexEngine,
+        state_directory: Path,
+        flow: AgentSessionFlow,
+        environment: AgentTestEnvironment,
+    ) -> None:
+        self.adapter = adapter
+        self.engine = engine
+        self.state_directory = state_directory
+        self.flow = flow
+        self.environment = environment
+        self.sessions = AgentSessionTestClient(environment.client, flow)
+        self.session_id = f"session-{uuid.uuid4().hex[:12]}"
+        self.tool_runs = InvocationLog(state_directory / TOOL_RUNS_LOG)
+        self._model_calls = InvocationLog(state_directory / MODEL_CALLS_LOG)
+        self._workers: list[KillableWorkerProcess] = []
+        self._worker_count = 0
+
+    def start_worker(self) -> KillableWorkerProcess:
+        """Start one more Worker child for the scenario's Flow; returns once it registered."""
+        self._worker_count += 1
+        worker = KillableWorkerProcess.start(
+            server_address=self.engine.server_address,
+            log_path=self.state_directory / f"worker-{self._worker_count}.log",
+            entry_module=SCENARIO_WORKER_MODULE,
+            arguments=[self.adapter.factory],
+            environment={STATE_DIRECTORY_VARIABLE: str(self.state_directory)},
+        )
+        self._workers.append(worker)
+        return worker
+
+    def kill_workers(self) -> None:
+        """SIGKILL every running Worker child of the scenario."""
+        for worker in self._workers:
+            if worker.is_running():
+                worker.kill()
+
+    def gate(self, name: str) -> FileGate:
+        return FileGate(self.state_directory, name)
+
+    def model_calls(
+        self, turn_id: str | None = None, position: int | None = None
+    ) -> list[Invocation]:
+        """Recorded model calls, optionally of one turn and one position in it."""
+        return [
+            call
+            for call in self._model_calls.invocations(MODEL_CALL_LOG_NAME)
+            if (turn_id is None or call.details["turn_id"] == turn_id)
+            and (position is None or call.details["position"] == position)
+        ]
+
+    async def start_session(
+        self, initial_message: str | None, *, config: dex.FlowConfig | None = None
+    ) -> None:
+        await self.sessions.start_session(self.session_id, initial_message, config=config)
+
+    async def step_types(self) -> list[str]:
+        """Executed Step types of the session, in history order."""
+        history = await read_step_history(self.engine.server_address, self.session_id)
+        return executed_step_types(history)
+
+    async def close(self) -> None:
+        self.kill_workers()
+        await self.environment.close()
+
+
+class ConformanceHarness:
+    """Creates scenario runs for one adapter on one engine."""
+
+    def __init__(
+        self, adapter: ConformanceAdapter, engine: PrivateDexEngine, state_root: Path
+    ) -> None:
+        self.adapter = adapter
+        self.engine = engine
+        self.state_root = state_root
+
+    def require(self, *capabilities: Capability) -> None:
+        """Skip the scenario, with a reason, when the adapter lacks a capability."""
+        missing = [c.value for c in capabilities if c not in self.adapter.capabilities]
+        if missing:
+            pytest.skip(f"{self.adapter.name} does not support {', '.join(missing)}")
+
+    @asynccontextmanager
+    async def run(
+        self,
+        script: ModelScript,
+        tools: Sequence[ScenarioTool] = (),
+        *,
+        interrupt_deadline: timedelta | None = None,
+        start_worker: bool = True,
+    ) -> AsyncGenerator[ScenarioRun]:
+        """Write the scenario, build its Flow under a fresh Flow type, and start a Worker."""
+        flow_type = f"Conformance{uuid.uuid4().hex[:12]}"
+        state_directory = self.state_root / flow_type
+        scenario = Scenario(
+            script=script,
+            tools=tools,
+            session=ScenarioSession(flow_type, interrupt_deadline=interrupt_deadline),
+        )
+        scenario.write(state_directory)
+        flow: dex.Flow[Any] = build_scenario_flow(self.adapter.factory, state_directory)
+        if not isinstance(flow, AgentSessionFlow):
+            raise TypeError(
+                f"{self.adapter.factory} must return a session Flow from"
+                f" create_agent_session_flow, got {type(flow).__name__}"
+            )
+        environment = await AgentTestEnvironment.start(
+            server_address=self.engine.server_address, flows=[flow]
+        )
+        run = ScenarioRun(
+            adapter=self.adapter,
+            engine=self.engine,
+            state_directory=state_directory,
+            flow=flow,
+            environment=environment,
+        )
+        try:
+            if start_worker:
+                run.start_worker()
+            yield run
+        finally:
+            await run.close()
