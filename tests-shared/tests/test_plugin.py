@@ -1,0 +1,67 @@
+"""The plugin as an adapter maintainer uses it: a fresh project, one fixture, one subclass."""
+
+import textwrap
+
+import pytest
+
+from dex_agents_conformance import ConformanceAdapter
+
+pytest_plugins = ("pytester",)
+
+ADAPTER_TESTS = textwrap.dedent(
+    """
+    import pytest
+
+    from dex_agents.testing import SCRIPTED_FLOW_FACTORY
+    from dex_agents_conformance import ConformanceAdapter
+    from dex_agents_conformance.suite import ConformanceSuite
+
+
+    @pytest.fixture
+    def conformance_adapter():
+        return ConformanceAdapter(
+            factory=SCRIPTED_FLOW_FACTORY, name="limited runner", capabilities=frozenset()
+        )
+
+
+    class TestLimitedRunner(ConformanceSuite):
+        pass
+    """
+)
+
+
+def test_the_suite_runs_in_a_project_without_config_and_skips_missing_capabilities(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_conformance_limited=ADAPTER_TESTS)
+    result = pytester.runpytest_subprocess(
+        "-m", "conformance", "-k", "parallel or sibling or two_interrupts or paging", "-rs"
+    )
+    result.assert_outcomes(passed=1, skipped=3)
+    result.stdout.fnmatch_lines(["*limited runner does not support parallel_tool_calls*"])
+
+
+def test_an_adapter_fixture_of_the_wrong_type_is_an_error(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_conformance_wrong=textwrap.dedent(
+            """
+            import pytest
+            from dex_agents_conformance.suite import ConformanceSuite
+
+            @pytest.fixture
+            def conformance_adapter():
+                return "my_adapter.conformance:build_flow"
+
+            class TestWrong(ConformanceSuite):
+                pass
+            """
+        )
+    )
+    result = pytester.runpytest_subprocess("-k", "paging")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*must return a ConformanceAdapter*"])
+
+
+def test_an_adapter_names_its_factory_by_import_path() -> None:
+    with pytest.raises(ValueError, match="module:function"):
+        ConformanceAdapter(factory="my_adapter.build_flow")
