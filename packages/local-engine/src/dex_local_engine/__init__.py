@@ -4,6 +4,14 @@ from importlib.metadata import version as _version
 
 __version__ = _version("dex-local-engine")
 
+from dex_local_engine.attempt_progress import StepAttemptProgress, recovery_attempt_progress
 from dex_local_engine.server import EngineServer, EngineStartError, LocalEngine
 
-__all__ = ["EngineServer", "EngineStartError", "LocalEngine", "__version__"]
+__all__ = [
+    "EngineServer",
+    "EngineStartError",
+    "LocalEngine",
+    "StepAttemptProgress",
+    "__version__",
+    "recovery_attempt_progress",
+]

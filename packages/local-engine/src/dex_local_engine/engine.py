@@ -26,6 +26,7 @@ from google.protobuf import struct_pb2
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from dex_local_engine import errors
+from dex_local_engine.attempt_progress import StepAttemptProgress, with_attempt_progress
 from dex_local_engine.conditions import WaitState, evaluate_wait
 from dex_local_engine.dispatch import Dispatcher, Task
 from dex_local_engine.errors import DexError
@@ -50,12 +51,6 @@ LONG_POLL_CAP_SECONDS = 30.0
 WAIT_FOR_FLOW_CAP_SECONDS = 60.0
 RPC_FROM_PREFIX = "__rpc/"
 
-# Attempt progress reported with a recovery error, as field 3 of RecoveryErrorInfo.
-# dex-python-sdk 1.23.0 does not know the field; read it with attempt_progress().
-ATTEMPT_PROGRESS_FIELD = 3
-ATTEMPT_NOT_STARTED = 1
-ATTEMPT_NOT_COMPLETED = 2
-
 
 def uuid7() -> str:
     """A time-ordered UUID (version 7)."""
@@ -77,11 +72,10 @@ def _is_null(value: pb.Value | None) -> bool:
 
 
 def recovery_error_info(detail: str, error_type: str, *, started: bool) -> pb.RecoveryErrorInfo:
-    info = pb.RecoveryErrorInfo(detail=detail, error_type=error_type)
-    progress = ATTEMPT_NOT_COMPLETED if started else ATTEMPT_NOT_STARTED
-    # Field 3 as a varint, appended as an unknown field the SDK keeps and forwards.
-    info.ParseFromString(info.SerializeToString() + bytes([ATTEMPT_PROGRESS_FIELD << 3, progress]))
-    return info
+    progress = StepAttemptProgress.NOT_COMPLETED if started else StepAttemptProgress.NOT_STARTED
+    return with_attempt_progress(
+        pb.RecoveryErrorInfo(detail=detail, error_type=error_type), progress
+    )
 
 
 @dataclass(eq=False)
@@ -702,7 +696,6 @@ class Engine:
         flow, step = attempt.flow, attempt.step
         with self._tx():
             step.method.running = True
-            step.method.started_attempts += 1
             self._touch(flow, step)
         self._arm_heartbeat(attempt)
 
@@ -809,6 +802,8 @@ class Engine:
         method = step.method
         method.running = False
         method.last_error = error
+        if started:
+            method.started_attempts += 1
         is_wait_for = step.phase is Phase.WAIT_FOR
         options = step.options
         has_policy = options.HasField(
