@@ -1,0 +1,187 @@
+"""The Stepwise conformance factory: neutral scenarios as a Stepwise agent.
+
+``build_stepwise_flow`` (import path ``STEPWISE_FLOW_FACTORY``) turns the
+suite's ``ModelScript`` into a ``ScriptedModelClient`` and its scenario tools
+into function tools with the effects they name, so the shared conformance suite
+proves the Stepwise loop on a real engine, Worker children included. Only the
+test hooks (recording each model call, gates, failing attempts) live here; the
+turn itself runs through the ordinary ``StepwiseAgentRunner``.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dex_agents.models.scripted import ScriptedModelClient, ScriptedModelReply, ScriptedToolCall
+from dex_agents.models.types import (
+    ModelOutputItem,
+    ModelRequest,
+    ToolResultItem,
+    TranscriptItem,
+    UserTextItem,
+)
+from dex_agents.runner import AgentTurnContext, AgentTurnOutcome
+from dex_agents.session import AgentSessionFlow, create_agent_session_flow
+from dex_agents.stepwise.definition import AgentDefinition
+from dex_agents.stepwise.flow import session_options_of
+from dex_agents.stepwise.function_tool import FunctionTool, ToolCallContext, function_tool
+from dex_agents.stepwise.runner import StepwiseAgentRunner
+from dex_agents.stepwise.transcript import decode_transcript
+from dex_agents.testing.gates import FileGate
+from dex_agents.testing.scripted_runner import ScriptedModelFailure
+from dex_agents.testing.scripts import (
+    ModelScript,
+    ModelTurn,
+    ScenarioSession,
+    ScenarioTool,
+    record_model_call,
+    run_scenario_tool,
+)
+
+__all__ = ["STEPWISE_FLOW_FACTORY", "build_stepwise_flow"]
+
+STEPWISE_FLOW_FACTORY = "dex_agents.stepwise.conformance:build_stepwise_flow"
+
+# Any arguments object: the scenario tool itself decides what its arguments mean.
+_ANY_OBJECT: dict[str, Any] = {"type": "object"}
+
+
+@dataclass(frozen=True)
+class _Position:
+    turn_number: int
+    position: int
+
+
+_current: contextvars.ContextVar[_Position] = contextvars.ContextVar("stepwise_scenario_position")
+
+
+def _turn_number(turn_id: str) -> int:
+    prefix, _, number = turn_id.partition("-")
+    if prefix != "turn" or not number.isdigit():
+        raise ValueError(f"unexpected turn ID {turn_id!r}; expected turn-<n>")
+    return int(number)
+
+
+def _this_turn(items: Sequence[TranscriptItem]) -> list[TranscriptItem]:
+    start = 0
+    for index, item in enumerate(items):
+        if isinstance(item, UserTextItem):
+            start = index
+    return list(items[start:])
+
+
+def _history_line(item: TranscriptItem) -> str:
+    if isinstance(item, UserTextItem):
+        return f"user: {item.text}"
+    if isinstance(item, ToolResultItem):
+        return f"tool {item.tool_name}: {item.output}"
+    calls = ", ".join(call.name for call in item.tool_calls)
+    return f"assistant: {item.text}{' -> ' + calls if calls else ''}"
+
+
+def _reply(script: ModelScript, request: ModelRequest) -> ScriptedModelReply:
+    where = _current.get()
+    response = script.response_for(where.turn_number, where.position)
+    if response.tool_calls:
+        return ScriptedModelReply(
+            tool_calls=[
+                ScriptedToolCall(
+                    spec.tool_name,
+                    dict(spec.arguments),
+                    call_id=spec.tool_call_id or f"call-{where.position}-{index}",
+                )
+                for index, spec in enumerate(response.tool_calls)
+            ]
+        )
+    return ScriptedModelReply(text=_answer_text(response, request))
+
+
+def _answer_text(response: ModelTurn, request: ModelRequest) -> str:
+    if not response.text_from_tool_results:
+        return response.text or ""
+    results = [item for item in _this_turn(request.items) if isinstance(item, ToolResultItem)]
+    lines = [f"{result.tool_name}: {result.output}" for result in results]
+    return "\n".join(lines) if lines else "(no tool results)"
+
+
+class _ScenarioStepwiseRunner(StepwiseAgentRunner):
+    """A ``StepwiseAgentRunner`` with the suite's hooks around each model step."""
+
+    def __init__(
+        self, definition: AgentDefinition, script: ModelScript, state_directory: Path
+    ) -> None:
+        super().__init__(definition)
+        self._script = script
+        self._state_directory = state_directory
+
+    async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
+        stored = decode_transcript(turn.messages)
+        position = sum(1 for item in _this_turn(stored) if isinstance(item, ModelOutputItem))
+        new_results = self._new_results(stored, turn)
+        record_model_call(
+            self._state_directory,
+            turn_id=turn.turn_id,
+            position=position,
+            attempt=turn.attempt,
+            history=[_history_line(item) for item in [*stored, *new_results]],
+            tool_results={result.tool_call_id: result.output for result in new_results},
+        )
+        response = self._script.response_for(_turn_number(turn.turn_id), position)
+        if response.gate is not None:
+            if response.text_before_gate is not None:
+                turn.events.write_text_delta(response.text_before_gate)
+            await FileGate(self._state_directory, response.gate).pass_through_async()
+        if turn.attempt <= response.fail_attempts:
+            raise ScriptedModelFailure(
+                f"scripted model call {position + 1} of {turn.turn_id} failed"
+                f" on attempt {turn.attempt}"
+            )
+        token = _current.set(_Position(_turn_number(turn.turn_id), position))
+        try:
+            return await super().run_model_step(turn)
+        finally:
+            _current.reset(token)
+
+
+def _scenario_function_tool(tool: ScenarioTool, state_directory: Path) -> FunctionTool:
+    async def execute(arguments: dict[str, Any], context: ToolCallContext) -> str:
+        return await run_scenario_tool(
+            tool,
+            json.dumps(arguments),
+            state_directory=state_directory,
+            idempotency_key=context.idempotency_key,
+            attempt=context.attempt,
+        )
+
+    return function_tool(
+        name=tool.name,
+        description=tool.description,
+        parameters=_ANY_OBJECT,
+        execute=execute,
+        effect=tool.effect,
+        requires_approval=tool.requires_approval,
+    )
+
+
+def build_stepwise_flow(
+    script: ModelScript,
+    tools: Sequence[ScenarioTool],
+    state_directory: Path,
+    session: ScenarioSession,
+) -> AgentSessionFlow:
+    """The Stepwise scenario factory ``(script, tools, state_directory, session) -> Flow``."""
+    state = Path(state_directory)
+    definition = AgentDefinition(
+        name="conformance",
+        instructions="You are the conformance suite's scripted agent.",
+        model=ScriptedModelClient(lambda request: _reply(script, request)),
+        tools=[_scenario_function_tool(tool, state) for tool in tools],
+        interrupt_deadline=session.interrupt_deadline,
+    )
+    runner = _ScenarioStepwiseRunner(definition, script, state)
+    return create_agent_session_flow(runner, session.flow_type, session_options_of(definition))

@@ -1,0 +1,16 @@
+"""The shared conformance suite against the Stepwise runner (``StepwiseAgentRunner``)."""
+
+import pytest
+
+from dex_agents.stepwise.conformance import STEPWISE_FLOW_FACTORY
+from dex_agents_conformance import ConformanceAdapter
+from dex_agents_conformance.suite import ConformanceSuite
+
+
+@pytest.fixture
+def conformance_adapter() -> ConformanceAdapter:
+    return ConformanceAdapter(factory=STEPWISE_FLOW_FACTORY, name="Stepwise")
+
+
+class TestStepwiseConformance(ConformanceSuite):
+    """Every scenario of the suite, run by the Stepwise loop on the local engine."""
