@@ -22,6 +22,7 @@ __all__ = [
     "build_turn_failure_note",
     "describe_tool_call_outcome",
     "invalid_built_in_arguments_error",
+    "question_id_in_use_error",
 ]
 
 OUTCOME_UNKNOWN_TOOL_RESULT = (
@@ -85,6 +86,14 @@ def build_turn_failure_note(records: Iterable[AgentToolCall]) -> str | None:
     if not lines:
         return None
     return "\n".join([TURN_FAILURE_NOTE_HEADER, *lines, TURN_FAILURE_NOTE_FOOTER])
+
+
+def question_id_in_use_error(interrupt_id: str) -> str:
+    """The error of a tool whose question ID is another tool call's ID in the same turn."""
+    return (
+        f"the tool's question cannot use interrupt ID {interrupt_id}, "
+        "which another tool call of this turn uses"
+    )
 
 
 def invalid_built_in_arguments_error(tool_name: str, reason: str) -> str:

@@ -27,7 +27,9 @@ from dex_agents.session import rpcs
 from dex_agents.session.approvals import AwaitToolApproval
 from dex_agents.session.options import AgentSessionOptions
 from dex_agents.session.persistence import PendingInterruptList, SessionPersistence
+from dex_agents.session.questions import AwaitQuestionAnswer
 from dex_agents.session.store import SessionDefinition
+from dex_agents.session.timers import AwaitTimer
 from dex_agents.session.tools import (
     CallSingleAttemptTool,
     CallTool,
@@ -51,6 +53,7 @@ from dex_agents.values import (
     AgentToolCall,
     AgentUsage,
     AgentUserMessage,
+    AnswerQuestionInput,
     ListAgentMessagesInput,
     ListAgentMessagesOutput,
     ResolveInterruptInput,
@@ -102,6 +105,8 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
             CallTool(session),
             CallSingleAttemptTool(session),
             AwaitToolApproval(session),
+            AwaitQuestionAnswer(session),
+            AwaitTimer(session),
             ResumeTurn(session),
             RecordToolFailure(session),
             RecordToolOutcomeUnknown(session),
@@ -167,6 +172,10 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         """Approve or reject a pending interrupt; ``False`` when not pending or past deadline."""
         raise NotImplementedError
 
+    def answer_question(self, context: Context, input: AnswerQuestionInput) -> RPCResult[bool]:
+        """Answer a pending question; ``False`` when it does not fit or is not pending."""
+        raise NotImplementedError
+
     def get_agent_snapshot(self, context: Context) -> RPCResult[AgentSnapshot]:
         """One committed view of the session."""
         raise NotImplementedError
@@ -226,6 +235,10 @@ def create_agent_session_flow(
             self, context: Context, input: ResolveInterruptInput
         ) -> RPCResult[bool]:
             return rpcs.resolve_interrupt(context, persistence, input)
+
+        @rpc(timeout=RPC_TIMEOUT, lock_attributes=(persistence.pending_interrupts.lock(),))
+        def answer_question(self, context: Context, input: AnswerQuestionInput) -> RPCResult[bool]:
+            return rpcs.answer_question(context, persistence, input)
 
         @rpc(
             timeout=RPC_TIMEOUT,

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from dex_agents.session.changes import EventSpec, SessionChanges
+from dex_agents.session.pending import (
+    find_interrupt,
+    interrupt_resolved_payload,
+    is_past_deadline,
+    timer_seconds_until,
+    without_interrupt,
+)
 from dex_agents.session.tool_rules import finish_tool_call
 from dex_agents.session.turn_rules import ToolStepKind, tool_step_kind
 from dex_agents.texts import APPROVAL_DEADLINE_PASSED
@@ -29,23 +35,7 @@ __all__ = [
     "apply_approval_timer",
     "approval_wait",
     "decide_resolve_interrupt",
-    "find_interrupt",
-    "interrupt_resolved_payload",
-    "is_past_deadline",
 ]
-
-
-def find_interrupt(pending: Sequence[AgentInterrupt], interrupt_id: str) -> AgentInterrupt | None:
-    """The pending interrupt with ``interrupt_id``, or ``None``."""
-    for interrupt in pending:
-        if interrupt.interrupt_id == interrupt_id:
-            return interrupt
-    return None
-
-
-def is_past_deadline(interrupt: AgentInterrupt, now: datetime) -> bool:
-    """Whether ``now`` is at or after the interrupt's deadline."""
-    return interrupt.deadline is not None and now >= parse_timestamp(interrupt.deadline)
 
 
 @dataclass(frozen=True)
@@ -71,7 +61,7 @@ def decide_resolve_interrupt(
         return ResolveDecision(False)
     if interrupt.kind is InterruptKind.QUESTION and request.approved:
         return ResolveDecision(False)
-    remaining = tuple(item for item in pending if item.interrupt_id != request.interrupt_id)
+    remaining = without_interrupt(pending, request.interrupt_id)
     resolution = AgentInterruptResolution(
         interrupt_id=request.interrupt_id,
         approved=request.approved,
@@ -100,8 +90,7 @@ def approval_wait(
     interrupt = find_interrupt(pending, interrupt_id)
     if interrupt is None or interrupt.deadline is None:
         return ApprovalWait(None)
-    remaining = (parse_timestamp(interrupt.deadline) - now) / timedelta(seconds=1)
-    return ApprovalWait(max(0, math.ceil(remaining)))
+    return ApprovalWait(timer_seconds_until(parse_timestamp(interrupt.deadline), now))
 
 
 @dataclass(frozen=True)
@@ -115,26 +104,6 @@ class ApprovalOutcome:
     changes: SessionChanges
     next_step: ToolStepKind | None = None
     wait_again: bool = False
-
-
-def interrupt_resolved_payload(
-    interrupt_id: str,
-    kind: InterruptKind,
-    *,
-    approved: bool,
-    answered: bool = False,
-    rejection_message: str | None = None,
-    cancellation_reason: str | None = None,
-) -> dict[str, object]:
-    """The ``interrupt_resolved`` payload."""
-    return {
-        "interrupt_id": interrupt_id,
-        "kind": kind.value,
-        "approved": approved,
-        "answered": answered,
-        "rejection_message": rejection_message,
-        "cancellation_reason": cancellation_reason,
-    }
 
 
 def apply_approval_resolution(
@@ -183,9 +152,7 @@ def apply_approval_timer(
     changes = finish_tool_call(
         record, AgentToolCallStatus.REJECTED, rejection_message=APPROVAL_DEADLINE_PASSED
     )
-    changes.pending_interrupts = tuple(
-        item for item in pending if item.interrupt_id != interrupt.interrupt_id
-    )
+    changes.pending_interrupts = without_interrupt(pending, interrupt.interrupt_id)
     changes.events.insert(
         0,
         _resolved_event(

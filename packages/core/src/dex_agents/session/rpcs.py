@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 from dex import Context, RPCResult
 
+from dex_agents.session.builtin_rules import decide_answer_question
 from dex_agents.session.interrupt_rules import decide_resolve_interrupt
 from dex_agents.session.persistence import SessionPersistence
 from dex_agents.session.read_rules import accepts_user_message, build_snapshot, page_messages
@@ -19,6 +20,7 @@ from dex_agents.session.store import (
 from dex_agents.values import (
     AgentSnapshot,
     AgentUserMessage,
+    AnswerQuestionInput,
     ListAgentMessagesInput,
     ListAgentMessagesOutput,
     QueuedUserMessage,
@@ -26,6 +28,7 @@ from dex_agents.values import (
 )
 
 __all__ = [
+    "answer_question",
     "get_agent_snapshot",
     "list_agent_messages",
     "resolve_interrupt",
@@ -54,6 +57,26 @@ def resolve_interrupt(
         return RPCResult(False)
     pending = read_pending_interrupts(context, persistence)
     decision = decide_resolve_interrupt(pending, request, datetime.now(UTC))
+    if not decision.accepted or decision.resolution is None:
+        return RPCResult(False)
+    persistence.pending_interrupts.set(context, decision.pending)
+    persistence.interrupt_resolutions.publish(context, interrupt_id, decision.resolution)
+    return RPCResult(True)
+
+
+def answer_question(
+    context: Context, persistence: SessionPersistence, request: AnswerQuestionInput
+) -> RPCResult[bool]:
+    """Answer a pending question before its deadline (runs under the ``PendingInterrupts`` lock).
+
+    ``False`` when not pending, not a question, past its deadline, blank, or outside
+    ``choices`` while free text is not allowed.
+    """
+    interrupt_id = request.interrupt_id
+    if not interrupt_id or "/" in interrupt_id:
+        return RPCResult(False)
+    pending = read_pending_interrupts(context, persistence)
+    decision = decide_answer_question(pending, request, datetime.now(UTC))
     if not decision.accepted or decision.resolution is None:
         return RPCResult(False)
     persistence.pending_interrupts.set(context, decision.pending)

@@ -7,7 +7,6 @@ share no state. A Step whose record is already final ends without running.
 
 from __future__ import annotations
 
-import logging
 from datetime import UTC, datetime, timedelta
 
 from dex import (
@@ -19,6 +18,7 @@ from dex import (
     StepMovement,
     StepOptions,
     dead_end,
+    go_to_many,
 )
 
 from dex_agents.runner import (
@@ -30,6 +30,7 @@ from dex_agents.runner import (
 from dex_agents.session.changes import SessionChanges
 from dex_agents.session.events import SessionEventWriter
 from dex_agents.session.heartbeats import BackgroundHeartbeats
+from dex_agents.session.question_rules import record_tool_question
 from dex_agents.session.store import SessionDefinition, apply_changes, read_record
 from dex_agents.session.tool_rules import (
     finish_tool_call,
@@ -48,8 +49,6 @@ __all__ = [
     "previous_heartbeat_checkpoint",
     "tool_step_movement",
 ]
-
-_log = logging.getLogger(__name__)
 
 TOOL_HEARTBEAT_TIMEOUT = timedelta(minutes=2)
 TOOL_METHOD_TIMEOUT = timedelta(hours=2)
@@ -152,6 +151,14 @@ class _ToolStep(Step[str]):
             apply_changes(context, persistence, changes, events)
         finally:
             events.close()
+        asked = [
+            r for r in changes.written_records if r.status is AgentToolCallStatus.AWAITING_ANSWER
+        ]
+        if asked:
+            # Imported here: questions.py builds tool Step movements from this module.
+            from dex_agents.session.questions import question_movement
+
+            return go_to_many(question_movement(session, record.tool_call_id))
         return dead_end()
 
     async def _run(
@@ -189,10 +196,9 @@ class _ToolStep(Step[str]):
                 )
             return finish_tool_call(record, AgentToolCallStatus.SUCCEEDED, output=outcome.output)
         if isinstance(outcome, ToolInputRequested):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise RunnerDefectError(
-                f"tool call {record.tool_call_id} asked for input, which this session "
-                "does not support yet"
-            )
+            changes = SessionChanges()
+            changes.written_records.append(record_tool_question(record, outcome))
+            return changes
         raise RunnerDefectError(
             "runner defect: execute_deferred_tool_call must return ToolExecutionResult, "
             f"got {type(outcome).__name__}"
@@ -244,6 +250,3 @@ class RecordToolOutcomeUnknown(_RecordFailure):
     """Failure route of ``CallSingleAttemptTool``: always ``outcome_unknown``."""
 
     outcome_unknown_always = True
-
-
-_log.debug("tool Steps loaded")

@@ -27,6 +27,7 @@ from dex_agents.runner import AgentTurnContext, SupportsUnfinishedTurnMessages
 from dex_agents.session.approvals import approval_movement
 from dex_agents.session.events import SessionEventWriter
 from dex_agents.session.heartbeats import BackgroundHeartbeats
+from dex_agents.session.questions import question_movement
 from dex_agents.session.store import (
     SessionDefinition,
     apply_changes,
@@ -38,6 +39,7 @@ from dex_agents.session.store import (
     read_state,
     read_usage,
 )
+from dex_agents.session.timers import timer_movement
 from dex_agents.session.tool_rules import open_record_count, recovery_error_text
 from dex_agents.session.tools import ContextCancellation, tool_step_movement
 from dex_agents.session.turn_rules import (
@@ -80,6 +82,10 @@ def route(session: SessionDefinition, routing: TurnRouting) -> StepDecision:
         for move in routing.tool_steps:
             if move.kind is ToolStepKind.AWAIT_APPROVAL:
                 movements.append(approval_movement(session, move.tool_call_id))
+            elif move.kind is ToolStepKind.AWAIT_QUESTION:
+                movements.append(question_movement(session, move.tool_call_id))
+            elif move.kind is ToolStepKind.AWAIT_TIMER:
+                movements.append(timer_movement(session, move.tool_call_id))
             else:
                 movements.append(tool_step_movement(session, move.kind, move.tool_call_id))
         movements.append(StepMovement[int](ResumeTurn, routing.resume_count))
@@ -213,6 +219,8 @@ class RunModel(_SessionStep, Step[None]):
                 stored_messages=messages,
                 now=datetime.now(UTC),
                 interrupt_deadline=session.options.interrupt_deadline,
+                built_in_tools=session.options.built_in_tools,
+                max_durable_wait=session.options.max_durable_wait,
             )
             apply_changes(context, persistence, changes, events)
         finally:

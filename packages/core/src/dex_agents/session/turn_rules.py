@@ -6,19 +6,28 @@ Nothing here touches Dex; each function takes committed values and returns the
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import Enum
-from typing import Any
 
+from dex_agents.builtin_tools import ASK_USER, DURABLE_WAIT
 from dex_agents.runner import (
     DeferredToolCall,
     ResolvedToolPolicy,
     ToolCallsRequested,
     TurnCompleted,
 )
+from dex_agents.session.builtin_rules import (
+    InvalidBuiltInArguments,
+    parse_ask_user,
+    parse_durable_wait,
+)
 from dex_agents.session.changes import SessionChanges
+from dex_agents.session.options import DEFAULT_MAX_DURABLE_WAIT
+from dex_agents.session.pending import interrupt_raised_payload
+from dex_agents.session.tool_rules import finish_tool_call
+from dex_agents.texts import invalid_built_in_arguments_error
 from dex_agents.values import (
     AgentInterrupt,
     AgentMessage,
@@ -60,6 +69,8 @@ class ToolStepKind(Enum):
     """Which Step a deferred tool call goes to first."""
 
     AWAIT_APPROVAL = "AwaitToolApproval"
+    AWAIT_QUESTION = "AwaitQuestionAnswer"
+    AWAIT_TIMER = "AwaitTimer"
     CALL_TOOL = "CallTool"
     CALL_SINGLE_ATTEMPT_TOOL = "CallSingleAttemptTool"
 
@@ -282,8 +293,14 @@ def request_tool_calls(
     now: datetime,
     interrupt_deadline: timedelta | None,
     trace_context: str | None = None,
+    built_in_tools: Sequence[str] = (),
+    max_durable_wait: timedelta = DEFAULT_MAX_DURABLE_WAIT,
 ) -> tuple[SessionChanges, TurnRouting]:
-    """Record the requested calls, raise approvals, and route each call to its Step."""
+    """Record the requested calls, raise approvals, and route each call to its Step.
+
+    A call of an enabled built-in tool goes to the session's own handling with a
+    fixed policy (``read``, no approval); invalid arguments make it final here.
+    """
     turn_id = _active_turn(state)
     calls = _check_tool_calls(outcome, records)
     messages = _check_messages(outcome.new_messages, "ToolCallsRequested.new_messages")
@@ -297,7 +314,8 @@ def request_tool_calls(
     interrupts = list(pending_interrupts)
     moves: list[ToolStepMove] = []
     for offset, call in enumerate(calls):
-        policy = call.policy
+        built_in = call.tool_name in built_in_tools
+        policy = BUILT_IN_TOOL_POLICY if built_in else call.policy
         record = AgentToolCall(
             tool_call_id=call.tool_call_id,
             turn_id=turn_id,
@@ -322,7 +340,13 @@ def request_tool_calls(
             effect=policy.effect.value,
             requires_approval=policy.requires_approval,
         )
-        if policy.requires_approval:
+        if built_in:
+            move = _defer_built_in(
+                changes, record, interrupts, now=now, deadline=deadline, max_wait=max_durable_wait
+            )
+            if move is not None:
+                moves.append(move)
+        elif policy.requires_approval:
             interrupt = AgentInterrupt(
                 interrupt_id=call.tool_call_id,
                 kind=InterruptKind.APPROVAL,
@@ -341,18 +365,70 @@ def request_tool_calls(
     return changes, TurnRouting(tool_steps=tuple(moves), resume_count=len(calls))
 
 
-def interrupt_raised_payload(interrupt: AgentInterrupt) -> Mapping[str, Any]:
-    """The ``interrupt_raised`` payload of ``interrupt``."""
-    return {
-        "interrupt_id": interrupt.interrupt_id,
-        "kind": interrupt.kind.value,
-        "tool_call_id": interrupt.tool_call_id,
-        "tool_name": interrupt.tool_name,
-        "deadline": interrupt.deadline,
-        "question": interrupt.question,
-        "choices": list(interrupt.choices) if interrupt.choices is not None else None,
-        "allows_free_text": interrupt.allows_free_text,
-    }
+BUILT_IN_TOOL_POLICY = ResolvedToolPolicy(ToolEffect.READ, False)
+
+
+def _defer_built_in(
+    changes: SessionChanges,
+    record: AgentToolCall,
+    interrupts: list[AgentInterrupt],
+    *,
+    now: datetime,
+    deadline: str | None,
+    max_wait: timedelta,
+) -> ToolStepMove | None:
+    """Route a built-in call: a question, a durable wait, or a failure for bad arguments."""
+    try:
+        if record.tool_name == ASK_USER:
+            asked = parse_ask_user(record.arguments)
+            waiting = replace(
+                record,
+                status=AgentToolCallStatus.AWAITING_ANSWER,
+                input_question=asked.question,
+                input_choices=asked.choices,
+                input_allows_free_text=asked.allows_free_text,
+            )
+            interrupt = AgentInterrupt(
+                interrupt_id=record.tool_call_id,
+                kind=InterruptKind.QUESTION,
+                turn_id=record.turn_id,
+                tool_call_id=record.tool_call_id,
+                tool_name=record.tool_name,
+                arguments=record.arguments,
+                deadline=deadline,
+                question=asked.question,
+                choices=asked.choices,
+                allows_free_text=asked.allows_free_text,
+            )
+            changes.written_records[-1] = waiting
+            interrupts.append(interrupt)
+            changes.event("interrupt_raised", **interrupt_raised_payload(interrupt))
+            return ToolStepMove(record.tool_call_id, ToolStepKind.AWAIT_QUESTION)
+        if record.tool_name == DURABLE_WAIT:
+            wait = parse_durable_wait(record.arguments, max_wait)
+            wait_until = format_timestamp(now + timedelta(seconds=wait.duration_seconds))
+            changes.written_records[-1] = replace(
+                record, status=AgentToolCallStatus.WAITING_FOR_TIMER, wait_until=wait_until
+            )
+            changes.event(
+                "timer_started",
+                tool_call_id=record.tool_call_id,
+                wait_until=wait_until,
+                reason=wait.reason,
+            )
+            return ToolStepMove(record.tool_call_id, ToolStepKind.AWAIT_TIMER)
+        raise InvalidBuiltInArguments(f"{record.tool_name} is not a built-in tool")
+    except InvalidBuiltInArguments as invalid:
+        changes.written_records.pop()
+        failed = finish_tool_call(
+            record,
+            AgentToolCallStatus.FAILED,
+            error=invalid_built_in_arguments_error(record.tool_name, str(invalid)),
+        )
+        changes.written_records.extend(failed.written_records)
+        changes.completed_tool_calls.extend(failed.completed_tool_calls)
+        changes.events.extend(failed.events)
+        return None
 
 
 def apply_model_outcome(
@@ -367,6 +443,8 @@ def apply_model_outcome(
     now: datetime,
     interrupt_deadline: timedelta | None,
     trace_context: str | None = None,
+    built_in_tools: Sequence[str] = (),
+    max_durable_wait: timedelta = DEFAULT_MAX_DURABLE_WAIT,
 ) -> tuple[SessionChanges, TurnRouting]:
     """Apply what ``run_model_step`` returned; a wrong type is a runner defect."""
     if isinstance(outcome, TurnCompleted):
@@ -388,6 +466,8 @@ def apply_model_outcome(
             now=now,
             interrupt_deadline=interrupt_deadline,
             trace_context=trace_context,
+            built_in_tools=built_in_tools,
+            max_durable_wait=max_durable_wait,
         )
     raise RunnerDefectError(
         "runner defect: run_model_step must return TurnCompleted or ToolCallsRequested, "

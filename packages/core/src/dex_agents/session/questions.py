@@ -1,0 +1,125 @@
+"""``AwaitQuestionAnswer``: a question of ``ask_user`` or of a tool waits for its answer."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from dex import (
+    AsyncContext,
+    Step,
+    StepDecision,
+    StepDurability,
+    StepMovement,
+    StepOptions,
+    Timer,
+    Wait,
+    dead_end,
+    go_to_many,
+)
+
+from dex_agents.session.builtin_rules import is_ask_user_call, question_interrupt_id
+from dex_agents.session.events import SessionEventWriter
+from dex_agents.session.question_rules import (
+    apply_question_resolution,
+    apply_question_timer,
+    question_wait_seconds,
+)
+from dex_agents.session.store import (
+    SessionDefinition,
+    apply_changes,
+    read_pending_interrupts,
+    read_record,
+    read_records,
+)
+from dex_agents.session.tools import tool_step_movement
+
+__all__ = ["AwaitQuestionAnswer", "question_movement"]
+
+
+def question_options(session: SessionDefinition, tool_call_id: str) -> StepOptions:
+    """Locks ``PendingInterrupts`` in Execute; Execute sees the turn's records for ID clashes."""
+    persistence = session.persistence
+    records = persistence.agent_tool_calls
+    return StepOptions(
+        execute_durability=StepDurability.SYNC,
+        wait_for_durability=StepDurability.SYNC,
+        execute_lock_attributes=(persistence.pending_interrupts.lock(),),
+        wait_for_load_attribute_map_instances=(records.load(tool_call_id),),
+        execute_load_attribute_maps=(records,),
+    )
+
+
+def question_movement(session: SessionDefinition, tool_call_id: str) -> StepMovement[str]:
+    return StepMovement[str](
+        AwaitQuestionAnswer, tool_call_id, question_options(session, tool_call_id)
+    )
+
+
+class AwaitQuestionAnswer(Step[str]):
+    """Waits for the question's resolution or deadline; raises a tool's question first."""
+
+    def __init__(self, session: SessionDefinition) -> None:
+        self._session = session
+
+    def get_step_options(self) -> StepOptions | None:
+        persistence = self._session.persistence
+        return StepOptions(
+            execute_durability=StepDurability.SYNC,
+            wait_for_durability=StepDurability.SYNC,
+            execute_lock_attributes=(persistence.pending_interrupts.lock(),),
+            wait_for_load_attribute_maps=(persistence.agent_tool_calls,),
+            execute_load_attribute_maps=(persistence.agent_tool_calls,),
+        )
+
+    async def wait_for(self, context: AsyncContext, input: str) -> Wait:  # pyright: ignore[reportIncompatibleMethodOverride]
+        persistence = self._session.persistence
+        record = read_record(context, persistence, input)
+        if record is None or record.is_final:
+            return Wait.skip_immediately()
+        is_ask_user = is_ask_user_call(record, self._session.options.built_in_tools)
+        interrupt_id = question_interrupt_id(record, is_ask_user=is_ask_user)
+        resolution = persistence.interrupt_resolutions.for_one(interrupt_id)
+        seconds = question_wait_seconds(
+            record,
+            read_pending_interrupts(context, persistence),
+            is_ask_user=is_ask_user,
+            has_resolution=persistence.interrupt_resolutions.size(context, interrupt_id) > 0,
+            now=datetime.now(UTC),
+        )
+        if seconds is None:
+            return Wait.until(resolution)
+        return Wait.any_of(Timer.by_duration(timedelta(seconds=seconds)), resolution)
+
+    async def execute(self, context: AsyncContext, input: str) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
+        session = self._session
+        persistence = session.persistence
+        record = read_record(context, persistence, input)
+        if record is None or record.is_final:
+            return dead_end()
+        is_ask_user = is_ask_user_call(record, session.options.built_in_tools)
+        interrupt_id = question_interrupt_id(record, is_ask_user=is_ask_user)
+        resolutions = persistence.interrupt_resolutions.results(context, interrupt_id)
+        now = datetime.now(UTC)
+        if resolutions:
+            outcome = apply_question_resolution(record, resolutions[0], is_ask_user=is_ask_user)
+        else:
+            deadline = session.options.interrupt_deadline
+            outcome = apply_question_timer(
+                record,
+                read_pending_interrupts(context, persistence),
+                is_ask_user=is_ask_user,
+                has_resolution=persistence.interrupt_resolutions.size(context, interrupt_id) > 0,
+                turn_records=read_records(context, persistence),
+                now=now,
+                interrupt_deadline_at=now + deadline if deadline is not None else None,
+            )
+        events = SessionEventWriter(context, persistence.agent_events, turn_id=record.turn_id)
+        try:
+            apply_changes(context, persistence, outcome.changes, events)
+        finally:
+            events.close()
+        if outcome.next_step is not None:
+            return go_to_many(tool_step_movement(session, outcome.next_step, input))
+        if outcome.wait_again:
+            return go_to_many(question_movement(session, input))
+        return dead_end()
