@@ -339,6 +339,33 @@ async def test_response_failed_event_raises_model_client_error() -> None:
         )
 
 
+@pytest.mark.parametrize(
+    ("model", "reasoning"),
+    [
+        ("gpt-5-mini", True),
+        ("o4-mini", True),
+        ("openai/o3", True),
+        ("gpt-oss-120b", True),
+        ("gpt-5-chat-latest", False),
+        ("gpt-4o", False),
+        ("gpt-4.1-mini", False),
+    ],
+)
+async def test_encrypted_reasoning_is_asked_for_only_from_reasoning_models(
+    model: str, reasoning: bool
+) -> None:
+    provider = Provider([final_answer_stream()])
+    sdk = openai.AsyncOpenAI(
+        api_key="k",
+        base_url="https://api.openai.test/v1",
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(provider.handle)),
+    )
+    await OpenAIResponsesModelClient(model, client=sdk).generate(
+        ModelRequest(instructions="", items=(UserTextItem("hi"),)), RecordingSink()
+    )
+    assert ("include" in provider.requests[0]) is reasoning
+
+
 def test_empty_model_name_is_refused() -> None:
     with pytest.raises(ValueError, match="model"):
         OpenAIResponsesModelClient("", client=openai.AsyncOpenAI(api_key="k"))

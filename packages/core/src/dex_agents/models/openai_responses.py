@@ -7,6 +7,7 @@ items, reasoning included, are replayed unchanged as the next call's input.
 
 from __future__ import annotations
 
+import re
 from typing import Any, cast
 
 from dex_agents.models._extras import missing_extra_error
@@ -53,6 +54,11 @@ class OpenAIResponsesModelClient:
     Pass ``client`` to reuse a configured ``openai.AsyncOpenAI``; its retries are
     turned off, because a retry is a new ``RunModel`` attempt. Without it, the
     client reads ``OPENAI_API_KEY`` like the SDK does.
+
+    ``include_encrypted_reasoning`` asks for the reasoning items' encrypted content,
+    which the next call needs because nothing is stored at OpenAI. OpenAI refuses it
+    for models without reasoning, so by default it is on only for model names of
+    reasoning families (``o1``, ``o3``, ``o4``, ``gpt-5`` except ``-chat``, ``gpt-oss``).
     """
 
     def __init__(
@@ -60,14 +66,18 @@ class OpenAIResponsesModelClient:
         model: str,
         *,
         client: openai.AsyncOpenAI | None = None,
-        include_encrypted_reasoning: bool = True,
+        include_encrypted_reasoning: bool | None = None,
     ) -> None:
         if not model:
             raise ValueError("model must be a non-empty model name")
         self.model = model
         base = client if client is not None else openai.AsyncOpenAI(max_retries=0)
         self._client = base.with_options(max_retries=0)
-        self._include_encrypted_reasoning = include_encrypted_reasoning
+        self._include_encrypted_reasoning = (
+            include_encrypted_reasoning
+            if include_encrypted_reasoning is not None
+            else looks_like_reasoning_model(model)
+        )
 
     async def generate(self, request: ModelRequest, stream: ModelStreamSink) -> ModelResponse:
         arguments = self._request_arguments(request)
@@ -120,6 +130,14 @@ class OpenAIResponsesModelClient:
             arguments["reasoning"] = {"effort": settings.reasoning_effort, "summary": "auto"}
         arguments.update(settings.provider_options)
         return arguments
+
+
+_REASONING_MODEL = re.compile(r"^(?:.*/)?(?:o\d|gpt-5(?!.*-chat)|gpt-oss)")
+
+
+def looks_like_reasoning_model(model: str) -> bool:
+    """Whether ``model`` names a reasoning model family, by its name alone."""
+    return _REASONING_MODEL.match(model.lower()) is not None
 
 
 def responses_input(request: ModelRequest) -> list[JsonObject]:
