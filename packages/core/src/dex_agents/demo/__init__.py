@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import secrets
 import sys
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -74,10 +76,24 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def _read_line(prompt: str) -> str | None:
-    try:
-        return await asyncio.to_thread(input, prompt)
-    except EOFError:
-        return None
+    # A daemon thread, not the default executor: Ctrl-C must not wait for Enter.
+    loop = asyncio.get_running_loop()
+    answer: asyncio.Future[str | None] = loop.create_future()
+
+    def deliver(line: str | None) -> None:
+        if not answer.done():
+            answer.set_result(line)
+
+    def read() -> None:
+        try:
+            line: str | None = input(prompt)
+        except (EOFError, OSError, ValueError):
+            line = None
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            loop.call_soon_threadsafe(deliver, line)
+
+    threading.Thread(target=read, name="dex-agents-demo-input", daemon=True).start()
+    return await answer
 
 
 async def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
