@@ -1,7 +1,31 @@
-"""Run an OpenAI Agents SDK agent as a durable dex-agents session."""
+"""Run an OpenAI Agents SDK agent as a durable dex-agents session.
+
+``create_openai_agents_session_flow(agent, flow_type, options)`` wraps an
+``agents.Agent``: each ``RunModel`` makes one model call and stops before any
+function tool runs; each tool call runs in its own Step.
+"""
 
 from importlib.metadata import version as _version
 
+from dex_agents_openai_agents.declarations import ToolDeclaration, declare_tool_effect
+from dex_agents_openai_agents.execution import get_deferred_tool_execution, get_model_step_context
+from dex_agents_openai_agents.flow import create_openai_agents_session_flow
+from dex_agents_openai_agents.runner import (
+    ContextFactory,
+    OpenAIAgentsRunner,
+    UnsupportedInterruptionError,
+)
+
 __version__ = _version("dex-agents-openai-agents")
 
-__all__ = ["__version__"]
+__all__ = [
+    "ContextFactory",
+    "OpenAIAgentsRunner",
+    "ToolDeclaration",
+    "UnsupportedInterruptionError",
+    "__version__",
+    "create_openai_agents_session_flow",
+    "declare_tool_effect",
+    "get_deferred_tool_execution",
+    "get_model_step_context",
+]

@@ -1,0 +1,243 @@
+"""The adapter's conformance factory: the suite's neutral scenarios as an SDK agent.
+
+``build_flow`` (import path ``dex_agents_openai_agents.conformance:build_flow``)
+turns a ``ModelScript`` into ``ScenarioModel``, a ``Model`` that answers each
+call with a one-step ``agents.testing.ScriptedModel`` (the SDK's own test model),
+and each ``ScenarioTool`` into a ``FunctionTool`` that declares its effect. The
+model keeps no state: the user turn comes from the turn ID and the position in
+the turn from the input items, so a rerun after a crash gives the same answer.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, cast
+
+from agents import Agent, AgentOutputSchemaBase, FunctionTool, Handoff, Model, ModelSettings, Tool
+from agents.items import ModelResponse, TResponseInputItem, TResponseStreamEvent
+from agents.models.interface import ModelTracing
+from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
+from agents.tool_context import ToolContext
+from agents.usage import Usage
+from openai.types.responses.response_prompt_param import ResponsePromptParam
+
+from dex_agents.session import AgentSessionFlow, AgentSessionOptions
+from dex_agents.testing import (
+    FileGate,
+    ModelScript,
+    ScenarioSession,
+    ScenarioTool,
+    ScriptedModelFailure,
+    record_model_call,
+    run_scenario_tool,
+)
+from dex_agents_openai_agents.declarations import declare_tool_effect
+from dex_agents_openai_agents.execution import get_deferred_tool_execution, get_model_step_context
+from dex_agents_openai_agents.flow import create_openai_agents_session_flow
+from dex_agents_openai_agents.items import message_text
+
+__all__ = ["SCENARIO_USAGE", "ScenarioModel", "build_flow", "scenario_function_tool"]
+
+SCENARIO_USAGE = Usage(requests=1, input_tokens=10, output_tokens=5, total_tokens=15)
+
+
+def build_flow(
+    script: ModelScript,
+    tools: Sequence[ScenarioTool],
+    state_directory: Path,
+    session: ScenarioSession,
+) -> AgentSessionFlow:
+    """The conformance suite's scenario factory for this adapter."""
+    agent = Agent[Any](
+        name="conformance_agent",
+        instructions="Answer the user; use the tools when they help.",
+        model=ScenarioModel(script, Path(state_directory)),
+        tools=[scenario_function_tool(tool, Path(state_directory)) for tool in tools],
+    )
+    return create_openai_agents_session_flow(
+        agent,
+        session.flow_type,
+        AgentSessionOptions(interrupt_deadline=session.interrupt_deadline),
+    )
+
+
+def scenario_function_tool(tool: ScenarioTool, state_directory: Path) -> FunctionTool:
+    """A ``FunctionTool`` that runs ``tool`` as the scenario says and declares its effect."""
+
+    async def invoke(context: ToolContext[Any], arguments: str) -> str:
+        del context
+        execution = get_deferred_tool_execution()
+        return await run_scenario_tool(
+            tool,
+            arguments,
+            state_directory=state_directory,
+            idempotency_key=execution.idempotency_key,
+            attempt=execution.attempt,
+        )
+
+    function_tool = FunctionTool(
+        name=tool.name,
+        description=tool.description,
+        params_json_schema={"type": "object", "properties": {}, "additionalProperties": True},
+        on_invoke_tool=invoke,
+        strict_json_schema=False,
+    )
+    return declare_tool_effect(function_tool, tool.effect, requires_approval=tool.requires_approval)
+
+
+def _turn_number(turn_id: str) -> int:
+    prefix, _, number = turn_id.partition("-")
+    if prefix != "turn" or not number.isdigit():
+        raise ValueError(f"unexpected turn ID {turn_id!r}; expected turn-<n>")
+    return int(number)
+
+
+def _is_user_message(item: Mapping[str, Any]) -> bool:
+    return item.get("role") == "user" and item.get("type") in (None, "message")
+
+
+def _readable(item: Mapping[str, Any], names: Mapping[str, str]) -> str:
+    kind = item.get("type")
+    if kind == "function_call":
+        return f"assistant: -> {item.get('name')} {item.get('arguments')}"
+    if kind == "function_call_output":
+        return f"tool {names.get(str(item.get('call_id')), '?')}: {item.get('output')}"
+    return f"{item.get('role', kind)}: {message_text(item) or ''}"
+
+
+class ScenarioModel(Model):
+    """Plays a ``ModelScript``; see the module docstring."""
+
+    def __init__(self, script: ModelScript, state_directory: Path) -> None:
+        self.script = script
+        self.state_directory = state_directory
+
+    async def _step(self, model_input: str | list[TResponseInputItem]) -> ModelStep:
+        turn = get_model_step_context()
+        items: list[dict[str, Any]] = (
+            [{"role": "user", "content": model_input}]
+            if isinstance(model_input, str)
+            else [cast(dict[str, Any], item) for item in model_input]
+        )
+        names = {
+            str(item.get("call_id")): str(item.get("name"))
+            for item in items
+            if item.get("type") == "function_call"
+        }
+        outputs = {
+            str(item.get("call_id")): str(item.get("output"))
+            for item in items
+            if item.get("type") == "function_call_output"
+        }
+        last_user = max((i for i, item in enumerate(items) if _is_user_message(item)), default=-1)
+        turn_items = items[last_user + 1 :]
+        groups: list[list[str]] = []
+        previous_was_call = False
+        for item in turn_items:
+            is_call = item.get("type") == "function_call"
+            if is_call and not previous_was_call:
+                groups.append([])
+            if is_call:
+                groups[-1].append(str(item.get("call_id")))
+            previous_was_call = is_call
+        position = len(groups)
+        seen = {cid: outputs[cid] for cid in (groups[-1] if groups else []) if cid in outputs}
+        record_model_call(
+            self.state_directory,
+            turn_id=turn.turn_id,
+            position=position,
+            attempt=turn.attempt,
+            history=[_readable(item, names) for item in items],
+            tool_results=seen,
+        )
+        response = self.script.response_for(_turn_number(turn.turn_id), position)
+        if response.gate is not None:
+            if response.text_before_gate is not None:
+                turn.events.write_text_delta(response.text_before_gate)
+            await FileGate(self.state_directory, response.gate).pass_through_async()
+        if turn.attempt <= response.fail_attempts:
+            raise ScriptedModelFailure(
+                f"scripted model call {position + 1} of {turn.turn_id} failed"
+                f" on attempt {turn.attempt}"
+            )
+        if response.tool_calls:
+            output = [
+                function_call(
+                    spec.tool_name,
+                    json.dumps(dict(spec.arguments), separators=(",", ":"), sort_keys=True),
+                    call_id=spec.tool_call_id or f"call-{position}-{index}",
+                )
+                for index, spec in enumerate(response.tool_calls)
+            ]
+            return ModelStep(output=output, usage=SCENARIO_USAGE)
+        if response.text_from_tool_results:
+            lines = [
+                f"{names[cid]}: {outputs[cid]}"
+                for group in groups
+                for cid in group
+                if cid in outputs
+            ]
+            text = "\n".join(lines) if lines else "(no tool results)"
+        else:
+            text = response.text or ""
+        message = assistant_message(text, item_id=f"msg-{turn.turn_id}-{position}")
+        return ModelStep(output=[message], usage=SCENARIO_USAGE)
+
+    async def get_response(
+        self,
+        system_instructions: str | None,
+        input: str | list[TResponseInputItem],
+        model_settings: ModelSettings,
+        tools: list[Tool],
+        output_schema: AgentOutputSchemaBase | None,
+        handoffs: list[Handoff],
+        tracing: ModelTracing,
+        *,
+        previous_response_id: str | None,
+        conversation_id: str | None,
+        prompt: ResponsePromptParam | None,
+    ) -> ModelResponse:
+        step = await self._step(input)
+        return await ScriptedModel([step]).get_response(
+            system_instructions,
+            input,
+            model_settings,
+            tools,
+            output_schema,
+            handoffs,
+            tracing,
+            previous_response_id=previous_response_id,
+            conversation_id=conversation_id,
+            prompt=prompt,
+        )
+
+    async def stream_response(
+        self,
+        system_instructions: str | None,
+        input: str | list[TResponseInputItem],
+        model_settings: ModelSettings,
+        tools: list[Tool],
+        output_schema: AgentOutputSchemaBase | None,
+        handoffs: list[Handoff],
+        tracing: ModelTracing,
+        *,
+        previous_response_id: str | None,
+        conversation_id: str | None,
+        prompt: ResponsePromptParam | None,
+    ) -> AsyncIterator[TResponseStreamEvent]:
+        step = await self._step(input)
+        async for event in ScriptedModel([step]).stream_response(
+            system_instructions,
+            input,
+            model_settings,
+            tools,
+            output_schema,
+            handoffs,
+            tracing,
+            previous_response_id=previous_response_id,
+            conversation_id=conversation_id,
+            prompt=prompt,
+        ):
+            yield event

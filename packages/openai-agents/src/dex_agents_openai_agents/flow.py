@@ -1,0 +1,34 @@
+"""``create_openai_agents_session_flow``: the session Flow of an OpenAI Agents SDK agent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agents import Agent, RunConfig
+
+from dex_agents.session import AgentSessionFlow, AgentSessionOptions, create_agent_session_flow
+from dex_agents_openai_agents.runner import ContextFactory, OpenAIAgentsRunner
+
+__all__ = ["create_openai_agents_session_flow"]
+
+
+def create_openai_agents_session_flow(
+    agent: Agent[Any],
+    flow_type: str,
+    options: AgentSessionOptions | None = None,
+    *,
+    run_config: RunConfig | None = None,
+    context_factory: ContextFactory | None = None,
+    tracing: bool = False,
+) -> AgentSessionFlow:
+    """A new session Flow of ``flow_type`` that runs ``agent`` with an ``OpenAIAgentsRunner``.
+
+    ``options`` are the session options (tool policies, default effect, interrupt
+    deadline, built-in tools, event stream capacity). ``run_config``,
+    ``context_factory`` and ``tracing`` go to the runner; tracing is off unless
+    you turn it on.
+    """
+    runner = OpenAIAgentsRunner(
+        agent, run_config=run_config, context_factory=context_factory, tracing=tracing
+    )
+    return create_agent_session_flow(runner, flow_type, options)

@@ -1,0 +1,453 @@
+"""``OpenAIAgentsRunner``: an OpenAI Agents SDK ``Agent`` as a dex-agents runner.
+
+A model step runs the agent with every function tool deferred (see
+``deferral``), so ``Runner.run`` makes one model call and stops at the tool
+calls' approval interruptions. The step returns those calls to the session and
+keeps the SDK's ``RunState`` as the framework run state. The next step restores
+it, approves every call whose record succeeded or failed (the deferred copy then
+replays the recorded result) and rejects every rejected call with its message,
+and runs on. Tools themselves run only in ``execute_deferred_tool_call``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any, cast
+
+from agents import (
+    Agent,
+    FunctionTool,
+    ItemHelpers,
+    ModelBehaviorError,
+    RunConfig,
+    RunContextWrapper,
+    Runner,
+    RunState,
+    ToolApprovalItem,
+)
+from agents.items import ModelResponse, TResponseInputItem
+from agents.result import RunResultStreaming
+from agents.tool import invoke_function_tool, set_function_tool_failure_error_function
+from agents.tool_context import ToolContext
+from agents.usage import Usage
+from openai.types.responses import ResponseFunctionToolCall
+
+from dex_agents import (
+    AgentTurnContext,
+    AgentUsage,
+    DeferredToolCall,
+    DeferredToolExecution,
+    FrameworkMessage,
+    ResolvedToolPolicy,
+    ToolCallsRequested,
+    ToolEffect,
+    ToolExecutionError,
+    ToolExecutionResult,
+    ToolInputRequested,
+    TurnCompleted,
+    describe_tool_call_outcome,
+)
+from dex_agents.builtin_tools import enabled_builtin_tool_definitions
+from dex_agents.runner import AgentTurnOutcome, DeferredToolOutcome, model_call_metadata
+from dex_agents.values import AgentToolCallStatus
+from dex_agents_openai_agents.declarations import (
+    declared_effect,
+    declared_requires_approval,
+    resolve_call_policy,
+)
+from dex_agents_openai_agents.deferral import (
+    DeferringGraph,
+    build_deferring_graph,
+    handoff_target,
+)
+from dex_agents_openai_agents.execution import deferred_tool_execution_var, model_step_var
+from dex_agents_openai_agents.items import (
+    InputItem,
+    framework_message_of,
+    replay_items,
+    user_input_item,
+)
+from dex_agents_openai_agents.run_state import StepRunState, decode_run_state, encode_run_state
+
+__all__ = ["ContextFactory", "OpenAIAgentsRunner", "UnsupportedInterruptionError"]
+
+_log = logging.getLogger(__name__)
+
+ContextFactory = Callable[[], Any]
+"""Builds the SDK run context value (``RunContextWrapper.context``) for one step."""
+
+_BUILT_IN_POLICY = ResolvedToolPolicy(ToolEffect.READ, False)
+
+
+class UnsupportedInterruptionError(RuntimeError):
+    """The SDK stopped for an approval this adapter cannot defer (not a function call)."""
+
+
+class OpenAIAgentsRunner:
+    """Runs ``agent`` under the session Flow; keeps no state between calls.
+
+    ``run_config`` is the base ``RunConfig`` of every run (model provider, model
+    settings, ...). Tracing is off unless ``tracing=True``: the SDK would
+    otherwise export traces to OpenAI. ``context_factory`` builds the run
+    context value given to tools, instructions and guardrails in each step.
+    """
+
+    def __init__(
+        self,
+        agent: Agent[Any],
+        *,
+        run_config: RunConfig | None = None,
+        context_factory: ContextFactory | None = None,
+        tracing: bool = False,
+    ) -> None:
+        if not isinstance(agent, Agent):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"agent must be an agents.Agent, got {type(agent).__name__}")
+        if run_config is not None and not isinstance(run_config, RunConfig):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError("run_config must be an agents.RunConfig")
+        if context_factory is not None and not callable(context_factory):
+            raise TypeError("context_factory must be callable")
+        self.agent = agent
+        self.run_config = dataclasses.replace(
+            run_config if run_config is not None else RunConfig(), tracing_disabled=not tracing
+        )
+        self.context_factory = context_factory
+
+    # --- messages ------------------------------------------------------------------
+
+    def build_user_message(self, text: str) -> FrameworkMessage:
+        return framework_message_of(user_input_item(text))
+
+    def build_unfinished_turn_messages(self, turn: AgentTurnContext) -> Sequence[FrameworkMessage]:
+        """Outputs of the stored calls whose records are final but not stored yet."""
+        items = [json.loads(message.framework_item) for message in turn.messages]
+        answered = {
+            item.get("call_id") for item in items if item.get("type") == "function_call_output"
+        }
+        messages: list[FrameworkMessage] = []
+        for item in items:
+            call_id = item.get("call_id")
+            if item.get("type") != "function_call" or call_id in answered:
+                continue
+            record = turn.recorded_tool_call(str(call_id))
+            if record is not None and record.is_final:
+                messages.append(
+                    framework_message_of(
+                        {
+                            "call_id": call_id,
+                            "output": describe_tool_call_outcome(record),
+                            "type": "function_call_output",
+                        }
+                    )
+                )
+        return messages
+
+    # --- the model step ------------------------------------------------------------
+
+    async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
+        token = model_step_var.set(turn)
+        try:
+            return await self._run_model_step(turn)
+        finally:
+            model_step_var.reset(token)
+
+    async def _run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
+        context_value = self.context_factory() if self.context_factory is not None else None
+        run_context = RunContextWrapper(context=context_value)
+        graph = await build_deferring_graph(
+            self.agent,
+            run_context,
+            _replay_recorded_result(turn),
+            enabled_builtin_tool_definitions(turn.enabled_built_in_tools),
+        )
+        if turn.framework_run_state is None:
+            items = replay_items(turn.messages)
+            run_input: list[TResponseInputItem] | RunState[Any, Agent[Any]] = cast(
+                list[TResponseInputItem], items
+            )
+            stored_count = len(items)
+            earlier_responses = 0
+        else:
+            saved = decode_run_state(turn.framework_run_state)
+            state = await RunState.from_json(
+                graph.root, saved.run_state, context_override=run_context
+            )
+            _apply_records(state, turn)
+            run_input = state
+            stored_count = saved.stored_item_count
+            earlier_responses = saved.model_response_count
+
+        result = Runner.run_streamed(
+            graph.root,
+            run_input,
+            context=context_value,
+            max_turns=cast(int, None),  # No SDK turn limit: the session bounds turns.
+            run_config=self.run_config,
+        )
+        await _forward_stream(result, turn)
+
+        all_items = cast(list[InputItem], result.to_input_list())
+        new_messages = [framework_message_of(item) for item in all_items[stored_count:]]
+        responses = result.raw_responses[earlier_responses:]
+        usage = _usage_of(responses)
+        metadata = model_call_metadata(
+            request_model=_model_name(result.last_agent, self.run_config),
+            response_id=responses[-1].response_id if responses else None,
+        )
+        if not result.interruptions:
+            return TurnCompleted(
+                new_messages=new_messages, usage=usage, model_call_metadata=metadata
+            )
+        calls = await self._deferred_calls(
+            turn, graph, run_context, result.interruptions, all_items
+        )
+        saved_state = StepRunState(
+            run_state=result.to_state().to_json(),
+            stored_item_count=len(all_items),
+            model_response_count=len(result.raw_responses),
+        )
+        return ToolCallsRequested(
+            framework_run_state=encode_run_state(saved_state),
+            tool_calls=calls,
+            usage=usage,
+            new_messages=new_messages,
+            model_call_metadata=metadata,
+        )
+
+    async def _deferred_calls(
+        self,
+        turn: AgentTurnContext,
+        graph: DeferringGraph,
+        run_context: RunContextWrapper[Any],
+        interruptions: Sequence[ToolApprovalItem],
+        all_items: Sequence[InputItem],
+    ) -> list[DeferredToolCall]:
+        by_call_id: dict[str, ToolApprovalItem] = {}
+        for item in interruptions:
+            call = _function_call_of(item)
+            by_call_id[call.call_id] = item
+        # The model's order, as the session wants it, from the function call items.
+        order = [
+            str(item["call_id"])
+            for item in all_items
+            if item.get("type") == "function_call" and item.get("call_id") in by_call_id
+        ]
+        order.extend(call_id for call_id in by_call_id if call_id not in order)
+        calls: list[DeferredToolCall] = []
+        for call_id in order:
+            approval = by_call_id[call_id]
+            raw = _function_call_of(approval)
+            agent_name = approval.agent.name
+            calls.append(
+                DeferredToolCall(
+                    tool_call_id=call_id,
+                    tool_name=raw.name,
+                    arguments=raw.arguments,
+                    policy=await self._policy(turn, graph, run_context, agent_name, raw),
+                    tool_source_reference=json.dumps({"agent": agent_name}),
+                )
+            )
+        return calls
+
+    @staticmethod
+    async def _policy(
+        turn: AgentTurnContext,
+        graph: DeferringGraph,
+        run_context: RunContextWrapper[Any],
+        agent_name: str,
+        raw: ResponseFunctionToolCall,
+    ) -> ResolvedToolPolicy:
+        if raw.name in graph.built_in_names:
+            return _BUILT_IN_POLICY
+        tool = graph.real_tool(agent_name, raw.name)
+        if tool is None:
+            return turn.resolve_tool_policy(raw.name)
+        return resolve_call_policy(
+            turn,
+            raw.name,
+            declared_effect(tool),
+            await declared_requires_approval(tool, run_context, raw.arguments, raw.call_id),
+        )
+
+    # --- the tool step -------------------------------------------------------------
+
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
+        record = call.tool_call
+        context_value = self.context_factory() if self.context_factory is not None else None
+        run_context = RunContextWrapper(context=context_value)
+        agent, tool = await self._real_tool(
+            record.tool_source_reference, record.tool_name, run_context
+        )
+        tool_call = ResponseFunctionToolCall(
+            arguments=record.arguments,
+            call_id=record.tool_call_id,
+            name=record.tool_name,
+            type="function_call",
+        )
+        tool_context = ToolContext(
+            context=context_value,
+            usage=Usage(),
+            tool_name=record.tool_name,
+            tool_call_id=record.tool_call_id,
+            tool_arguments=record.arguments,
+            tool_call=tool_call,
+            agent=agent,
+            run_config=self.run_config,
+        )
+        token = deferred_tool_execution_var.set(call)
+        try:
+            output = await invoke_function_tool(
+                function_tool=_raising_copy(tool), context=tool_context, arguments=record.arguments
+            )
+        except ModelBehaviorError as error:
+            # The SDK's argument check: the model sent arguments the schema rejects.
+            raise ToolExecutionError(str(error)) from error
+        finally:
+            deferred_tool_execution_var.reset(token)
+        if isinstance(output, ToolInputRequested):
+            return output
+        return ToolExecutionResult(_output_text(tool, tool_call, output))
+
+    async def _real_tool(
+        self, source_reference: str | None, tool_name: str, run_context: RunContextWrapper[Any]
+    ) -> tuple[Agent[Any], FunctionTool]:
+        agent_name: str | None = None
+        if source_reference:
+            try:
+                agent_name = json.loads(source_reference).get("agent")
+            except (json.JSONDecodeError, AttributeError):
+                agent_name = None
+        for agent in _agents_by_name(self.agent, agent_name):
+            for tool in await agent.get_all_tools(run_context):
+                if isinstance(tool, FunctionTool) and tool.name == tool_name:
+                    return agent, tool
+        raise ToolExecutionError(f"unknown tool {tool_name!r}: the agent has no such function tool")
+
+
+def _agents_by_name(root: Agent[Any], preferred: str | None) -> list[Agent[Any]]:
+    """Every agent reachable through handoffs, the one named ``preferred`` first."""
+    seen: set[int] = set()
+    ordered: list[Agent[Any]] = []
+    queue = [root]
+    while queue:
+        agent = queue.pop(0)
+        if id(agent) in seen:
+            continue
+        seen.add(id(agent))
+        ordered.append(agent)
+        queue.extend(t for t in (handoff_target(h) for h in agent.handoffs) if t is not None)
+    ordered.sort(key=lambda agent: agent.name != preferred)
+    return ordered
+
+
+def _raising_copy(tool: FunctionTool) -> FunctionTool:
+    """``tool`` with the SDK's default error-to-text handler off, so failures reach the session.
+
+    A tool's own ``failure_error_function`` is kept: its text becomes the output, as in the SDK.
+    """
+    if not tool._use_default_failure_error_function:  # pyright: ignore[reportPrivateUsage]
+        return tool
+    copy = dataclasses.replace(tool)
+    set_function_tool_failure_error_function(copy, None)
+    return copy
+
+
+def _output_text(tool: FunctionTool, call: ResponseFunctionToolCall, output: Any) -> str:
+    """The tool output as the SDK would send it to the model, as text."""
+    item = ItemHelpers.tool_call_output_item(
+        call,
+        output,
+        output_json_schema=tool.output_json_schema,
+        output_type_adapter=tool._output_type_adapter,  # pyright: ignore[reportPrivateUsage]
+    )
+    converted: Any = item["output"]
+    return converted if isinstance(converted, str) else json.dumps(converted, ensure_ascii=False)
+
+
+def _replay_recorded_result(turn: AgentTurnContext) -> Any:
+    async def replay(context: ToolContext[Any], arguments: str) -> str:
+        del arguments
+        record = turn.recorded_tool_call(context.tool_call_id)
+        if record is None or not record.is_final:
+            raise RuntimeError(
+                f"tool call {context.tool_call_id!r} has no final record to replay; the SDK"
+                " tried to run a deferred tool inside the model step"
+            )
+        return describe_tool_call_outcome(record)
+
+    return replay
+
+
+def _function_call_of(item: ToolApprovalItem) -> ResponseFunctionToolCall:
+    raw: object = item.raw_item
+    if isinstance(raw, ResponseFunctionToolCall):
+        return raw
+    fields: dict[str, Any] | None = raw if isinstance(raw, dict) else None  # pyright: ignore[reportUnknownVariableType]
+    if fields is not None and fields.get("type") == "function_call":
+        return ResponseFunctionToolCall.model_validate(fields)
+    kind = fields.get("type") if fields is not None else getattr(raw, "type", type(raw).__name__)
+    raise UnsupportedInterruptionError(
+        f"the SDK asked to approve a {kind!r} item; only function tool calls can be deferred"
+    )
+
+
+def _apply_records(state: RunState[Any, Agent[Any]], turn: AgentTurnContext) -> None:
+    """Approve or reject every pending call from its final record."""
+    for item in state.get_interruptions():
+        call = _function_call_of(item)
+        record = turn.recorded_tool_call(call.call_id)
+        if record is None or not record.is_final:
+            raise RuntimeError(
+                f"tool call {call.call_id!r} of the previous response has no final record"
+            )
+        if record.status is AgentToolCallStatus.REJECTED:
+            state.reject(item, rejection_message=describe_tool_call_outcome(record))
+        else:
+            state.approve(item)
+
+
+async def _forward_stream(result: RunResultStreaming, turn: AgentTurnContext) -> None:
+    """Consume the run's events, writing text and reasoning deltas to the turn's events."""
+    async for event in result.stream_events():
+        if event.type != "raw_response_event":
+            continue
+        data: Any = event.data
+        kind = getattr(data, "type", None)
+        if kind == "response.output_text.delta":
+            turn.events.write_text_delta(str(data.delta))
+        elif kind == "response.reasoning_summary_text.delta":
+            turn.events.write_reasoning_delta(str(data.delta))
+
+
+def _usage_of(responses: Sequence[ModelResponse]) -> AgentUsage:
+    """Usage of this step's own responses, never the run's running totals."""
+    total = AgentUsage()
+    for response in responses:
+        usage = response.usage
+        input_details: Any = usage.input_tokens_details
+        output_details: Any = usage.output_tokens_details
+        total = AgentUsage(
+            model_calls=total.model_calls + 1,
+            input_tokens=total.input_tokens + usage.input_tokens,
+            output_tokens=total.output_tokens + usage.output_tokens,
+            total_tokens=total.total_tokens + usage.total_tokens,
+            cache_read_tokens=total.cache_read_tokens
+            + int(getattr(input_details, "cached_tokens", 0) or 0),
+            cache_write_tokens=total.cache_write_tokens
+            + int(getattr(input_details, "cache_write_tokens", 0) or 0),
+            reasoning_tokens=total.reasoning_tokens
+            + int(getattr(output_details, "reasoning_tokens", 0) or 0),
+        )
+    return total
+
+
+def _model_name(agent: Agent[Any], run_config: RunConfig) -> str | None:
+    for model in (run_config.model, agent.model):
+        if isinstance(model, str):
+            return model
+        name = getattr(model, "model", None)
+        if isinstance(name, str):
+            return name
+    return None
