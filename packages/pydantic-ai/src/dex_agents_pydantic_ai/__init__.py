@@ -1,7 +1,33 @@
-"""Run a Pydantic AI agent as a durable dex-agents session."""
+"""Run a Pydantic AI agent as a durable dex-agents session.
+
+Wrap the ``Agent`` you have (its model, instructions, tools, toolsets and deps)
+with ``create_pydantic_ai_agent_session_flow``: every model request and every
+tool call then runs in its own Dex Step. See the package README.
+"""
 
 from importlib.metadata import version as _version
 
+from dex_agents_pydantic_ai.flow import create_pydantic_ai_agent_session_flow
+from dex_agents_pydantic_ai.policies import (
+    DEX_EFFECT_METADATA_KEY,
+    DEX_REQUIRES_APPROVAL_METADATA_KEY,
+    dex_tool_metadata,
+)
+from dex_agents_pydantic_ai.runner import PydanticAIRunner
+from dex_agents_pydantic_ai.tool_context import (
+    IDEMPOTENCY_KEY_METADATA_KEY,
+    current_tool_execution,
+)
+
 __version__ = _version("dex-agents-pydantic-ai")
 
-__all__ = ["__version__"]
+__all__ = [
+    "DEX_EFFECT_METADATA_KEY",
+    "DEX_REQUIRES_APPROVAL_METADATA_KEY",
+    "IDEMPOTENCY_KEY_METADATA_KEY",
+    "PydanticAIRunner",
+    "__version__",
+    "create_pydantic_ai_agent_session_flow",
+    "current_tool_execution",
+    "dex_tool_metadata",
+]

@@ -1,0 +1,35 @@
+"""``create_pydantic_ai_agent_session_flow``: the session Flow of a Pydantic AI agent."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from pydantic_ai import Agent
+
+from dex_agents.session import AgentSessionFlow, AgentSessionOptions, create_agent_session_flow
+from dex_agents_pydantic_ai.runner import PydanticAIRunner
+
+__all__ = ["create_pydantic_ai_agent_session_flow"]
+
+DepsT = TypeVar("DepsT")
+
+
+def create_pydantic_ai_agent_session_flow(
+    agent: Agent[DepsT, Any],
+    flow_type: str,
+    options: AgentSessionOptions | None = None,
+    *,
+    deps: DepsT | None = None,
+    deps_factory: Callable[[str], DepsT | Awaitable[DepsT]] | None = None,
+    **option_values: Any,
+) -> AgentSessionFlow:
+    """A new session Flow of ``flow_type`` that runs ``agent`` with a ``PydanticAIRunner``.
+
+    ``options`` (or the same fields as keywords, such as ``tool_policies=``) are
+    the session options. The agent's deps come from ``deps`` or from
+    ``deps_factory(session_id)``, called for each model step and tool call, in
+    whichever Worker runs it; they are never stored in the session.
+    """
+    runner = PydanticAIRunner(agent, deps=deps, deps_factory=deps_factory)
+    return create_agent_session_flow(runner, flow_type, options, **option_values)

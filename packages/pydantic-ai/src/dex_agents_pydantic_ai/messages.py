@@ -1,0 +1,183 @@
+"""Pydantic AI messages as stored session messages, and back.
+
+Every stored ``framework_item`` is Pydantic AI's own message JSON, written with
+``ModelMessagesTypeAdapter``: a JSON list holding one ``ModelRequest`` or
+``ModelResponse`` exactly as the run returned it, or an empty list. A message
+with several tool calls or tool returns is stored as one session message per
+call, so each has its display fields; only the first carries the Pydantic AI
+message and the others carry ``[]``. The history a model call gets is therefore
+the concatenation of every stored item, in sequence order, replayed unchanged
+(thinking parts with their signatures included).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal, cast
+
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelMessagesTypeAdapter,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_core import to_json
+
+from dex_agents import AgentMessage, FrameworkMessage
+
+__all__ = [
+    "EMPTY_FRAMEWORK_ITEM",
+    "decode_history",
+    "encode_framework_item",
+    "project_message",
+    "project_messages",
+    "tool_results_request",
+    "user_prompt_message",
+]
+
+EMPTY_FRAMEWORK_ITEM = "[]"
+"""The item of a display-only message: the rest of a message stored with its first call."""
+
+ToolReturnOutcome = Literal["success", "failed", "denied"]
+
+
+def encode_framework_item(message: ModelMessage) -> str:
+    """Pydantic AI's JSON of ``message``, as a one-element ``ModelMessagesTypeAdapter`` list."""
+    return ModelMessagesTypeAdapter.dump_json([message]).decode()
+
+
+def decode_history(messages: Iterable[AgentMessage]) -> list[ModelMessage]:
+    """The Pydantic AI history stored in ``messages``, from their framework items only."""
+    history: list[ModelMessage] = []
+    for message in messages:
+        try:
+            history.extend(ModelMessagesTypeAdapter.validate_json(message.framework_item))
+        except ValueError as error:
+            raise ValueError(
+                f"stored message {message.sequence} is not Pydantic AI message JSON; this"
+                f" session was not written by the Pydantic AI runner ({error})"
+            ) from error
+    return history
+
+
+def user_prompt_message(text: str) -> FrameworkMessage:
+    """The user message of ``text``: a ``ModelRequest`` with one ``UserPromptPart``.
+
+    Timestamps are left out of the stored JSON so the same text always gives the
+    same item; Pydantic AI fills them in when it reads the item back.
+    """
+    dumped = cast(
+        list[dict[str, Any]],
+        ModelMessagesTypeAdapter.dump_python(
+            [ModelRequest(parts=[UserPromptPart(content=text)])], mode="json"
+        ),
+    )
+    request = dumped[0]
+    request.pop("timestamp", None)
+    for part in cast(list[dict[str, Any]], request["parts"]):
+        part.pop("timestamp", None)
+    return FrameworkMessage(role="user", text=text, framework_item=to_json(dumped).decode())
+
+
+def tool_results_request(
+    results: Sequence[tuple[ToolCallPart, str, ToolReturnOutcome]],
+) -> ModelRequest:
+    """A ``ModelRequest`` answering ``results``: one ``ToolReturnPart`` per call, in order."""
+    return ModelRequest(
+        parts=[
+            ToolReturnPart(
+                tool_name=call.tool_name,
+                content=text,
+                tool_call_id=call.tool_call_id,
+                outcome=outcome,
+            )
+            for call, text, outcome in results
+        ]
+    )
+
+
+def project_messages(messages: Iterable[ModelMessage]) -> list[FrameworkMessage]:
+    """The session messages of ``messages``, in order; see ``project_message``."""
+    projected: list[FrameworkMessage] = []
+    for message in messages:
+        projected.extend(project_message(message))
+    return projected
+
+
+def project_message(message: ModelMessage) -> list[FrameworkMessage]:
+    """The session messages of one Pydantic AI message, with display fields.
+
+    A response with tool calls gives one assistant message per call; a request
+    with tool returns gives one tool message per return. The first of them
+    carries the whole Pydantic AI message, the others ``EMPTY_FRAMEWORK_ITEM``.
+    """
+    item = encode_framework_item(message)
+    if isinstance(message, ModelResponse):
+        return _project_response(message, item)
+    return _project_request(message, item)
+
+
+def _project_response(response: ModelResponse, item: str) -> list[FrameworkMessage]:
+    text = _joined(part.content for part in response.parts if isinstance(part, TextPart))
+    calls = response.tool_calls
+    if not calls:
+        return [FrameworkMessage(role="assistant", text=text, framework_item=item)]
+    return [
+        FrameworkMessage(
+            role="assistant",
+            text=text if index == 0 else None,
+            tool_call_id=call.tool_call_id,
+            tool_name=call.tool_name,
+            tool_arguments=call.args_as_json_str(),
+            framework_item=item if index == 0 else EMPTY_FRAMEWORK_ITEM,
+        )
+        for index, call in enumerate(calls)
+    ]
+
+
+def _project_request(request: ModelRequest, item: str) -> list[FrameworkMessage]:
+    returns = [part for part in request.parts if isinstance(part, ToolReturnPart)]
+    prompt = _joined(
+        _prompt_text(part) for part in request.parts if isinstance(part, UserPromptPart)
+    )
+    projected = [
+        FrameworkMessage(
+            role="tool",
+            tool_call_id=part.tool_call_id,
+            tool_name=part.tool_name,
+            tool_output=part.model_response_str(wrap_if_error=False),
+            framework_item=EMPTY_FRAMEWORK_ITEM,
+        )
+        for part in returns
+    ]
+    if prompt is not None or not projected:
+        # A user prompt (possibly after tool returns) is shown as the user's message.
+        projected.append(
+            FrameworkMessage(role="user", text=prompt, framework_item=EMPTY_FRAMEWORK_ITEM)
+        )
+    first = projected[0]
+    projected[0] = FrameworkMessage(
+        role=first.role,
+        text=first.text,
+        tool_call_id=first.tool_call_id,
+        tool_name=first.tool_name,
+        tool_output=first.tool_output,
+        framework_item=item,
+    )
+    return projected
+
+
+def _prompt_text(part: UserPromptPart) -> str:
+    if isinstance(part.content, str):
+        return part.content
+    texts = [content for content in part.content if isinstance(content, str)]
+    return "\n".join(texts) if texts else "(non-text content)"
+
+
+def _joined(texts: Iterable[str]) -> str | None:
+    collected = [text for text in texts if text]
+    return "".join(collected) if collected else None

@@ -1,0 +1,439 @@
+"""``PydanticAIRunner``: a Pydantic AI ``Agent`` as an ``AgentFrameworkRunner``.
+
+``run_model_step`` runs the agent once on the stored history with every tool
+deferred (``DeferEveryToolCall``), so the run makes one model request and ends
+with either the final output or ``DeferredToolRequests``. On resume, the final
+records of the previous response's calls go back in through Pydantic AI's own
+``DeferredToolResults`` (a rejection as ``ToolDenied``, a failure as
+``ToolFailed``). The turn's messages are stored as it goes, so the run state is
+only a marker and the history always comes from stored framework items.
+
+``execute_deferred_tool_call`` runs the agent's real tool through Pydantic AI
+itself: a run whose history ends in the one call, approved, stopped before the
+model request that would follow. Pydantic AI validates the arguments, builds the
+tool's ``RunContext`` (deps included) and runs the function with the agent's
+capabilities; the tool return it produces becomes the outcome.
+
+The runner keeps no state between calls; deps come from the factory's ``deps``
+or ``deps_factory``, never from session state.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
+from typing import Any, Generic, TypeVar, cast
+
+from pydantic_ai import Agent, CallToolsNode, ModelRequestNode, UserPromptNode
+from pydantic_ai.exceptions import ToolFailed, UnexpectedModelBehavior
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    SystemPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
+from pydantic_ai.models import Model
+from pydantic_ai.tools import (
+    DeferredToolRequests,
+    DeferredToolResults,
+    ToolApproved,
+    ToolDefinition,
+    ToolDenied,
+)
+from pydantic_ai.toolsets import AbstractToolset, ExternalToolset
+
+from dex_agents import (
+    AgentToolCall,
+    AgentToolCallStatus,
+    AgentTurnContext,
+    AgentTurnOutcome,
+    AgentUsage,
+    DeferredToolCall,
+    DeferredToolExecution,
+    DeferredToolOutcome,
+    FrameworkMessage,
+    ModelCallMetadata,
+    ResolvedToolPolicy,
+    ToolCallsRequested,
+    ToolEffect,
+    ToolExecutionError,
+    ToolExecutionResult,
+    TurnCompleted,
+    add_agent_usage,
+    describe_tool_call_outcome,
+    empty_agent_usage,
+    model_call_metadata,
+)
+from dex_agents.builtin_tools import enabled_builtin_tool_definitions
+from dex_agents.texts import OUTCOME_UNKNOWN_TOOL_RESULT
+from dex_agents_pydantic_ai.deferral import DeferEveryToolCall
+from dex_agents_pydantic_ai.messages import (
+    ToolReturnOutcome,
+    decode_history,
+    project_message,
+    project_messages,
+    tool_results_request,
+    user_prompt_message,
+)
+from dex_agents_pydantic_ai.policies import resolve_call_policy
+from dex_agents_pydantic_ai.tool_context import (
+    IDEMPOTENCY_KEY_METADATA_KEY,
+    serving_tool_execution,
+)
+
+__all__ = ["PydanticAIRunner"]
+
+DepsT = TypeVar("DepsT")
+
+_RUN_STATE_FORMAT = "dex-agents-pydantic-ai/1"
+_BUILT_IN_POLICY = ResolvedToolPolicy(ToolEffect.READ, False)
+
+
+class PydanticAIRunner(Generic[DepsT]):
+    """Runs ``agent`` under the session Flow; see the module docstring.
+
+    ``deps`` is passed to every model step and tool call; ``deps_factory`` instead
+    builds them for each call from the session ID (sync or async). Give at most
+    one. Deps are never stored: a Worker that restarts builds them again.
+    """
+
+    def __init__(
+        self,
+        agent: Agent[DepsT, Any],
+        *,
+        deps: DepsT | None = None,
+        deps_factory: Callable[[str], DepsT | Awaitable[DepsT]] | None = None,
+    ) -> None:
+        if not isinstance(agent, Agent):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"agent must be a pydantic_ai.Agent, got {type(agent).__name__}")
+        if deps is not None and deps_factory is not None:
+            raise ValueError("give deps or deps_factory, not both")
+        if deps_factory is not None and not callable(deps_factory):
+            raise TypeError("deps_factory must be callable")
+        self.agent = agent
+        self._deps = deps
+        self._deps_factory = deps_factory
+        self._step_output_type = _with_deferred_requests(agent.output_type)
+
+    # --- messages ------------------------------------------------------------------
+
+    def build_user_message(self, text: str) -> FrameworkMessage:
+        return user_prompt_message(text)
+
+    def build_unfinished_turn_messages(self, turn: AgentTurnContext) -> Sequence[FrameworkMessage]:
+        """The results of the stored response's calls, when its calls have no results stored."""
+        history = decode_history(turn.messages)
+        if not history or not isinstance(history[-1], ModelResponse):
+            return []
+        calls = history[-1].tool_calls
+        if not calls:
+            return []
+        results: list[tuple[ToolCallPart, str, ToolReturnOutcome]] = []
+        for call in calls:
+            record = turn.recorded_tool_call(call.tool_call_id)
+            if record is None or not record.is_final:
+                results.append((call, OUTCOME_UNKNOWN_TOOL_RESULT, "failed"))
+            else:
+                results.append((call, describe_tool_call_outcome(record), _return_outcome(record)))
+        return project_message(tool_results_request(results))
+
+    # --- the model step ------------------------------------------------------------
+
+    async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
+        history = decode_history(turn.messages)
+        model_calls = _model_calls_of(turn.framework_run_state)
+        results: DeferredToolResults | None = None
+        if turn.is_resuming:
+            results = _results_of_previous_response(turn, history)
+        elif not history or not isinstance(history[-1], ModelRequest):
+            raise RuntimeError(
+                "the turn's first model call needs the stored history to end with the user"
+                " message; it ends with a model response"
+            )
+        deps = await self._deps_for(turn.flow_id)
+        history = await self._with_system_prompts(history, deps)
+        deferral = DeferEveryToolCall()
+        result = await self.agent.run(
+            message_history=history,
+            deferred_tool_results=results,
+            output_type=self._step_output_type,
+            deps=cast(DepsT, deps),
+            capabilities=[deferral],
+            toolsets=self._built_in_toolsets(turn),
+            conversation_id=turn.flow_id,
+        )
+        new = result.new_messages()
+        responses = [message for message in new if isinstance(message, ModelResponse)]
+        if not responses:
+            raise RuntimeError("the Pydantic AI run made no model request")
+        usage = _usage_of(responses)
+        metadata = self._metadata_of(responses[-1])
+        text = _response_text(responses[-1])
+        if text:
+            turn.events.write_text_delta(text)
+        output: object = result.output
+        if not isinstance(output, DeferredToolRequests):
+            return TurnCompleted(
+                new_messages=project_messages(new), usage=usage, model_call_metadata=metadata
+            )
+        calls = _deferred_calls_in_model_order(responses[-1], output)
+        return ToolCallsRequested(
+            framework_run_state=json.dumps(
+                {
+                    "format": _RUN_STATE_FORMAT,
+                    "model_calls": model_calls + len(responses),
+                    "pending_tool_call_ids": [call.tool_call_id for call in calls],
+                }
+            ),
+            tool_calls=[self._deferred_call(turn, deferral.declared, call) for call in calls],
+            usage=usage,
+            new_messages=project_messages(new),
+            model_call_metadata=metadata,
+        )
+
+    def _deferred_call(
+        self, turn: AgentTurnContext, declared: dict[str, ToolDefinition], call: ToolCallPart
+    ) -> DeferredToolCall:
+        if not call.tool_call_id or "/" in call.tool_call_id:
+            raise RuntimeError(
+                f"the model's call of {call.tool_name} has tool call ID {call.tool_call_id!r};"
+                " the session needs a non-empty ID without '/'"
+            )
+        if call.tool_name in turn.enabled_built_in_tools:
+            policy = _BUILT_IN_POLICY
+        else:
+            policy = resolve_call_policy(turn, call.tool_name, declared.get(call.tool_name))
+        return DeferredToolCall(
+            tool_call_id=call.tool_call_id,
+            tool_name=call.tool_name,
+            arguments=call.args_as_json_str(),
+            policy=policy,
+        )
+
+    def _built_in_toolsets(self, turn: AgentTurnContext) -> list[AbstractToolset[Any]]:
+        """The session's enabled built-in tools, offered as external tools."""
+        definitions = enabled_builtin_tool_definitions(turn.enabled_built_in_tools)
+        if not definitions:
+            return []
+        return [
+            ExternalToolset[Any](
+                [
+                    ToolDefinition(
+                        name=definition.name,
+                        description=definition.description,
+                        parameters_json_schema=dict(definition.parameters),
+                    )
+                    for definition in definitions
+                ],
+                id="dex-built-in-tools",
+            )
+        ]
+
+    async def _with_system_prompts(
+        self, history: list[ModelMessage], deps: object
+    ) -> list[ModelMessage]:
+        """``history`` with the agent's system prompts in its first request, when it has none.
+
+        Pydantic AI adds system prompts only to a conversation's first request,
+        and the session stores that request itself (``build_user_message``), so
+        they are resolved and put in front on every model call instead; the
+        stored items stay unchanged.
+        """
+        if any(
+            isinstance(part, SystemPromptPart)
+            for message in history
+            if isinstance(message, ModelRequest)
+            for part in message.parts
+        ):
+            return history
+        parts = await self.agent.system_prompt_parts(
+            deps=cast(DepsT, deps), message_history=history
+        )
+        if not parts:
+            return history
+        for index, message in enumerate(history):
+            if isinstance(message, ModelRequest):
+                prompted = replace(message, parts=[*parts, *message.parts])
+                return [*history[:index], prompted, *history[index + 1 :]]
+        return history
+
+    def _metadata_of(self, response: ModelResponse) -> ModelCallMetadata:
+        model = self.agent.model
+        request_model: str | None
+        if isinstance(model, Model):
+            request_model = model.model_name
+        elif isinstance(model, str):
+            request_model = model.partition(":")[2] or model
+        else:
+            request_model = None
+        return model_call_metadata(
+            request_model=request_model,
+            response_model=response.model_name,
+            provider_name=response.provider_name,
+            response_id=response.provider_response_id,
+            finish_reasons=None if response.finish_reason is None else [response.finish_reason],
+        )
+
+    # --- the tool step -------------------------------------------------------------
+
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
+        record = call.tool_call
+        deps = await self._deps_for(call.flow_id)
+        tool_call = ToolCallPart(
+            tool_name=record.tool_name, args=record.arguments, tool_call_id=record.tool_call_id
+        )
+        # The call alone, approved: Pydantic AI validates and runs it, then would ask
+        # the model again, which is where the run stops.
+        history: list[ModelMessage] = [ModelResponse(parts=[tool_call])]
+        with serving_tool_execution(call):
+            try:
+                tool_return = await self._run_tool(history, tool_call, deps, call)
+            except UnexpectedModelBehavior as error:
+                # Pydantic AI gave up on the call, e.g. a retry past the tool's max_retries.
+                raise ToolExecutionError(str(error)) from error
+        text = tool_return.model_response_str(wrap_if_error=False)
+        if tool_return.outcome == "success":
+            return ToolExecutionResult(text)
+        raise ToolExecutionError(text)
+
+    async def _run_tool(
+        self,
+        history: list[ModelMessage],
+        tool_call: ToolCallPart,
+        deps: object,
+        call: DeferredToolExecution,
+    ) -> ToolReturnPart:
+        async with self.agent.iter(
+            message_history=history,
+            deferred_tool_results=DeferredToolResults(
+                approvals={tool_call.tool_call_id: ToolApproved()}
+            ),
+            output_type=self._step_output_type,
+            deps=cast(DepsT, deps),
+            metadata={IDEMPOTENCY_KEY_METADATA_KEY: call.idempotency_key},
+            conversation_id=call.flow_id,
+        ) as run:
+            node = run.next_node
+            while isinstance(node, UserPromptNode | CallToolsNode):
+                node = await run.next(node)
+            if not isinstance(node, ModelRequestNode):
+                raise ToolExecutionError(
+                    f"tool {tool_call.tool_name} deferred its own call (CallDeferred or"
+                    " ApprovalRequired), which a session tool call cannot do; the session"
+                    " already asked for approval when the tool's policy requires it"
+                )
+            for part in node.request.parts:
+                if isinstance(part, ToolReturnPart) and part.tool_call_id == tool_call.tool_call_id:
+                    return part
+        raise RuntimeError(f"Pydantic AI returned no result for tool call {tool_call.tool_call_id}")
+
+    # --- deps ----------------------------------------------------------------------
+
+    async def _deps_for(self, session_id: str) -> object:
+        if self._deps_factory is None:
+            return self._deps
+        produced = self._deps_factory(session_id)
+        if inspect.isawaitable(produced):
+            return await produced
+        return produced
+
+
+def _with_deferred_requests(output_type: Any) -> Any:
+    """The agent's output type, with ``DeferredToolRequests`` as one more choice."""
+    choices: list[Any] = (
+        list(cast(Sequence[Any], output_type))
+        if isinstance(output_type, list | tuple)
+        else [output_type]
+    )
+    if DeferredToolRequests not in choices:
+        choices.append(DeferredToolRequests)
+    return choices
+
+
+def _model_calls_of(run_state: str | None) -> int:
+    if run_state is None:
+        return 0
+    try:
+        state = json.loads(run_state)
+        if state.get("format") != _RUN_STATE_FORMAT:
+            raise ValueError(f"unknown format {state.get('format')!r}")
+        return int(state["model_calls"])
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise RuntimeError(
+            f"the turn's framework run state was not written by this runner: {error}"
+        ) from error
+
+
+def _return_outcome(record: AgentToolCall) -> ToolReturnOutcome:
+    if record.status is AgentToolCallStatus.SUCCEEDED:
+        return "success"
+    if record.status is AgentToolCallStatus.REJECTED:
+        return "denied"
+    return "failed"
+
+
+def _results_of_previous_response(
+    turn: AgentTurnContext, history: list[ModelMessage]
+) -> DeferredToolResults:
+    """Each call of the stored response, answered from its final record."""
+    if not history or not isinstance(history[-1], ModelResponse) or not history[-1].tool_calls:
+        raise RuntimeError(
+            "the turn resumes after tool calls, but the stored history does not end with the"
+            " model response that made them"
+        )
+    results = DeferredToolResults()
+    for call in history[-1].tool_calls:
+        record = turn.recorded_tool_call(call.tool_call_id)
+        if record is None or not record.is_final:
+            raise RuntimeError(
+                f"tool call {call.tool_call_id} ({call.tool_name}) has no final record to"
+                " resume from"
+            )
+        text = describe_tool_call_outcome(record)
+        outcome = _return_outcome(record)
+        if outcome == "denied":
+            results.approvals[call.tool_call_id] = ToolDenied(text)
+        elif outcome == "failed":
+            results.calls[call.tool_call_id] = ToolFailed(text)
+        else:
+            results.calls[call.tool_call_id] = text
+    return results
+
+
+def _deferred_calls_in_model_order(
+    response: ModelResponse, requests: DeferredToolRequests
+) -> list[ToolCallPart]:
+    deferred = {call.tool_call_id for call in [*requests.calls, *requests.approvals]}
+    calls = [call for call in response.tool_calls if call.tool_call_id in deferred]
+    if not calls:
+        raise RuntimeError("Pydantic AI deferred tool calls the last model response did not make")
+    return calls
+
+
+def _response_text(response: ModelResponse) -> str:
+    return "".join(part.content for part in response.parts if isinstance(part, TextPart))
+
+
+def _usage_of(responses: Sequence[ModelResponse]) -> AgentUsage:
+    """Usage of this step's responses only, never the run's running totals."""
+    total = empty_agent_usage()
+    for response in responses:
+        usage = response.usage
+        total = add_agent_usage(
+            total,
+            AgentUsage(
+                model_calls=1,
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                total_tokens=usage.input_tokens + usage.output_tokens,
+                cache_read_tokens=usage.cache_read_tokens,
+                cache_write_tokens=usage.cache_write_tokens,
+                reasoning_tokens=usage.output_reasoning_tokens,
+            ),
+        )
+    return total
