@@ -505,3 +505,12 @@ def test_message_paging_clamps_the_limit() -> None:
     assert [m.sequence for m in last.messages] == [1]
     assert last.next_before_sequence is None
     assert last.deleted_before_sequence is None
+
+
+def test_blank_rejection_message_counts_as_none() -> None:
+    decision = decide_resolve_interrupt((_interrupt(),), ResolveInterruptInput("c1", False, "  "), NOW)
+    assert decision.resolution is not None
+    assert decision.resolution.rejection_message is None
+    approved = decide_resolve_interrupt((_interrupt(),), ResolveInterruptInput("c1", True, "ignored"), NOW)
+    assert approved.resolution is not None
+    assert approved.resolution.rejection_message is None

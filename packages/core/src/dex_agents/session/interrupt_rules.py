@@ -65,9 +65,14 @@ def decide_resolve_interrupt(
     resolution = AgentInterruptResolution(
         interrupt_id=request.interrupt_id,
         approved=request.approved,
-        rejection_message=None if request.approved else request.rejection_message,
+        rejection_message=None if request.approved else _message_or_none(request.rejection_message),
     )
     return ResolveDecision(True, remaining, resolution)
+
+
+def _message_or_none(message: str | None) -> str | None:
+    """A blank rejection message counts as none, so the model sees the default text."""
+    return message if message is not None and message.strip() else None
 
 
 @dataclass(frozen=True)
