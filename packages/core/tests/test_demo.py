@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -102,3 +103,75 @@ def test_demo_script_is_deterministic_and_uses_every_tool_kind() -> None:
         demo_model_reply(ModelRequest(instructions="", items=(UserTextItem("hello"),))).text
         == DEMO_HELP
     )
+
+
+@pytest.mark.slow
+def test_questions_are_answered_and_durable_waits_finish_unattended(tmp_path: Path) -> None:
+    result = run_demo(tmp_path, "--message", "help me choose", "--message", "wait 1 second")
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "[question] Which coffee do you like best?" in out
+    assert "[question] answered automatically: espresso" in out
+    assert "Good choice: espresso." in out
+    assert "[wait] durable timer until" in out
+    assert '[tool] durable_wait succeeded: {"status":"completed","waited_seconds":1' in out
+    assert "I waited 1 seconds on a durable timer." in out
+
+
+@pytest.mark.slow
+def test_a_durable_wait_survives_stopping_the_demo(tmp_path: Path) -> None:
+    environment = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+    }
+    database = str(tmp_path / "demo.sqlite3")
+    command = [
+        sys.executable,
+        "-m",
+        "dex_agents.cli",
+        "demo",
+        "--db",
+        database,
+        "--session",
+        "wait-1",
+    ]
+    first = subprocess.Popen(
+        [*command, "--message", "wait 4 seconds"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=environment,
+    )
+    assert first.stdout is not None
+    seen: list[str] = []
+    try:
+        for line in first.stdout:
+            seen.append(line)
+            if "[wait] durable timer until" in line:
+                break
+        assert any("durable timer until" in line for line in seen), "".join(seen)
+        first.send_signal(signal.SIGINT)
+        rest, _ = first.communicate(timeout=60)
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    assert first.returncode == 130, "".join(seen) + rest
+    assert "durable_wait succeeded" not in "".join(seen) + rest
+
+    resumed = subprocess.run(
+        command,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=environment,
+        check=False,
+    )
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "session wait-1 resumed" in resumed.stdout
+    assert "(a turn is still running; following it)" in resumed.stdout
+    # The timer may fire while the demo restarts; either way the turn ends with the reply.
+    assert "[tool] durable_wait " in resumed.stdout
+    assert "I waited 4 seconds on a durable timer." in resumed.stdout

@@ -131,6 +131,8 @@ async def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
                 chat.show_history(snapshot)
             if snapshot.state is not None and snapshot.state.active_turn_id is not None:
                 chat.say("  (a turn is still running; following it)")
+                for record in snapshot.tool_calls:
+                    chat.say(f"  [tool] {record.tool_name} {record.status.value}")
                 await chat.follow_turns(snapshot.state.turn_count)
             if interactive:
                 await _converse(chat)
