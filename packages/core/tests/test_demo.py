@@ -175,3 +175,30 @@ def test_a_durable_wait_survives_stopping_the_demo(tmp_path: Path) -> None:
     # The timer may fire while the demo restarts; either way the turn ends with the reply.
     assert "[tool] durable_wait " in resumed.stdout
     assert "I waited 4 seconds on a durable timer." in resumed.stdout
+
+
+@pytest.mark.slow
+def test_interactive_chat_rejects_with_a_reason_and_answers_by_number(tmp_path: Path) -> None:
+    environment = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+    }
+    typed = "refund order 43\nn\nToo early to refund\nhelp me choose\n3\n/quit\n"
+    result = subprocess.run(
+        [sys.executable, "-m", "dex_agents.cli", "demo", "--db", str(tmp_path / "demo.sqlite3")],
+        input=typed,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=environment,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "Approve? [y]es / [n]o:" in out
+    assert "[tool] refund_order rejected: Too early to refund" in out
+    assert "The refund was not made: Too early to refund" in out
+    assert "3. cold brew" in out
+    assert '[tool] ask_user succeeded: {"status":"answered","answer":"cold brew"}' in out
+    assert "Good choice: cold brew." in out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import httpx2
@@ -369,3 +370,22 @@ async def test_encrypted_reasoning_is_asked_for_only_from_reasoning_models(
 def test_empty_model_name_is_refused() -> None:
     with pytest.raises(ValueError, match="model"):
         OpenAIResponsesModelClient("", client=openai.AsyncOpenAI(api_key="k"))
+
+
+@pytest.mark.parametrize(
+    ("sdk", "module", "extra"),
+    [
+        ("openai", "dex_agents.models.openai_responses", "dex-agents[openai]"),
+        ("anthropic", "dex_agents.models.anthropic_messages", "dex-agents[anthropic]"),
+    ],
+)
+def test_a_missing_sdk_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch, sdk: str, module: str, extra: str
+) -> None:
+    import importlib
+    import sys
+
+    monkeypatch.setitem(sys.modules, sdk, None)  # makes `import <sdk>` fail
+    monkeypatch.delitem(sys.modules, module, raising=False)
+    with pytest.raises(ImportError, match=re.escape(extra)):
+        importlib.import_module(module)
