@@ -1,7 +1,39 @@
-"""Run a LangGraph / LangChain agent as a durable dex-agents session."""
+"""Run a LangGraph / LangChain agent as a durable dex-agents session.
+
+``create_langgraph_agent_session_flow(flow_type, model=..., tools=...)`` builds
+the session Flow of a chat model with LangChain tools;
+``create_langgraph_agent_session_flow(flow_type, graph=...)`` that of a prebuilt
+agent graph compiled with ``interrupt_before=["tools"]``. Every model call is
+one ``RunModel`` Step and every tool call its own tool Step.
+"""
 
 from importlib.metadata import version as _version
 
+from dex_agents_langgraph.flow import create_langgraph_agent_session_flow
+from dex_agents_langgraph.policies import (
+    EFFECT_METADATA_KEY,
+    REQUIRES_APPROVAL_METADATA_KEY,
+    with_tool_policy,
+)
+from dex_agents_langgraph.runner import (
+    DEX_TOOL_EXECUTION_KEY,
+    IDEMPOTENCY_KEY_CONFIG_KEY,
+    LangGraphAgentRunner,
+    idempotency_key_of,
+    tool_execution_of,
+)
+
 __version__ = _version("dex-agents-langgraph")
 
-__all__ = ["__version__"]
+__all__ = [
+    "DEX_TOOL_EXECUTION_KEY",
+    "EFFECT_METADATA_KEY",
+    "IDEMPOTENCY_KEY_CONFIG_KEY",
+    "REQUIRES_APPROVAL_METADATA_KEY",
+    "LangGraphAgentRunner",
+    "__version__",
+    "create_langgraph_agent_session_flow",
+    "idempotency_key_of",
+    "tool_execution_of",
+    "with_tool_policy",
+]

@@ -1,0 +1,38 @@
+"""The conformance suite's scenario factory for the LangGraph adapter.
+
+``build_conformance_flow`` turns a neutral ``ModelScript`` into a
+``ScriptedChatModel`` and the scenario's tools into LangChain tools that declare
+their effects, and builds the session Flow with the runner's one-node graph.
+Worker child processes import it by path:
+``dex_agents_langgraph.conformance:build_conformance_flow``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from dex_agents.session import AgentSessionFlow
+from dex_agents.testing import ModelScript, ScenarioSession, ScenarioTool
+from dex_agents_langgraph.flow import create_langgraph_agent_session_flow
+from dex_agents_langgraph.testing import ScriptedChatModel, scenario_tool
+
+__all__ = ["CONFORMANCE_FACTORY", "build_conformance_flow"]
+
+CONFORMANCE_FACTORY = "dex_agents_langgraph.conformance:build_conformance_flow"
+
+
+def build_conformance_flow(
+    script: ModelScript,
+    tools: Sequence[ScenarioTool],
+    state_directory: Path,
+    session: ScenarioSession,
+) -> AgentSessionFlow:
+    """A session Flow over a scripted LangChain chat model and the scenario's tools."""
+    directory = Path(state_directory)
+    return create_langgraph_agent_session_flow(
+        session.flow_type,
+        model=ScriptedChatModel(script=script, state_directory=directory),
+        tools=[scenario_tool(tool, directory) for tool in tools],
+        interrupt_deadline=session.interrupt_deadline,
+    )

@@ -1,0 +1,16 @@
+"""The shared conformance suite against the LangGraph runner (scripted LangChain chat model)."""
+
+import pytest
+
+from dex_agents_conformance import ConformanceAdapter
+from dex_agents_conformance.suite import ConformanceSuite
+from dex_agents_langgraph.conformance import CONFORMANCE_FACTORY
+
+
+@pytest.fixture
+def conformance_adapter() -> ConformanceAdapter:
+    return ConformanceAdapter(factory=CONFORMANCE_FACTORY, name="LangGraph")
+
+
+class TestLangGraphConformance(ConformanceSuite):
+    """Every scenario of the suite, run by LangGraphAgentRunner's one-node graph."""
