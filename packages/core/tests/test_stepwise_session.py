@@ -354,3 +354,79 @@ async def test_a_function_tool_shadowing_an_enabled_built_in_fails_the_turn_with
     assert done.state.last_turn_error is not None
     assert "tool ask_user uses the name of an enabled built-in tool" in done.state.last_turn_error
     assert len(model.requests) == 0
+
+
+async def _answer(env: Env, session_id: str, interrupt_id: str, answer: str) -> bool:
+    from dex_agents import AnswerQuestionInput
+
+    for _ in range(50):
+        try:
+            return await env.client.invoke_rpc(
+                env.flow.answer_question,
+                session_id,
+                AnswerQuestionInput(interrupt_id=interrupt_id, answer=answer),
+            )
+        except dex.RpcLockConflictError:
+            await asyncio.sleep(0.05)
+    raise AssertionError("answer_question kept conflicting")
+
+
+async def test_ask_user_and_a_function_tools_own_question(open_env: Any) -> None:
+    from dex_agents import ToolInputRequested
+
+    asked: list[tuple[tuple[str, ...], str | None]] = []
+
+    @function_tool(effect=ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False)
+    def deploy(service: str, context: ToolCallContext) -> object:
+        """Deploy a service."""
+        asked.append((context.input_answers, context.input_continuation))
+        if not context.input_answers:
+            return ToolInputRequested(
+                question=f"Deploy {service} where?",
+                choices=("staging", "production"),
+                continuation="where",
+            )
+        return f"deployed {service} to {context.input_answers[-1]}"
+
+    def script(request: ModelRequest) -> ScriptedModelReply:
+        results = ScriptedModelClient.tool_results(request)
+        if not results:
+            return ScriptedModelReply(
+                tool_calls=[
+                    ScriptedToolCall("ask_user", {"question": "Which service?", "choices": None}),
+                ]
+            )
+        if results[-1].tool_name == "ask_user":
+            service = json.loads(results[-1].output)["answer"]
+            return ScriptedModelReply(tool_calls=[ScriptedToolCall("deploy", {"service": service})])
+        return ScriptedModelReply(text=results[-1].output)
+
+    env = await open_env(
+        AgentDefinition(
+            name="ops",
+            instructions="",
+            model=ScriptedModelClient(script),
+            tools=[deploy],
+            built_in_tools=["ask_user"],
+        )
+    )
+    await env.start("s-ask", "deploy something")
+    first = await env.wait_for("s-ask", lambda s: bool(s.pending_interrupts))
+    question = first.pending_interrupts[0]
+    assert question.question == "Which service?"
+    assert await _answer(env, "s-ask", question.interrupt_id, "billing")
+
+    second = await env.wait_for(
+        "s-ask", lambda s: any(i.question == "Deploy billing where?" for i in s.pending_interrupts)
+    )
+    tool_question = second.pending_interrupts[0]
+    assert tool_question.choices == ("staging", "production")
+    assert tool_question.interrupt_id.endswith("-input-1")
+    assert await _answer(env, "s-ask", tool_question.interrupt_id, "staging")
+
+    done = await env.wait_for_turns("s-ask", 1)
+    assert done.messages[-1].text == "deployed billing to staging"
+    assert asked == [((), None), (("staging",), "where")]
+    steps = await env.step_types("s-ask")
+    assert "AwaitQuestionAnswer" in steps
+    assert "CallSingleAttemptTool" in steps
