@@ -14,8 +14,9 @@ from dex_agents_pydantic_ai.policies import (
     dex_tool_metadata,
 )
 from dex_agents_pydantic_ai.runner import PydanticAIRunner
-from dex_agents_pydantic_ai.tool_context import (
+from dex_agents_pydantic_ai.session_context import (
     IDEMPOTENCY_KEY_METADATA_KEY,
+    current_model_step,
     current_tool_execution,
 )
 
@@ -28,6 +29,7 @@ __all__ = [
     "PydanticAIRunner",
     "__version__",
     "create_pydantic_ai_agent_session_flow",
+    "current_model_step",
     "current_tool_execution",
     "dex_tool_metadata",
 ]

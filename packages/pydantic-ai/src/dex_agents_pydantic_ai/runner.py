@@ -81,8 +81,9 @@ from dex_agents_pydantic_ai.messages import (
     user_prompt_message,
 )
 from dex_agents_pydantic_ai.policies import resolve_call_policy
-from dex_agents_pydantic_ai.tool_context import (
+from dex_agents_pydantic_ai.session_context import (
     IDEMPOTENCY_KEY_METADATA_KEY,
+    serving_model_step,
     serving_tool_execution,
 )
 
@@ -158,15 +159,16 @@ class PydanticAIRunner(Generic[DepsT]):
         deps = await self._deps_for(turn.flow_id)
         history = await self._with_system_prompts(history, deps)
         deferral = DeferEveryToolCall()
-        result = await self.agent.run(
-            message_history=history,
-            deferred_tool_results=results,
-            output_type=self._step_output_type,
-            deps=cast(DepsT, deps),
-            capabilities=[deferral],
-            toolsets=self._built_in_toolsets(turn),
-            conversation_id=turn.flow_id,
-        )
+        with serving_model_step(turn):
+            result = await self.agent.run(
+                message_history=history,
+                deferred_tool_results=results,
+                output_type=self._step_output_type,
+                deps=cast(DepsT, deps),
+                capabilities=[deferral],
+                toolsets=self._built_in_toolsets(turn),
+                conversation_id=turn.flow_id,
+            )
         new = result.new_messages()
         responses = [message for message in new if isinstance(message, ModelResponse)]
         if not responses:

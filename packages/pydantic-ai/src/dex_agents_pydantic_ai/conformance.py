@@ -1,0 +1,218 @@
+"""The conformance suite's scenario factory for the Pydantic AI runner.
+
+``build_flow(script, tools, state_directory, session)`` turns a neutral
+``ModelScript`` into a Pydantic AI ``FunctionModel`` and the scenario's tools
+into Pydantic AI tools that declare their effect and approval in their own
+metadata (``dex_tool_metadata``), so the suite also checks how the runner reads
+a tool's declaration. The agent then runs under the real ``PydanticAIRunner``.
+
+The scripted model takes the turn and the position in it from the model step's
+turn context (``current_model_step()``; the position is the number of model
+responses the turn has stored), never from process memory,
+so a model call that reruns after a crash gives the same answer.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic_ai import Agent, Tool
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelMessagesTypeAdapter,
+    ModelRequest,
+    ModelResponse,
+    SystemPromptPart,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.usage import RequestUsage
+
+from dex_agents import AgentTurnContext
+from dex_agents.session import AgentSessionFlow
+from dex_agents.testing import (
+    FileGate,
+    ModelScript,
+    ScenarioSession,
+    ScenarioTool,
+    ScriptedModelFailure,
+    record_model_call,
+    run_scenario_tool,
+)
+from dex_agents_pydantic_ai.flow import create_pydantic_ai_agent_session_flow
+from dex_agents_pydantic_ai.policies import dex_tool_metadata
+from dex_agents_pydantic_ai.session_context import current_model_step, current_tool_execution
+
+__all__ = ["CONFORMANCE_FACTORY", "build_flow"]
+
+CONFORMANCE_FACTORY = "dex_agents_pydantic_ai.conformance:build_flow"
+"""Import path of the factory, for ``ConformanceAdapter(factory=...)``."""
+
+_SCRIPTED_USAGE = RequestUsage(input_tokens=10, output_tokens=5)
+
+
+class _ScriptedModel:
+    """Plays the script's response for the current turn and position."""
+
+    def __init__(self, script: ModelScript, state_directory: Path) -> None:
+        self.script = script
+        self.state_directory = state_directory
+
+    async def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        turn = current_model_step()
+        if turn is None:
+            raise RuntimeError("the scripted model runs only inside the session's model step")
+        position = _position_in_turn(turn)
+        received = _received_tool_results(messages)
+        record_model_call(
+            self.state_directory,
+            turn_id=turn.turn_id,
+            position=position,
+            attempt=turn.attempt,
+            history=_readable_history(messages),
+            tool_results={part.tool_call_id: _text(part) for part in received},
+        )
+        response = self.script.response_for(_turn_number(turn.turn_id), position)
+        if response.gate is not None:
+            if response.text_before_gate is not None:
+                turn.events.write_text_delta(response.text_before_gate)
+            await FileGate(self.state_directory, response.gate).pass_through_async()
+        if turn.attempt <= response.fail_attempts:
+            raise ScriptedModelFailure(
+                f"scripted model call {position + 1} of {turn.turn_id} failed"
+                f" on attempt {turn.attempt}"
+            )
+        if response.tool_calls:
+            return ModelResponse(
+                parts=[
+                    ToolCallPart(
+                        tool_name=spec.tool_name,
+                        args=json.dumps(dict(spec.arguments), sort_keys=True),
+                        tool_call_id=spec.tool_call_id or f"call-{position}-{index}",
+                    )
+                    for index, spec in enumerate(response.tool_calls)
+                ],
+                usage=_SCRIPTED_USAGE,
+                model_name="conformance-script",
+            )
+        if response.text_from_tool_results:
+            lines = [f"{part.tool_name}: {_text(part)}" for part in _turn_tool_results(messages)]
+            text = "\n".join(lines) if lines else "(no tool results)"
+        else:
+            text = response.text or ""
+        return ModelResponse(
+            parts=[TextPart(text)], usage=_SCRIPTED_USAGE, model_name="conformance-script"
+        )
+
+
+def build_flow(
+    script: ModelScript,
+    tools: Sequence[ScenarioTool],
+    state_directory: Path,
+    session: ScenarioSession,
+) -> AgentSessionFlow:
+    """The suite's scenario factory over ``PydanticAIRunner``; see the module docstring."""
+    state_directory = Path(state_directory)
+    agent = Agent(
+        FunctionModel(_ScriptedModel(script, state_directory)),
+        tools=[_pydantic_ai_tool(tool, state_directory) for tool in tools],
+        name="conformance",
+    )
+    return create_pydantic_ai_agent_session_flow(
+        agent, session.flow_type, interrupt_deadline=session.interrupt_deadline
+    )
+
+
+def _pydantic_ai_tool(tool: ScenarioTool, state_directory: Path) -> Tool[Any]:
+    async def run(**arguments: Any) -> str:
+        call = current_tool_execution()
+        if call is None:
+            raise RuntimeError(f"scenario tool {tool.name} runs only inside a session tool Step")
+        return await run_scenario_tool(
+            tool,
+            json.dumps(arguments),
+            state_directory=state_directory,
+            idempotency_key=call.idempotency_key,
+            attempt=call.attempt,
+        )
+
+    pydantic_tool = Tool[Any].from_schema(
+        run,
+        name=tool.name,
+        description=tool.description,
+        json_schema={"type": "object", "additionalProperties": True, "properties": {}},
+    )
+    pydantic_tool.metadata = dex_tool_metadata(
+        tool.effect, requires_approval=tool.requires_approval
+    )
+    return pydantic_tool
+
+
+def _position_in_turn(turn: AgentTurnContext) -> int:
+    """How many model responses the turn has stored: its stored messages are incremental."""
+    return sum(
+        1
+        for message in turn.messages
+        if message.turn_id == turn.turn_id
+        and any(
+            isinstance(stored, ModelResponse)
+            for stored in ModelMessagesTypeAdapter.validate_json(message.framework_item)
+        )
+    )
+
+
+def _turn_number(turn_id: str) -> int:
+    prefix, _, number = turn_id.partition("-")
+    if prefix != "turn" or not number.isdigit():
+        raise ValueError(f"unexpected turn ID {turn_id!r}; expected turn-<n>")
+    return int(number)
+
+
+def _text(part: ToolReturnPart) -> str:
+    return part.model_response_str(wrap_if_error=False)
+
+
+def _received_tool_results(messages: Sequence[ModelMessage]) -> list[ToolReturnPart]:
+    """The tool results of the request this model call answers."""
+    if not messages or not isinstance(messages[-1], ModelRequest):
+        return []
+    return [part for part in messages[-1].parts if isinstance(part, ToolReturnPart)]
+
+
+def _turn_tool_results(messages: Sequence[ModelMessage]) -> list[ToolReturnPart]:
+    """Every tool result since the turn's user prompt, in order."""
+    results: list[ToolReturnPart] = []
+    for message in messages:
+        if not isinstance(message, ModelRequest):
+            continue
+        if any(isinstance(part, UserPromptPart) for part in message.parts):
+            results = []
+        results.extend(part for part in message.parts if isinstance(part, ToolReturnPart))
+    return results
+
+
+def _readable_history(messages: Sequence[ModelMessage]) -> list[str]:
+    """One readable line per part the model call was given."""
+    lines: list[str] = []
+    for message in messages:
+        for part in message.parts:
+            if isinstance(part, UserPromptPart):
+                lines.append(f"user: {part.content}")
+            elif isinstance(part, SystemPromptPart):
+                lines.append(f"system: {part.content}")
+            elif isinstance(part, ToolReturnPart):
+                lines.append(f"tool {part.tool_name}: {_text(part)}")
+            elif isinstance(part, TextPart):
+                lines.append(f"assistant: {part.content}")
+            elif isinstance(part, ToolCallPart):
+                lines.append(f"assistant -> {part.tool_name} {part.args_as_json_str()}")
+            elif isinstance(part, ThinkingPart):
+                lines.append(f"thinking: {part.content}")
+    return lines

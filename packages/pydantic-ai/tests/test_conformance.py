@@ -1,0 +1,16 @@
+"""The shared conformance suite against the Pydantic AI runner (Pydantic AI's FunctionModel)."""
+
+import pytest
+
+from dex_agents_conformance import ConformanceAdapter
+from dex_agents_conformance.suite import ConformanceSuite
+from dex_agents_pydantic_ai.conformance import CONFORMANCE_FACTORY
+
+
+@pytest.fixture
+def conformance_adapter() -> ConformanceAdapter:
+    return ConformanceAdapter(factory=CONFORMANCE_FACTORY, name="Pydantic AI")
+
+
+class TestPydanticAIConformance(ConformanceSuite):
+    """Every scenario of the suite, run by PydanticAIRunner on the local engine."""
