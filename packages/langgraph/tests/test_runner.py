@@ -1,0 +1,621 @@
+"""LangGraphAgentRunner driven directly with an AgentTurnContext, as the session builds it."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    ToolMessage,
+    messages_to_dict,
+)
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool, ToolException, tool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import Field
+
+from dex_agents import (
+    OUTCOME_UNKNOWN_TOOL_RESULT,
+    AgentMessage,
+    AgentToolCall,
+    AgentToolCallStatus,
+    AgentTurnContext,
+    DeferredToolExecution,
+    FrameworkMessage,
+    ResolvedToolPolicy,
+    ToolCallsRequested,
+    ToolEffect,
+    ToolExecutionError,
+    ToolExecutionResult,
+    ToolPolicy,
+    TurnCompleted,
+)
+from dex_agents_langgraph import (
+    LangGraphAgentRunner,
+    idempotency_key_of,
+    tool_execution_of,
+    with_tool_policy,
+)
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    from langgraph.prebuilt import create_react_agent
+
+
+# --- a chat model that answers from a list and records what it was given -------------
+
+
+class RecordingChatModel(BaseChatModel):
+    """Answers with ``responses`` in order; ``calls`` holds each call's input messages."""
+
+    responses: list[AIMessage]
+    calls: list[list[BaseMessage]] = Field(default_factory=list[list[BaseMessage]])
+    bound_tool_names: list[list[str]] = Field(default_factory=list[list[str]])
+    model_name: str = "recording-1"
+
+    @property
+    def _llm_type(self) -> str:
+        return "recording"
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:
+        schemas = [convert_to_openai_tool(t) for t in tools]
+        self.bound_tool_names.append([s["function"]["name"] for s in schemas])
+        return self.bind(tools=schemas, **kwargs)
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        raise NotImplementedError
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        self.calls.append([m.model_copy(deep=True) for m in messages])
+        response = self.responses[len(self.calls) - 1]
+        return ChatResult(generations=[ChatGeneration(message=response.model_copy(deep=True))])
+
+
+def recording_model(*responses: AIMessage) -> RecordingChatModel:
+    return RecordingChatModel(responses=list(responses))
+
+
+def ai_calls(*calls: tuple[str, str, dict[str, Any]], **fields: Any) -> AIMessage:
+    return AIMessage(
+        content="",
+        tool_calls=[
+            {"id": call_id, "name": name, "args": args, "type": "tool_call"}
+            for call_id, name, args in calls
+        ],
+        **fields,
+    )
+
+
+# --- tools -------------------------------------------------------------------------
+
+runs: list[tuple[str, dict[str, Any], str | None]] = []
+
+
+@tool
+def lookup_order(order_id: str) -> str:
+    """Look up an order by its ID."""
+    runs.append(("lookup_order", {"order_id": order_id}, None))
+    return f"order {order_id} shipped"
+
+
+@tool
+async def refund_order(order_id: str, config: RunnableConfig) -> str:
+    """Refund an order."""
+    key = idempotency_key_of(config)
+    execution = tool_execution_of(config)
+    assert execution is not None
+    runs.append(("refund_order", {"order_id": order_id}, key))
+    return f"refunded {order_id} with key {key}"
+
+
+@tool
+def broken(reason: str) -> str:
+    """Always fails with a message for the model."""
+    raise ToolException(f"cannot do it: {reason}")
+
+
+READ_LOOKUP = with_tool_policy(lookup_order, ToolEffect.READ)
+WRITE_REFUND = with_tool_policy(refund_order, ToolEffect.NON_IDEMPOTENT_WRITE)
+
+
+@pytest.fixture(autouse=True)
+def clear_runs() -> None:
+    runs.clear()
+
+
+# --- the committed state a model step sees -------------------------------------------
+
+
+class RecordingEvents:
+    turn_id = "turn-1"
+    attempt = 1
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.reasoning: list[str] = []
+
+    def write_text_delta(self, text: str) -> None:
+        self.text.append(text)
+
+    def write_reasoning_delta(self, text: str) -> None:
+        self.reasoning.append(text)
+
+    def write_tool_call_started(self, tool_call_id: str, tool_name: str) -> None: ...
+    def write_tool_call_finished(self, tool_call_id: str, tool_name: str, status: Any) -> None: ...
+    def write_event(self, type: str, payload: Any) -> None: ...
+
+
+class NotCancelled:
+    def is_cancelled(self) -> bool:
+        return False
+
+
+async def no_heartbeat() -> None:
+    return None
+
+
+async def no_checkpoint(text: str) -> None:
+    return None
+
+
+class Session:
+    """Stores outcomes the way the session does and builds each Step's context."""
+
+    def __init__(
+        self,
+        runner: LangGraphAgentRunner,
+        *,
+        policies: dict[str, ToolPolicy] | None = None,
+        built_ins: tuple[str, ...] = (),
+    ) -> None:
+        self.runner = runner
+        self.messages: list[AgentMessage] = []
+        self.records: list[AgentToolCall] = []
+        self.run_state: str | None = None
+        self.turn = 0
+        self.policies = policies or {}
+        self.built_ins = built_ins
+        self.events = RecordingEvents()
+
+    def store(self, messages: Sequence[FrameworkMessage]) -> None:
+        for message in messages:
+            self.messages.append(
+                AgentMessage.from_framework_message(
+                    message, sequence=len(self.messages) + 1, turn_id=f"turn-{self.turn}"
+                )
+            )
+
+    def start_turn(self, text: str) -> None:
+        self.turn += 1
+        self.records = []
+        self.run_state = None
+        self.store([self.runner.build_user_message(text)])
+
+    def context(self, attempt: int = 1) -> AgentTurnContext:
+        return AgentTurnContext(
+            flow_id="s-1",
+            turn_id=f"turn-{self.turn}",
+            attempt=attempt,
+            messages=tuple(self.messages),
+            framework_run_state=self.run_state,
+            tool_calls=tuple(self.records),
+            events=self.events,
+            cancellation=NotCancelled(),
+            deadline=datetime(2030, 1, 1, tzinfo=UTC),
+            step_execution_id="step-1",
+            tool_policies=self.policies,
+            default_tool_effect=ToolEffect.UNCLASSIFIED,
+            heartbeat=no_heartbeat,
+            enabled_built_in_tools=self.built_ins,
+        )
+
+    async def run_model(self) -> TurnCompleted | ToolCallsRequested:
+        outcome = await self.runner.run_model_step(self.context())
+        self.store(outcome.new_messages)
+        if isinstance(outcome, ToolCallsRequested):
+            self.run_state = outcome.framework_run_state
+            for call in outcome.tool_calls:
+                self.records.append(
+                    AgentToolCall(
+                        tool_call_id=call.tool_call_id,
+                        turn_id=f"turn-{self.turn}",
+                        tool_name=call.tool_name,
+                        arguments=call.arguments,
+                        effect=call.policy.effect,
+                        requires_approval=call.policy.requires_approval,
+                        status=AgentToolCallStatus.APPROVED,
+                        deferral_order=len(self.records),
+                    )
+                )
+        else:
+            self.run_state = None
+        return outcome
+
+    def execution(self, record: AgentToolCall) -> DeferredToolExecution:
+        return DeferredToolExecution(
+            flow_id="s-1",
+            tool_call=record,
+            idempotency_key=f"s-1/{record.turn_id}/{record.tool_call_id}",
+            attempt=1,
+            events=self.events,
+            cancellation=NotCancelled(),
+            deadline=datetime(2030, 1, 1, tzinfo=UTC),
+            heartbeat=no_heartbeat,
+            heartbeat_checkpoint=None,
+            save_heartbeat_checkpoint=no_checkpoint,
+        )
+
+    async def run_tools(
+        self, decide: Callable[[AgentToolCall], AgentToolCall | None] = lambda r: None
+    ) -> None:
+        """Run every open call, unless ``decide`` gives its final record (a rejection)."""
+        finished: list[AgentToolCall] = []
+        for record in self.records:
+            decided = decide(record)
+            if record.is_final or decided is not None:
+                finished.append(decided or record)
+                continue
+            try:
+                result = await self.runner.execute_deferred_tool_call(self.execution(record))
+                assert isinstance(result, ToolExecutionResult)
+                finished.append(
+                    replace(record, status=AgentToolCallStatus.SUCCEEDED, output=result.output)
+                )
+            except ToolExecutionError as error:
+                finished.append(
+                    replace(record, status=AgentToolCallStatus.FAILED, error=error.message)
+                )
+        self.records = finished
+
+    def stored(self) -> list[dict[str, Any]]:
+        return [json.loads(m.framework_item) for m in self.messages]
+
+
+# --- tests -------------------------------------------------------------------------
+
+
+async def test_prebuilt_agent_defers_every_call_and_makes_one_model_call_per_step() -> None:
+    model = recording_model(
+        ai_calls(
+            ("c1", "lookup_order", {"order_id": "42"}), ("c2", "refund_order", {"order_id": "42"})
+        ),
+        AIMessage(content="Order 42 shipped and was refunded."),
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        graph = create_react_agent(model, [READ_LOOKUP, WRITE_REFUND], interrupt_before=["tools"])
+    runner = LangGraphAgentRunner(graph)  # tools come from the agent's ToolNode
+    assert sorted(runner.tools) == ["lookup_order", "refund_order"]
+    session = Session(runner)
+    session.start_turn("Refund order 42")
+
+    first = await session.run_model()
+    assert isinstance(first, ToolCallsRequested)
+    assert len(model.calls) == 1
+    assert runs == []  # nothing ran inside the model step
+    assert [(c.tool_call_id, c.tool_name, json.loads(c.arguments)) for c in first.tool_calls] == [
+        ("c1", "lookup_order", {"order_id": "42"}),
+        ("c2", "refund_order", {"order_id": "42"}),
+    ]
+    assert [c.policy for c in first.tool_calls] == [
+        ResolvedToolPolicy(ToolEffect.READ, False),
+        ResolvedToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, True),
+    ]
+    assert [m.role for m in first.new_messages] == ["assistant"]
+
+    await session.run_tools()
+    assert runs == [
+        ("lookup_order", {"order_id": "42"}, None),
+        ("refund_order", {"order_id": "42"}, "s-1/turn-1/c2"),
+    ]
+
+    second = await session.run_model()
+    assert isinstance(second, TurnCompleted)
+    assert len(model.calls) == 2
+    seen = model.calls[1]
+    assert [type(m).__name__ for m in seen] == [
+        "HumanMessage",
+        "AIMessage",
+        "ToolMessage",
+        "ToolMessage",
+    ]
+    results = [m for m in seen if isinstance(m, ToolMessage)]
+    assert [(r.tool_call_id, r.content, r.status) for r in results] == [
+        ("c1", "order 42 shipped", "success"),
+        ("c2", "refunded 42 with key s-1/turn-1/c2", "success"),
+    ]
+    assert [m.role for m in second.new_messages] == ["tool", "tool", "assistant"]
+    assert second.new_messages[-1].text == "Order 42 shipped and was refunded."
+    assert len(runs) == 2  # the resumed step ran no tool
+
+
+def test_a_graph_that_runs_its_own_tools_is_refused() -> None:
+    model = recording_model()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        graph = create_react_agent(model, [READ_LOOKUP])
+    with pytest.raises(ValueError, match="interrupt_before=\\['tools'\\]"):
+        LangGraphAgentRunner(graph)
+
+
+async def test_a_rejection_reaches_the_model_as_an_error_tool_message() -> None:
+    model = recording_model(
+        ai_calls(("c1", "refund_order", {"order_id": "7"})),
+        AIMessage(content="I did not refund it."),
+    )
+    session = Session(LangGraphAgentRunner.from_chat_model(model, [WRITE_REFUND]))
+    session.start_turn("Refund order 7")
+    await session.run_model()
+
+    def reject(record: AgentToolCall) -> AgentToolCall:
+        return replace(
+            record, status=AgentToolCallStatus.REJECTED, rejection_message="Not without a receipt."
+        )
+
+    await session.run_tools(reject)
+    assert runs == []
+    outcome = await session.run_model()
+    assert isinstance(outcome, TurnCompleted)
+    result = model.calls[1][-1]
+    assert isinstance(result, ToolMessage)
+    assert (result.tool_call_id, result.content, result.status) == (
+        "c1",
+        "Not without a receipt.",
+        "error",
+    )
+    stored = outcome.new_messages[0]
+    assert (stored.role, stored.tool_call_id, stored.tool_output) == (
+        "tool",
+        "c1",
+        "Not without a receipt.",
+    )
+
+
+async def test_provider_content_blocks_are_stored_and_replayed_unchanged() -> None:
+    thinking = {"type": "thinking", "thinking": "Order first.", "signature": "c2lnbmF0dXJl=="}
+    redacted = {"type": "redacted_thinking", "data": "ZW5jcnlwdGVk"}
+    response = AIMessage(
+        content=[thinking, redacted, {"type": "text", "text": "Looking it up."}],
+        tool_calls=[
+            {
+                "id": "toolu_01",
+                "name": "lookup_order",
+                "args": {"order_id": "1"},
+                "type": "tool_call",
+            }
+        ],
+        additional_kwargs={"provider_extra": {"kept": True}},
+        response_metadata={"id": "msg_01", "model_name": "claude-x", "stop_reason": "tool_use"},
+        usage_metadata={
+            "input_tokens": 120,
+            "output_tokens": 30,
+            "total_tokens": 150,
+            "input_token_details": {"cache_read": 100, "cache_creation": 5},
+            "output_token_details": {"reasoning": 12},
+        },
+    )
+    model = recording_model(response, AIMessage(content="Shipped."))
+    session = Session(LangGraphAgentRunner.from_chat_model(model, [READ_LOOKUP]))
+    session.start_turn("Where is order 1?")
+
+    first = await session.run_model()
+    assert isinstance(first, ToolCallsRequested)
+    assert session.events.reasoning == ["Order first."]
+    assert session.events.text == ["Looking it up."]
+    assert first.usage.model_calls == 1
+    assert (first.usage.input_tokens, first.usage.output_tokens, first.usage.total_tokens) == (
+        120,
+        30,
+        150,
+    )
+    assert (first.usage.cache_read_tokens, first.usage.cache_write_tokens) == (100, 5)
+    assert first.usage.reasoning_tokens == 12
+    metadata = first.model_call_metadata
+    assert metadata is not None
+    assert (metadata.request_model, metadata.response_model, metadata.response_id) == (
+        "recording-1",
+        "claude-x",
+        "msg_01",
+    )
+    assert metadata.finish_reasons == ("tool_use",)
+
+    stored = session.stored()[-1]
+    assert stored["data"]["content"] == [
+        thinking,
+        redacted,
+        {"type": "text", "text": "Looking it up."},
+    ]
+    assert stored["data"]["additional_kwargs"] == {"provider_extra": {"kept": True}}
+
+    await session.run_tools()
+    await session.run_model()
+    replayed = model.calls[1][1]
+    assert isinstance(replayed, AIMessage)
+    original = messages_to_dict([response])[0]["data"]
+    again = messages_to_dict([replayed])[0]["data"]
+    for key in (
+        "content",
+        "additional_kwargs",
+        "response_metadata",
+        "tool_calls",
+        "usage_metadata",
+    ):
+        assert again[key] == original[key], key
+
+
+async def test_session_policy_wins_then_tool_metadata_then_default_effect() -> None:
+    plain = tool("plain_tool", description="No declaration.")(lambda: "ok")
+    assert isinstance(plain, BaseTool)
+    approving_read = with_tool_policy(lookup_order, "read", requires_approval=True)
+    model = recording_model(
+        ai_calls(
+            ("c1", "lookup_order", {"order_id": "1"}),
+            ("c2", "refund_order", {"order_id": "1"}),
+            ("c3", "plain_tool", {}),
+            ("c4", "no_such_tool", {}),
+        )
+    )
+    session = Session(
+        LangGraphAgentRunner.from_chat_model(model, [approving_read, WRITE_REFUND, plain]),
+        policies={"refund_order": ToolPolicy(ToolEffect.IDEMPOTENT_WRITE)},
+    )
+    session.start_turn("go")
+    outcome = await session.run_model()
+    assert isinstance(outcome, ToolCallsRequested)
+    assert [c.policy for c in outcome.tool_calls] == [
+        ResolvedToolPolicy(ToolEffect.READ, True),
+        ResolvedToolPolicy(ToolEffect.IDEMPOTENT_WRITE, False),
+        ResolvedToolPolicy(ToolEffect.UNCLASSIFIED, True),
+        ResolvedToolPolicy(ToolEffect.UNCLASSIFIED, False),
+    ]
+    assert model.bound_tool_names == [["lookup_order", "refund_order", "plain_tool"]]
+
+
+async def test_built_in_tools_are_offered_with_the_fixed_policy() -> None:
+    model = recording_model(ai_calls(("c1", "ask_user", {"question": "Which order?"})))
+    session = Session(
+        LangGraphAgentRunner.from_chat_model(model, [READ_LOOKUP]), built_ins=("ask_user",)
+    )
+    session.start_turn("help")
+    outcome = await session.run_model()
+    assert isinstance(outcome, ToolCallsRequested)
+    assert model.bound_tool_names == [["lookup_order", "ask_user"]]
+    assert outcome.tool_calls[0].policy == ResolvedToolPolicy(ToolEffect.READ, False)
+
+
+async def test_tool_failures_the_model_should_see() -> None:
+    model = recording_model(
+        ai_calls(
+            ("c1", "broken", {"reason": "closed"}),
+            ("c2", "lookup_order", {"wrong": 1}),
+            ("c3", "unknown_tool", {}),
+        ),
+        AIMessage(content="done"),
+    )
+    session = Session(LangGraphAgentRunner.from_chat_model(model, [broken, READ_LOOKUP]))
+    session.start_turn("go")
+    await session.run_model()
+    await session.run_tools()
+    errors = [(r.status, r.error) for r in session.records]
+    assert errors[0] == (AgentToolCallStatus.FAILED, "cannot do it: closed")
+    assert errors[1][0] is AgentToolCallStatus.FAILED
+    assert "invalid arguments for lookup_order" in str(errors[1][1])
+    assert errors[2] == (AgentToolCallStatus.FAILED, "unknown tool unknown_tool")
+    assert runs == []  # the bad arguments were refused before the tool ran
+    await session.run_model()
+    statuses = [m.status for m in model.calls[1] if isinstance(m, ToolMessage)]
+    assert statuses == ["error", "error", "error"]
+
+
+async def test_an_unexpected_tool_error_propagates_for_the_session_to_retry() -> None:
+    @tool
+    def flaky() -> str:
+        """Fails unexpectedly."""
+        raise ConnectionError("backend down")
+
+    model = recording_model(ai_calls(("c1", "flaky", {})))
+    session = Session(LangGraphAgentRunner.from_chat_model(model, [flaky]))
+    session.start_turn("go")
+    await session.run_model()
+    with pytest.raises(ConnectionError):
+        await session.runner.execute_deferred_tool_call(session.execution(session.records[0]))
+
+
+async def test_an_orphaned_call_gets_an_outcome_unknown_result_and_unfinished_messages() -> None:
+    model = recording_model(
+        ai_calls(
+            ("c1", "lookup_order", {"order_id": "1"}), ("c2", "lookup_order", {"order_id": "2"})
+        ),
+        AIMessage(content="next turn answer"),
+    )
+    runner = LangGraphAgentRunner.from_chat_model(model, [READ_LOOKUP])
+    session = Session(runner)
+    session.start_turn("first")
+    await session.run_model()
+    # Only c1 finished when the turn failed: its result is the unfinished-turn message.
+    session.records[0] = replace(
+        session.records[0], status=AgentToolCallStatus.SUCCEEDED, output="one"
+    )
+    unfinished = runner.build_unfinished_turn_messages(session.context())
+    assert [(m.role, m.tool_call_id, m.tool_output) for m in unfinished] == [("tool", "c1", "one")]
+    session.store(unfinished)
+
+    session.start_turn("second")
+    await session.run_model()
+    seen = model.calls[1]
+    assert [type(m).__name__ for m in seen] == [
+        "HumanMessage",
+        "AIMessage",
+        "ToolMessage",
+        "ToolMessage",
+        "HumanMessage",
+    ]
+    orphan = seen[3]
+    assert isinstance(orphan, ToolMessage)
+    assert (orphan.tool_call_id, orphan.content, orphan.status) == (
+        "c2",
+        OUTCOME_UNKNOWN_TOOL_RESULT,
+        "error",
+    )
+
+
+async def test_a_rerun_model_step_sends_the_same_input() -> None:
+    model = recording_model(
+        ai_calls(("c1", "lookup_order", {"order_id": "1"})),
+        AIMessage(content="a"),
+        AIMessage(content="a"),
+    )
+    session = Session(
+        LangGraphAgentRunner.from_chat_model(model, [READ_LOOKUP], system_prompt="Be brief.")
+    )
+    session.start_turn("go")
+    await session.run_model()
+    await session.run_tools()
+    context = session.context()
+    await session.runner.run_model_step(context)
+    await session.runner.run_model_step(replace(context, attempt=2))
+    first, second = (messages_to_dict(call) for call in model.calls[1:])
+    for message in (*first, *second):
+        message["data"]["id"] = None  # the graph's reducer names unnamed messages
+    assert first == second
+    assert model.calls[1][0].content == "Be brief."
+    assert all(m.get("type") != "system" for m in session.stored())
+
+
+def test_bad_tool_metadata_is_refused_when_the_runner_is_built() -> None:
+    bad = lookup_order.model_copy(update={"metadata": {"dex_effect": "sometimes"}})
+    with pytest.raises(ValueError, match="dex_effect"):
+        LangGraphAgentRunner.from_chat_model(recording_model(), [bad])
+
+
+def test_stored_user_message_is_langchains_dict_form() -> None:
+    runner = LangGraphAgentRunner.from_chat_model(recording_model())
+    message = runner.build_user_message("hello")
+    assert (message.role, message.text) == ("user", "hello")
+    assert (
+        json.loads(message.framework_item) == messages_to_dict([HumanMessage(content="hello")])[0]
+    )
+    assert runner.build_user_message("hello") == message
