@@ -508,9 +508,13 @@ def test_message_paging_clamps_the_limit() -> None:
 
 
 def test_blank_rejection_message_counts_as_none() -> None:
-    decision = decide_resolve_interrupt((_interrupt(),), ResolveInterruptInput("c1", False, "  "), NOW)
+    decision = decide_resolve_interrupt(
+        (_interrupt(),), ResolveInterruptInput("c1", False, "  "), NOW
+    )
     assert decision.resolution is not None
     assert decision.resolution.rejection_message is None
-    approved = decide_resolve_interrupt((_interrupt(),), ResolveInterruptInput("c1", True, "ignored"), NOW)
+    approved = decide_resolve_interrupt(
+        (_interrupt(),), ResolveInterruptInput("c1", True, "ignored"), NOW
+    )
     assert approved.resolution is not None
     assert approved.resolution.rejection_message is None
