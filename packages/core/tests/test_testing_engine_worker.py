@@ -5,6 +5,8 @@ reruns the Step and the Flow completes. The engine is killed and restarted on
 its database, and the Flow it knew is still there.
 """
 
+import json
+import sys
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -137,3 +139,42 @@ def test_a_worker_that_cannot_start_fails_with_its_log(
             log_path=tmp_path / "worker.log",
             arguments=["no_such_module:factory"],
         )
+
+
+FAKE_DEXCLI = """#!{python}
+# Stands in for dexcli: records its arguments, then serves the local engine on the
+# requested port and database, as `dexcli dev --engine zd` serves Dex Server.
+import json, os, sys
+arguments = sys.argv[1:]
+with open({record!r}, "a") as record:
+    record.write(json.dumps(arguments) + "\\n")
+value = lambda flag: arguments[arguments.index(flag) + 1]
+os.execv(sys.executable, [sys.executable, "-m", "dex_local_engine.cli", "serve",
+    "--host", value("--bind-address"), "--port", value("--dex-port"),
+    "--db", value("--sqlite-db-filename")])
+"""
+
+
+def test_with_dexcli_set_the_engine_runs_dexcli_dev_on_free_ports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    record = tmp_path / "dexcli-calls.jsonl"
+    fake = tmp_path / "dexcli"
+    fake.write_text(FAKE_DEXCLI.format(python=sys.executable, record=str(record)))
+    fake.chmod(0o755)
+    monkeypatch.setenv("DEXCLI", str(fake))
+    with PrivateDexEngine.start(tmp_path / "engine") as engine:
+        assert engine.uses_dexcli
+        address = engine.server_address
+        engine.restart()
+        assert engine.server_address == address
+    calls = [json.loads(line) for line in record.read_text().splitlines()]
+    assert len(calls) == 2
+    first = calls[0]
+    assert first[:3] == ["dev", "--engine", "zd"]
+    assert "--open=false" in first
+    assert first[first.index("--dex-port") + 1] == address.rsplit(":", 1)[1]
+    assert first[first.index("--sqlite-db-filename") + 1] == str(
+        tmp_path / "engine" / "dex.sqlite.db"
+    )
+    assert calls[1] == first
