@@ -1,0 +1,6 @@
+"""Puts this directory on ``sys.path`` for the shared test support module."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))

@@ -1,0 +1,421 @@
+"""OpenAIAgentsRunner driven directly, with the SDK's own ScriptedModel as the model."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+import pytest
+from agents import Agent, RunContextWrapper, function_tool
+from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
+from agents.usage import InputTokensDetails, OutputTokensDetails, Usage
+from openai_agents_support import Session
+
+from dex_agents import (
+    AgentUsage,
+    ResolvedToolPolicy,
+    ToolCallsRequested,
+    ToolEffect,
+    ToolExecutionError,
+    ToolPolicy,
+    TurnCompleted,
+)
+from dex_agents.texts import DEFAULT_REJECTION_MESSAGE, OUTCOME_UNKNOWN_TOOL_RESULT
+from dex_agents_openai_agents import (
+    OpenAIAgentsRunner,
+    declare_tool_effect,
+    get_deferred_tool_execution,
+)
+
+ran: list[str] = []
+
+
+@function_tool
+def lookup_order(order_id: str) -> str:
+    """Look up an order."""
+    ran.append(f"lookup_order {order_id}")
+    return f"order {order_id} shipped"
+
+
+@function_tool
+def charge_card(amount: int) -> str:
+    """Charge the card."""
+    ran.append(f"charge_card {amount}")
+    return f"charged {amount}"
+
+
+declare_tool_effect(lookup_order, ToolEffect.READ)
+
+
+@pytest.fixture(autouse=True)
+def _clear_runs() -> None:
+    ran.clear()
+
+
+def usage(
+    inputs: int, outputs: int, *, cached: int = 0, written: int = 0, reasoning: int = 0
+) -> Usage:
+    return Usage(
+        requests=1,
+        input_tokens=inputs,
+        output_tokens=outputs,
+        total_tokens=inputs + outputs,
+        input_tokens_details=InputTokensDetails(cached_tokens=cached, cache_write_tokens=written),
+        output_tokens_details=OutputTokensDetails(reasoning_tokens=reasoning),
+    )
+
+
+def agent_with(model: ScriptedModel, *tools: Any) -> Agent[Any]:
+    return Agent(name="support", instructions="Help.", model=model, tools=list(tools))
+
+
+async def test_one_model_call_defers_every_tool_and_stores_the_sdk_items() -> None:
+    model = ScriptedModel(
+        [
+            ModelStep(
+                output=[
+                    function_call("charge_card", {"amount": 5}, call_id="call_a"),
+                    function_call("lookup_order", {"order_id": "42"}, call_id="call_b"),
+                ],
+                usage=usage(100, 20, cached=30, written=11, reasoning=7),
+            )
+        ]
+    )
+    session = Session(OpenAIAgentsRunner(agent_with(model, lookup_order, charge_card)))
+    session.start_turn("charge 5 and look up 42")
+
+    outcome = await session.run_model()
+
+    assert isinstance(outcome, ToolCallsRequested)
+    assert len(model.calls) == 1
+    assert ran == [], "no tool body runs in the model step"
+    assert [(c.tool_call_id, c.tool_name, c.arguments) for c in outcome.tool_calls] == [
+        ("call_a", "charge_card", '{"amount":5}'),
+        ("call_b", "lookup_order", '{"order_id":"42"}'),
+    ]
+    assert outcome.tool_calls[0].policy == ResolvedToolPolicy(
+        ToolEffect.UNCLASSIFIED, requires_approval=True
+    )
+    assert outcome.tool_calls[1].policy == ResolvedToolPolicy(ToolEffect.READ, False)
+    assert outcome.usage == AgentUsage(
+        model_calls=1,
+        input_tokens=100,
+        output_tokens=20,
+        total_tokens=120,
+        cache_read_tokens=30,
+        cache_write_tokens=11,
+        reasoning_tokens=7,
+    )
+    assert session.items() == [
+        {"role": "user", "content": "charge 5 and look up 42"},
+        {
+            "arguments": '{"amount":5}',
+            "call_id": "call_a",
+            "name": "charge_card",
+            "type": "function_call",
+            "id": "call_a",
+        },
+        {
+            "arguments": '{"order_id":"42"}',
+            "call_id": "call_b",
+            "name": "lookup_order",
+            "type": "function_call",
+            "id": "call_b",
+        },
+    ]
+    assert [m.role for m in session.messages] == ["user", "assistant", "assistant"]
+    assert session.messages[1].tool_call_id == "call_a"
+    state = json.loads(outcome.framework_run_state)
+    assert state["run_state"]["$schemaVersion"]
+
+
+async def test_resume_replays_recorded_results_and_reports_only_its_own_usage() -> None:
+    model = ScriptedModel(
+        [
+            ModelStep(
+                output=[function_call("lookup_order", {"order_id": "42"}, call_id="call_a")],
+                usage=usage(100, 20),
+            ),
+            ModelStep(output=[assistant_message("It shipped.")], usage=usage(300, 9)),
+        ]
+    )
+    session = Session(OpenAIAgentsRunner(agent_with(model, lookup_order)))
+    session.start_turn("where is 42?")
+    await session.run_model()
+    await session.run_tools()
+    assert ran == ["lookup_order 42"]
+
+    outcome = await session.run_model()
+
+    assert isinstance(outcome, TurnCompleted)
+    assert ran == ["lookup_order 42"], "the resumed step replays the record, it never reruns"
+    assert len(model.calls) == 2
+    second_input = model.calls[1].input
+    assert second_input[-1] == {
+        "call_id": "call_a",
+        "output": "order 42 shipped",
+        "type": "function_call_output",
+    }
+    assert outcome.usage == AgentUsage(
+        model_calls=1, input_tokens=300, output_tokens=9, total_tokens=309
+    )
+    assert [m.role for m in outcome.new_messages] == ["tool", "assistant"]
+    assert outcome.new_messages[0].tool_output == "order 42 shipped"
+    assert outcome.new_messages[1].text == "It shipped."
+    assert session.events.text == ["It shipped."]
+
+
+@pytest.mark.parametrize(
+    ("message", "seen"), [("too expensive", "too expensive"), (None, DEFAULT_REJECTION_MESSAGE)]
+)
+async def test_a_rejection_reaches_the_model_with_its_message(
+    message: str | None, seen: str
+) -> None:
+    model = ScriptedModel(
+        [
+            ModelStep(output=[function_call("charge_card", {"amount": 500}, call_id="call_a")]),
+            ModelStep(output=[assistant_message("Not charged.")]),
+        ]
+    )
+    session = Session(OpenAIAgentsRunner(agent_with(model, charge_card)))
+    session.start_turn("charge 500")
+    await session.run_model()
+    session.reject("call_a", message)
+
+    outcome = await session.run_model()
+
+    assert isinstance(outcome, TurnCompleted)
+    assert ran == []
+    assert model.calls[1].input[-1] == {
+        "call_id": "call_a",
+        "output": seen,
+        "type": "function_call_output",
+    }
+    assert outcome.new_messages[0].tool_output == seen
+
+
+async def test_a_session_runs_past_the_sdk_default_turn_limit() -> None:
+    rounds = 14  # The SDK's default max_turns is 10.
+    steps: list[Any] = [
+        ModelStep(output=[function_call("lookup_order", {"order_id": str(n)}, call_id=f"c{n}")])
+        for n in range(rounds)
+    ]
+    steps.append(ModelStep(output=[assistant_message("all looked up")]))
+    steps.extend(ModelStep(output=[assistant_message(f"answer {n}")]) for n in range(12))
+    model = ScriptedModel(steps)
+    session = Session(OpenAIAgentsRunner(agent_with(model, lookup_order)))
+    session.start_turn("look everything up")
+    for _ in range(rounds):
+        assert isinstance(await session.run_model(), ToolCallsRequested)
+        await session.run_tools()
+    final = await session.run_model()
+    assert isinstance(final, TurnCompleted)
+    assert final.usage.model_calls == 1
+    for n in range(12):
+        session.start_turn(f"question {n}")
+        outcome = await session.run_model()
+        assert isinstance(outcome, TurnCompleted)
+        assert outcome.new_messages[-1].text == f"answer {n}"
+    assert len(ran) == rounds
+    assert len(model.calls) == rounds + 1 + 12
+    model.assert_complete()
+
+
+class Shop:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+seen_by_tool: list[dict[str, Any]] = []
+
+
+@function_tool
+def ship(ctx: RunContextWrapper[Shop], order_id: str) -> str:
+    """Ship an order."""
+    execution = get_deferred_tool_execution()
+    seen_by_tool.append(
+        {
+            "shop": ctx.context.name,
+            "tool_call_id": getattr(ctx, "tool_call_id", None),
+            "idempotency_key": execution.idempotency_key,
+            "attempt": execution.attempt,
+            "record_arguments": execution.tool_call.arguments,
+        }
+    )
+    return f"{order_id} shipped from {ctx.context.name}"
+
+
+async def test_a_tool_reads_its_tool_context_and_the_deferred_call() -> None:
+    model = ScriptedModel(
+        [
+            ModelStep(output=[function_call("ship", {"order_id": "42"}, call_id="call_s")]),
+            ModelStep(output=[assistant_message("done")]),
+        ]
+    )
+    runner = OpenAIAgentsRunner(
+        Agent[Shop](name="shop", model=model, tools=[ship]),
+        context_factory=lambda: Shop("north"),
+    )
+    session = Session(runner, policies={"ship": ToolPolicy(ToolEffect.IDEMPOTENT_WRITE)})
+    session.start_turn("ship 42")
+    await session.run_model()
+    await session.run_tools()
+    assert seen_by_tool == [
+        {
+            "shop": "north",
+            "tool_call_id": "call_s",
+            "idempotency_key": "s-1/turn-1/call_s",
+            "attempt": 1,
+            "record_arguments": '{"order_id":"42"}',
+        }
+    ]
+    assert session.records[0].output == "42 shipped from north"
+    with pytest.raises(LookupError):
+        get_deferred_tool_execution()
+
+
+@function_tool
+def flaky(order_id: str) -> str:
+    """Fails."""
+    raise RuntimeError(f"backend down for {order_id}")
+
+
+@function_tool
+def picky(order_id: str) -> str:
+    """Refuses."""
+    raise ToolExecutionError(f"order {order_id} not found")
+
+
+async def test_tool_failures_reach_the_session_not_the_sdk_error_text() -> None:
+    model = ScriptedModel(
+        [
+            ModelStep(
+                output=[
+                    function_call("flaky", {"order_id": "1"}, call_id="c1"),
+                    function_call("picky", {"order_id": "2"}, call_id="c2"),
+                    function_call("picky", {"wrong": 3}, call_id="c3"),
+                ]
+            )
+        ]
+    )
+    session = Session(OpenAIAgentsRunner(agent_with(model, flaky, picky)))
+    session.start_turn("go")
+    await session.run_model()
+    flaky_record, picky_record, bad_arguments = session.records
+    with pytest.raises(RuntimeError, match="backend down for 1"):
+        await session.runner.execute_deferred_tool_call(session.execution(flaky_record))
+    with pytest.raises(ToolExecutionError, match="order 2 not found"):
+        await session.runner.execute_deferred_tool_call(session.execution(picky_record))
+    with pytest.raises(ToolExecutionError, match="Invalid JSON input for tool picky"):
+        await session.runner.execute_deferred_tool_call(session.execution(bad_arguments))
+    unknown = dataclasses.replace(picky_record, tool_name="nope")
+    with pytest.raises(ToolExecutionError, match="unknown tool 'nope'"):
+        await session.runner.execute_deferred_tool_call(session.execution(unknown))
+
+
+@function_tool(needs_approval=True)
+def wire_money(amount: int) -> str:
+    """Wire money."""
+    return "wired"
+
+
+@function_tool
+def refund(order_id: str) -> str:
+    """Refund."""
+    return "refunded"
+
+
+@function_tool
+def plain(x: int) -> str:
+    """No declaration."""
+    return "plain"
+
+
+declare_tool_effect(refund, ToolEffect.IDEMPOTENT_WRITE)
+declare_tool_effect(wire_money, ToolEffect.NON_IDEMPOTENT_WRITE)
+
+
+async def test_policy_precedence_session_then_tool_then_default() -> None:
+    model = ScriptedModel(
+        [
+            ModelStep(
+                output=[
+                    function_call("wire_money", {"amount": 1}, call_id="c1"),
+                    function_call("refund", {"order_id": "1"}, call_id="c2"),
+                    function_call("plain", {"x": 1}, call_id="c3"),
+                    function_call("lookup_order", {"order_id": "1"}, call_id="c4"),
+                ]
+            )
+        ]
+    )
+    session = Session(
+        OpenAIAgentsRunner(agent_with(model, wire_money, refund, plain, lookup_order)),
+        policies={"lookup_order": ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, False)},
+        default_effect=ToolEffect.READ,
+    )
+    session.start_turn("go")
+    outcome = await session.run_model()
+    assert isinstance(outcome, ToolCallsRequested)
+    policies = {c.tool_name: c.policy for c in outcome.tool_calls}
+    assert policies == {
+        "wire_money": ResolvedToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, True),
+        "refund": ResolvedToolPolicy(ToolEffect.IDEMPOTENT_WRITE, False),
+        "plain": ResolvedToolPolicy(ToolEffect.READ, False),
+        "lookup_order": ResolvedToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, False),
+    }
+
+
+async def test_the_sdk_approval_flag_counts_as_the_tools_declaration() -> None:
+    @function_tool(needs_approval=True)
+    def delete_account(user: str) -> str:
+        """Delete."""
+        return "deleted"
+
+    model = ScriptedModel(
+        [ModelStep(output=[function_call("delete_account", {"user": "u"}, call_id="c1")])]
+    )
+    session = Session(
+        OpenAIAgentsRunner(agent_with(model, delete_account)), default_effect=ToolEffect.READ
+    )
+    session.start_turn("go")
+    outcome = await session.run_model()
+    assert isinstance(outcome, ToolCallsRequested)
+    assert outcome.tool_calls[0].policy == ResolvedToolPolicy(ToolEffect.READ, True)
+
+
+async def test_unfinished_turn_messages_pair_final_records_with_outputs() -> None:
+    model = ScriptedModel(
+        [
+            ModelStep(
+                output=[
+                    function_call("lookup_order", {"order_id": "1"}, call_id="c1"),
+                    function_call("charge_card", {"amount": 1}, call_id="c2"),
+                ]
+            )
+        ]
+    )
+    session = Session(OpenAIAgentsRunner(agent_with(model, lookup_order, charge_card)))
+    session.start_turn("go")
+    await session.run_model()
+    session.reject("c2", "no")
+    first = session.records[0]
+    session.records[0] = dataclasses.replace(first, status=first.status.__class__.OUTCOME_UNKNOWN)
+    messages = session.runner.build_unfinished_turn_messages(session.context())
+    assert [json.loads(m.framework_item) for m in messages] == [
+        {"call_id": "c1", "output": OUTCOME_UNKNOWN_TOOL_RESULT, "type": "function_call_output"},
+        {"call_id": "c2", "output": "no", "type": "function_call_output"},
+    ]
+
+
+def test_tracing_is_off_unless_asked_for() -> None:
+    agent = agent_with(ScriptedModel([]))
+    assert OpenAIAgentsRunner(agent).run_config.tracing_disabled is True
+    assert OpenAIAgentsRunner(agent, tracing=True).run_config.tracing_disabled is False
+
+
+def test_bad_arguments_are_rejected_clearly() -> None:
+    with pytest.raises(TypeError, match=r"agents\.Agent"):
+        OpenAIAgentsRunner("not an agent")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="ToolEffect"):
+        declare_tool_effect(plain, "read")  # type: ignore[arg-type]
