@@ -29,6 +29,11 @@ from dex_agents.runner import (
     model_call_metadata,
     resolve_tool_policy,
 )
+from dex_agents.session import (
+    AgentSessionFlow,
+    AgentSessionOptions,
+    create_agent_session_flow,
+)
 from dex_agents.texts import (
     OUTCOME_UNKNOWN_TOOL_RESULT,
     TOOL_CALL_NOT_RUN_ERROR_PREFIX,
@@ -85,6 +90,8 @@ __all__ = [
     "AgentInterruptResolution",
     "AgentMessage",
     "AgentPlan",
+    "AgentSessionFlow",
+    "AgentSessionOptions",
     "AgentSessionStartInput",
     "AgentSnapshot",
     "AgentState",
@@ -124,6 +131,7 @@ __all__ = [
     "__version__",
     "add_agent_usage",
     "build_turn_failure_note",
+    "create_agent_session_flow",
     "default_requires_approval",
     "describe_tool_call_outcome",
     "empty_agent_usage",
