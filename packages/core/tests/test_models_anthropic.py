@@ -335,3 +335,29 @@ async def test_http_error_raises_without_retry() -> None:
             ModelRequest(instructions="", items=(UserTextItem("hi"),)), RecordingSink()
         )
     assert calls == 1
+
+
+async def test_history_with_tool_use_but_no_offered_tools_defines_them_with_tool_choice_none() -> (
+    None
+):
+    provider = Provider([thinking_and_tool_stream(), answer_stream()])
+    client = provider.client()
+    first = await client.generate(
+        ModelRequest(instructions="", items=(UserTextItem("order 42?"),), tools=(LOOKUP,)),
+        RecordingSink(),
+    )
+    await client.generate(
+        ModelRequest(
+            instructions="",
+            items=(
+                UserTextItem("order 42?"),
+                first.output,
+                ToolResultItem("toolu_01", "lookup_order", "shipped"),
+            ),
+        ),
+        RecordingSink(),
+    )
+    sent = provider.requests[1]
+    assert [tool["name"] for tool in sent["tools"]] == ["lookup_order"]
+    assert sent["tool_choice"] == {"type": "none"}
+    assert "tool_choice" not in provider.requests[0]

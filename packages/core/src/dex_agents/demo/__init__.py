@@ -180,3 +180,10 @@ def run_demo_command(args: argparse.Namespace) -> int:
     except ImportError as error:
         print(f"dex-agents demo: {error}", file=sys.stderr)
         return 2
+    except Exception as error:
+        from dex_agents.demo.agent import DemoSetupError
+
+        if not isinstance(error, DemoSetupError):
+            raise
+        print(f"dex-agents demo: {error}", file=sys.stderr)
+        return 2

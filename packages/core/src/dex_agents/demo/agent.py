@@ -21,6 +21,7 @@ __all__ = [
     "DEFAULT_OPENAI_MODEL",
     "DEMO_FLOW_TYPE",
     "DemoModel",
+    "DemoSetupError",
     "build_demo_flow",
     "choose_demo_model",
 ]
@@ -67,13 +68,27 @@ def choose_demo_model(provider: str | None, model: str | None) -> DemoModel:
         from dex_agents.models.openai_responses import OpenAIResponsesModelClient
 
         name = model or DEFAULT_OPENAI_MODEL
+        _require_key("OPENAI_API_KEY", provider)
         return DemoModel(OpenAIResponsesModelClient(name), f"OpenAI {name}")
     if provider == "anthropic":
         from dex_agents.models.anthropic_messages import AnthropicModelClient
 
         name = model or DEFAULT_ANTHROPIC_MODEL
+        _require_key("ANTHROPIC_API_KEY", provider)
         return DemoModel(AnthropicModelClient(name), f"Anthropic {name}")
-    raise ValueError(f"unknown provider {provider!r}; use scripted, openai or anthropic")
+    raise DemoSetupError(f"unknown provider {provider!r}; use scripted, openai or anthropic")
+
+
+class DemoSetupError(ValueError):
+    """The demo cannot start as asked; the message says what to change."""
+
+
+def _require_key(variable: str, provider: str) -> None:
+    if not os.environ.get(variable):
+        raise DemoSetupError(
+            f"--provider {provider} needs {variable}; set it, or leave --provider out "
+            "to use the scripted demo model"
+        )
 
 
 def build_demo_flow(model: ModelClient, shop_file: Path) -> AgentSessionFlow:

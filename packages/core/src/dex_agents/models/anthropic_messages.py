@@ -92,6 +92,20 @@ class AnthropicModelClient:
                 }
                 for tool in request.tools
             ]
+        else:
+            used = _tool_names_used(arguments["messages"])
+            if used:
+                # The API wants every tool of the history defined; offering them with
+                # tool_choice "none" keeps "no tools in this call" while the history replays.
+                arguments["tools"] = [
+                    {
+                        "name": name,
+                        "description": "Not available in this call.",
+                        "input_schema": {"type": "object"},
+                    }
+                    for name in used
+                ]
+                arguments["tool_choice"] = {"type": "none"}
         if settings.temperature is not None:
             arguments["temperature"] = settings.temperature
         arguments.update(settings.provider_options)
@@ -141,6 +155,16 @@ def messages_input(request: ModelRequest) -> list[JsonObject]:
             )
             add("assistant", blocks)
     return messages
+
+
+def _tool_names_used(messages: list[JsonObject]) -> list[str]:
+    names: list[str] = []
+    for message in messages:
+        for block in cast("list[JsonObject]", message["content"]):
+            name = block.get("name")
+            if block.get("type") == "tool_use" and isinstance(name, str) and name not in names:
+                names.append(name)
+    return names
 
 
 def _is_list(value: object) -> bool:
