@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from dex_agents.session import AgentSessionFlow
 from dex_agents.testing import (
+    SCRIPTED_FLOW_FACTORY,
     AgentSessionTestClient,
     AgentTestEnvironment,
     ModelScript,
@@ -21,6 +23,7 @@ from dex_agents.testing import (
     build_scenario_flow,
     build_scripted_flow,
 )
+from dex_agents.testing.scenario_flow import STATE_DIRECTORY_VARIABLE
 from dex_agents.values import AgentToolCallStatus, ToolEffect
 
 CHARGE = ScenarioTool("charge_card", ToolEffect.NON_IDEMPOTENT_WRITE, text="charged")
@@ -126,3 +129,30 @@ def test_scenario_flows_are_rebuilt_from_the_state_directory(tmp_path: Path) -> 
         build_scenario_flow("builtins:print", tmp_path)
     with pytest.raises(ValueError, match="expected 'module:attribute'"):
         build_scenario_flow("dex_agents.testing", tmp_path)
+
+
+async def test_an_environment_without_an_address_owns_its_engine_and_worker_children(
+    tmp_path: Path,
+) -> None:
+    scenario = Scenario(ModelScript([ModelTurn(text="from a child")]), [], ScenarioSession("Own"))
+    scenario.write(tmp_path)
+    flow = build_scenario_flow(SCRIPTED_FLOW_FACTORY, tmp_path)
+    assert isinstance(flow, AgentSessionFlow)
+    environment = await AgentTestEnvironment.start(flows=[flow])
+    engine = environment.engine
+    assert engine is not None
+    assert engine.is_running()
+    worker = environment.start_worker_process(
+        log_path=tmp_path / "worker.log",
+        entry_module="dex_agents.testing.scenario_worker",
+        arguments=[SCRIPTED_FLOW_FACTORY],
+        environment={STATE_DIRECTORY_VARIABLE: str(tmp_path)},
+    )
+    sessions = AgentSessionTestClient(environment.client, flow)
+    session_id = f"s-{uuid.uuid4().hex}"
+    await sessions.start_session(session_id, "hello")
+    snapshot = await sessions.wait_for_completed_turns(session_id, 1)
+    assert snapshot.messages[-1].text == "from a child"
+    await environment.close()
+    assert not worker.is_running()
+    assert not engine.is_running()
