@@ -111,17 +111,25 @@ class SessionEventWriter:
         )
 
     def write_tool_call_finished(
-        self, tool_call_id: str, tool_name: str, status: AgentToolCallStatus
+        self, tool_call_id: str, tool_name: str, status: AgentToolCallStatus | str
     ) -> None:
+        value = status.value if isinstance(status, AgentToolCallStatus) else str(status)
         self.write_event(
             "tool_call_finished",
-            {"tool_call_id": tool_call_id, "tool_name": tool_name, "status": str(status.value)},
+            {"tool_call_id": tool_call_id, "tool_name": tool_name, "status": value},
         )
 
     def write_event(self, type: str, payload: Mapping[str, Any]) -> None:
         if not isinstance(type, str) or not type:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ValueError("event type must be non-empty text")
-        text = json.dumps(dict(payload), separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+        try:
+            text = json.dumps(
+                dict(payload), separators=(",", ":"), sort_keys=True, ensure_ascii=False
+            )
+        except (TypeError, ValueError) as error:
+            # Events are best effort: a payload that is not JSON is dropped, not raised.
+            _log.warning("dropped %s event: its payload is not JSON (%s)", type, error)
+            return
         if type in _DELTA_TYPES:
             # A delta written as a plain event still merges with its neighbours.
             delta = json.loads(text).get("text")
