@@ -62,27 +62,21 @@ class ScenarioRun:
         self.session_id = f"session-{uuid.uuid4().hex[:12]}"
         self.tool_runs = InvocationLog(state_directory / TOOL_RUNS_LOG)
         self._model_calls = InvocationLog(state_directory / MODEL_CALLS_LOG)
-        self._workers: list[KillableWorkerProcess] = []
         self._worker_count = 0
 
     def start_worker(self) -> KillableWorkerProcess:
         """Start one more Worker child for the scenario's Flow; returns once it registered."""
         self._worker_count += 1
-        worker = KillableWorkerProcess.start(
-            server_address=self.engine.server_address,
+        return self.environment.start_worker_process(
             log_path=self.state_directory / f"worker-{self._worker_count}.log",
             entry_module=SCENARIO_WORKER_MODULE,
             arguments=[self.adapter.factory],
             environment={STATE_DIRECTORY_VARIABLE: str(self.state_directory)},
         )
-        self._workers.append(worker)
-        return worker
 
     def kill_workers(self) -> None:
         """SIGKILL every running Worker child of the scenario."""
-        for worker in self._workers:
-            if worker.is_running():
-                worker.kill()
+        self.environment.kill_worker_processes()
 
     def gate(self, name: str) -> FileGate:
         return FileGate(self.state_directory, name)
@@ -109,7 +103,6 @@ class ScenarioRun:
         return executed_step_types(history)
 
     async def close(self) -> None:
-        self.kill_workers()
         await self.environment.close()
 
 
