@@ -1,6 +1,7 @@
 """Child processes lead their own group: kill() reaches grandchildren; exit kills leftovers."""
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -110,3 +111,32 @@ def test_children_still_running_when_the_test_process_exits_are_killed(tmp_path:
     child_pid, grandchild_pid = (int(value) for value in result.stdout.split())
     assert _wait_dead(child_pid)
     assert _wait_dead(grandchild_pid)
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or shutil.which("setpriv") is None,
+    reason="the parent-death signal needs Linux and setpriv",
+)
+def test_children_die_with_a_test_process_that_is_killed(tmp_path: Path) -> None:
+    script = textwrap.dedent(
+        f"""
+        import sys, time
+        from datetime import timedelta
+        from pathlib import Path
+        from dex_agents.testing.processes import ChildProcess
+        child = ChildProcess.spawn(
+            [sys.executable, "-c", "import time; print('up', flush=True); time.sleep(300)"],
+            log_path=Path({str(tmp_path)!r}) / "c.log",
+        )
+        child.wait_for_log_line("up", timedelta(seconds=30))
+        print(child.pid, flush=True)
+        time.sleep(300)
+        """
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert parent.stdout is not None
+    child_pid = int(parent.stdout.readline())
+    assert _alive(child_pid)
+    parent.kill()
+    parent.wait(timeout=10)
+    assert _wait_dead(child_pid)
