@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from pai_session_harness import Session
+from pydantic import BaseModel
 from pydantic_ai import Agent, ModelRetry, RunContext
 from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.messages import (
@@ -469,3 +470,70 @@ async def test_an_invalid_declared_effect_is_a_clear_error() -> None:
     session.start_turn("go")
     with pytest.raises(ValueError, match="dex_effect='sometimes'"):
         await session.run_model()
+
+
+async def test_a_call_of_an_unknown_tool_is_deferred_and_its_failure_reaches_the_model() -> None:
+    script = ScriptedModel(
+        calls(ToolCallPart("no_such_tool", {"a": 1}, tool_call_id="c1")), answer("sorry")
+    )
+    session = Session(PydanticAIRunner(shop_agent(script), deps=Shop("ann", [])))
+    session.start_turn("go")
+
+    outcome = await session.run_model()
+    assert isinstance(outcome, ToolCallsRequested)
+    assert outcome.tool_calls[0].policy == ResolvedToolPolicy(ToolEffect.UNCLASSIFIED, True)
+    await session.run_tools()
+    record = session.record("c1")
+    assert record.status is AgentToolCallStatus.FAILED
+    assert "no_such_tool" in (record.error or "")
+
+    assert isinstance(await session.run_model(), TurnCompleted)
+    assert len(script.calls) == 2  # one model request per step, no retry request in between
+    returns = script.tool_returns(1)
+    assert returns["c1"].outcome == "failed"
+    assert "no_such_tool" in str(returns["c1"].content)
+
+
+class City(BaseModel):
+    name: str
+
+
+async def test_structured_output_and_output_validators_run_in_the_final_step() -> None:
+    validated: list[City] = []
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        output_tool = info.output_tools[0].name
+        if len(messages) == 1:
+            return calls(
+                ToolCallPart("lookup_order", {"order_id": "1"}, tool_call_id="c1"),
+            )
+        return calls(
+            ToolCallPart(output_tool, {"name": "Paris"}, tool_call_id="out"),
+            ToolCallPart("lookup_order", {"order_id": "2"}, tool_call_id="c2"),
+        )
+
+    agent = Agent(FunctionModel(respond), output_type=City, deps_type=Shop)
+    shop = Shop("ann", [])
+
+    @agent.tool(metadata=dex_tool_metadata(ToolEffect.READ))
+    def lookup_order(ctx: RunContext[Shop], order_id: str) -> str:
+        ctx.deps.runs.append(order_id)
+        return "ok"
+
+    @agent.output_validator
+    def check(city: City) -> City:
+        validated.append(city)
+        return city
+
+    session = Session(PydanticAIRunner(agent, deps=shop))
+    session.start_turn("where?")
+    assert isinstance(await session.run_model(), ToolCallsRequested)
+    await session.run_tools()
+
+    outcome = await session.run_model()
+
+    assert isinstance(outcome, TurnCompleted)
+    assert validated == [City(name="Paris")]
+    assert shop.runs == ["1"]  # the call beside the output tool was skipped, as Pydantic AI does
+    stored = ModelMessagesTypeAdapter.validate_json(outcome.new_messages[1].framework_item)
+    assert isinstance(stored[0], ModelResponse)

@@ -17,12 +17,14 @@ from typing import Any
 
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability
-from pydantic_ai.tools import ToolDefinition
+from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 from pydantic_core import SchemaValidator, core_schema
 
-__all__ = ["DeferEveryToolCall"]
+from dex_agents import ToolExecutionError
+
+__all__ = ["DeferEveryToolCall", "RefuseToolDeferral"]
 
 _ANY_JSON = SchemaValidator(schema=core_schema.any_schema())
 
@@ -80,10 +82,38 @@ class DeferEveryToolCall(AbstractCapability[Any]):
     """Capability for one model step: offer every tool, run none; see the module docstring.
 
     ``declared`` holds the tool definitions as the agent's toolsets declared them
-    for the step's model request, by name.
+    for the step's model request, by name; ``output_tools`` the names of the
+    agent's output tools, whose calls Pydantic AI handles itself.
     """
 
     declared: dict[str, ToolDefinition] = field(default_factory=dict[str, ToolDefinition])
+    output_tools: set[str] = field(default_factory=set[str])
+
+    async def prepare_output_tools(
+        self, ctx: RunContext[Any], tool_defs: list[ToolDefinition]
+    ) -> list[ToolDefinition]:
+        self.output_tools.update(tool.name for tool in tool_defs)
+        return tool_defs
 
     def get_wrapper_toolset(self, toolset: AbstractToolset[Any]) -> AbstractToolset[Any] | None:
         return _DeferringToolset(toolset, declared=self.declared)
+
+
+@dataclass
+class RefuseToolDeferral(AbstractCapability[Any]):
+    """Capability for a tool Step: a tool that defers its own call fails it instead.
+
+    The session already asked for approval when the call's policy needs one, and a
+    session tool call has nowhere to wait for an external result, so a tool that
+    raises ``CallDeferred`` (or ``ApprovalRequired`` although approved) fails with
+    a message the model sees.
+    """
+
+    async def handle_deferred_tool_calls(
+        self, ctx: RunContext[Any], *, requests: DeferredToolRequests
+    ) -> DeferredToolResults | None:
+        names = ", ".join(call.tool_name for call in [*requests.calls, *requests.approvals])
+        raise ToolExecutionError(
+            f"tool {names} deferred its own call (CallDeferred or ApprovalRequired), which a"
+            " session tool call cannot wait for"
+        )

@@ -23,7 +23,7 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar, cast
 
 from pydantic_ai import Agent, CallToolsNode, ModelRequestNode, UserPromptNode
@@ -71,7 +71,7 @@ from dex_agents import (
 )
 from dex_agents.builtin_tools import enabled_builtin_tool_definitions
 from dex_agents.texts import OUTCOME_UNKNOWN_TOOL_RESULT
-from dex_agents_pydantic_ai.deferral import DeferEveryToolCall
+from dex_agents_pydantic_ai.deferral import DeferEveryToolCall, RefuseToolDeferral
 from dex_agents_pydantic_ai.messages import (
     ToolReturnOutcome,
     decode_history,
@@ -119,7 +119,6 @@ class PydanticAIRunner(Generic[DepsT]):
         self.agent = agent
         self._deps = deps
         self._deps_factory = deps_factory
-        self._step_output_type = _with_deferred_requests(agent.output_type)
 
     # --- messages ------------------------------------------------------------------
 
@@ -158,19 +157,9 @@ class PydanticAIRunner(Generic[DepsT]):
             )
         deps = await self._deps_for(turn.flow_id)
         history = await self._with_system_prompts(history, deps)
-        deferral = DeferEveryToolCall()
         with serving_model_step(turn):
-            result = await self.agent.run(
-                message_history=history,
-                deferred_tool_results=results,
-                output_type=self._step_output_type,
-                deps=cast(DepsT, deps),
-                capabilities=[deferral],
-                toolsets=self._built_in_toolsets(turn),
-                conversation_id=turn.flow_id,
-            )
-        new = result.new_messages()
-        responses = [message for message in new if isinstance(message, ModelResponse)]
+            step = await self._run_one_request(turn, history, results, deps)
+        responses = [message for message in step.new if isinstance(message, ModelResponse)]
         if not responses:
             raise RuntimeError("the Pydantic AI run made no model request")
         usage = _usage_of(responses)
@@ -178,25 +167,66 @@ class PydanticAIRunner(Generic[DepsT]):
         text = _response_text(responses[-1])
         if text:
             turn.events.write_text_delta(text)
-        output: object = result.output
-        if not isinstance(output, DeferredToolRequests):
+        if not step.deferred:
             return TurnCompleted(
-                new_messages=project_messages(new), usage=usage, model_call_metadata=metadata
+                new_messages=project_messages(step.new), usage=usage, model_call_metadata=metadata
             )
-        calls = _deferred_calls_in_model_order(responses[-1], output)
         return ToolCallsRequested(
             framework_run_state=json.dumps(
                 {
                     "format": _RUN_STATE_FORMAT,
                     "model_calls": model_calls + len(responses),
-                    "pending_tool_call_ids": [call.tool_call_id for call in calls],
+                    "pending_tool_call_ids": [call.tool_call_id for call in step.deferred],
                 }
             ),
-            tool_calls=[self._deferred_call(turn, deferral.declared, call) for call in calls],
+            tool_calls=[self._deferred_call(turn, step.declared, call) for call in step.deferred],
             usage=usage,
-            new_messages=project_messages(new),
+            new_messages=project_messages(step.new),
             model_call_metadata=metadata,
         )
+
+    async def _run_one_request(
+        self,
+        turn: AgentTurnContext,
+        history: list[ModelMessage],
+        results: DeferredToolResults | None,
+        deps: object,
+    ) -> _StepRun:
+        """Run the agent up to the response's tool calls, or to its final output.
+
+        The run is driven node by node: once the model answered with tool calls,
+        it stops before Pydantic AI handles them, so none runs and the agent's
+        output type and validators stay as they are. A final answer goes through
+        Pydantic AI's own output handling (output tools, validators).
+        """
+        deferral = DeferEveryToolCall()
+        async with self.agent.iter(
+            message_history=history,
+            deferred_tool_results=results,
+            deps=cast(DepsT, deps),
+            capabilities=[deferral],
+            toolsets=self._built_in_toolsets(turn),
+            conversation_id=turn.flow_id,
+        ) as run:
+            node = run.next_node
+            requested = False
+            while not Agent.is_end_node(node):
+                if isinstance(node, CallToolsNode) and requested:
+                    calls = _calls_to_defer(node.model_response, deferral.output_tools)
+                    if calls:
+                        return _StepRun(run.new_messages(), calls, dict(deferral.declared))
+                if isinstance(node, ModelRequestNode):
+                    requested = True
+                node = await run.next(node)
+            new = run.new_messages()
+            output: object = node.data.output
+            if isinstance(output, DeferredToolRequests):
+                # The agent's own output type took deferred calls (one of its capabilities
+                # deferred them); they run in tool Steps like the rest.
+                last = next(m for m in reversed(new) if isinstance(m, ModelResponse))
+                calls = _deferred_calls_in_model_order(last, output)
+                return _StepRun(new, calls, dict(deferral.declared))
+            return _StepRun(new, [], dict(deferral.declared))
 
     def _deferred_call(
         self, turn: AgentTurnContext, declared: dict[str, ToolDefinition], call: ToolCallPart
@@ -315,8 +345,8 @@ class PydanticAIRunner(Generic[DepsT]):
             deferred_tool_results=DeferredToolResults(
                 approvals={tool_call.tool_call_id: ToolApproved()}
             ),
-            output_type=self._step_output_type,
             deps=cast(DepsT, deps),
+            capabilities=[RefuseToolDeferral()],
             metadata={IDEMPOTENCY_KEY_METADATA_KEY: call.idempotency_key},
             conversation_id=call.flow_id,
         ) as run:
@@ -324,10 +354,9 @@ class PydanticAIRunner(Generic[DepsT]):
             while isinstance(node, UserPromptNode | CallToolsNode):
                 node = await run.next(node)
             if not isinstance(node, ModelRequestNode):
-                raise ToolExecutionError(
-                    f"tool {tool_call.tool_name} deferred its own call (CallDeferred or"
-                    " ApprovalRequired), which a session tool call cannot do; the session"
-                    " already asked for approval when the tool's policy requires it"
+                raise RuntimeError(
+                    f"Pydantic AI ended the run of tool call {tool_call.tool_call_id} without"
+                    " its result"
                 )
             for part in node.request.parts:
                 if isinstance(part, ToolReturnPart) and part.tool_call_id == tool_call.tool_call_id:
@@ -345,16 +374,25 @@ class PydanticAIRunner(Generic[DepsT]):
         return produced
 
 
-def _with_deferred_requests(output_type: Any) -> Any:
-    """The agent's output type, with ``DeferredToolRequests`` as one more choice."""
-    choices: list[Any] = (
-        list(cast(Sequence[Any], output_type))
-        if isinstance(output_type, list | tuple)
-        else [output_type]
-    )
-    if DeferredToolRequests not in choices:
-        choices.append(DeferredToolRequests)
-    return choices
+@dataclass(frozen=True)
+class _StepRun:
+    new: list[ModelMessage]
+    deferred: list[ToolCallPart]
+    declared: dict[str, ToolDefinition]
+
+
+def _calls_to_defer(response: ModelResponse, output_tools: set[str]) -> list[ToolCallPart]:
+    """The response's tool calls, unless one of them calls an output tool.
+
+    A call of an output tool ends the run with its final result (Pydantic AI
+    skips function calls beside it), so such a response is left to Pydantic AI.
+    A call of a tool nobody offered is deferred like the rest; its tool Step
+    reports the unknown name to the model.
+    """
+    calls = response.tool_calls
+    if any(call.tool_name in output_tools for call in calls):
+        return []
+    return calls
 
 
 def _model_calls_of(run_state: str | None) -> int:
