@@ -13,6 +13,7 @@ from agents.usage import InputTokensDetails, OutputTokensDetails, Usage
 from openai_agents_support import Session
 
 from dex_agents import (
+    AgentToolCallStatus,
     AgentUsage,
     ResolvedToolPolicy,
     ToolCallsRequested,
@@ -271,6 +272,8 @@ async def test_a_tool_reads_its_tool_context_and_the_deferred_call() -> None:
         }
     ]
     assert session.records[0].output == "42 shipped from north"
+    # The resumed step restores the RunState with a fresh context from the factory.
+    assert isinstance(await session.run_model(), TurnCompleted)
     with pytest.raises(LookupError):
         get_deferred_tool_execution()
 
@@ -419,3 +422,33 @@ def test_bad_arguments_are_rejected_clearly() -> None:
         OpenAIAgentsRunner("not an agent")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="ToolEffect"):
         declare_tool_effect(plain, "read")  # type: ignore[arg-type]
+
+
+async def test_enabled_built_in_tools_are_offered_and_deferred_to_the_session() -> None:
+    model = ScriptedModel(
+        [
+            ModelStep(
+                output=[function_call("ask_user", {"question": "Which order?"}, call_id="q1")]
+            ),
+            ModelStep(output=[assistant_message("Order 7 it is.")]),
+        ]
+    )
+    session = Session(OpenAIAgentsRunner(agent_with(model, lookup_order)), built_ins=("ask_user",))
+    session.start_turn("help")
+    outcome = await session.run_model()
+    assert isinstance(outcome, ToolCallsRequested)
+    assert [tool.name for tool in model.calls[0].tools] == ["lookup_order", "ask_user"]
+    [call] = outcome.tool_calls
+    assert (call.tool_name, call.policy) == ("ask_user", ResolvedToolPolicy(ToolEffect.READ, False))
+    # The session answers the question itself and records the answer as the output.
+    session.records = [
+        dataclasses.replace(r, status=AgentToolCallStatus.SUCCEEDED, output="order 7")
+        for r in session.records
+    ]
+    final = await session.run_model()
+    assert isinstance(final, TurnCompleted)
+    assert model.calls[1].input[-1] == {
+        "call_id": "q1",
+        "output": "order 7",
+        "type": "function_call_output",
+    }
