@@ -224,3 +224,12 @@ def test_bad_definitions_are_refused() -> None:
         function_tool(lambda x: x)  # pyright: ignore
     with pytest.raises(TypeError, match="name, description, parameters and execute"):
         function_tool(name="t", parameters={"type": "object"})  # type: ignore[call-overload]
+
+
+def test_unresolvable_annotations_are_refused_with_a_clear_message() -> None:
+    def local_types(value: NotDefinedAnywhere) -> str:  # type: ignore[name-defined]  # noqa: F821
+        return "x"
+
+    local_types.__annotations__["value"] = "NotDefinedAnywhere"
+    with pytest.raises(TypeError, match="cannot resolve its annotations"):
+        function_tool(local_types)

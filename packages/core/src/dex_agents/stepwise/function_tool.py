@@ -304,7 +304,13 @@ def _tool_from_function(
 ) -> FunctionTool:
     tool_name = name or getattr(function, "__name__", "")
     signature = inspect.signature(function)
-    hints = get_type_hints(function)
+    try:
+        hints = get_type_hints(function)
+    except NameError as error:
+        raise TypeError(
+            f"tool {tool_name}: cannot resolve its annotations ({error}); define the types "
+            "they name at module level"
+        ) from error
     context_parameter: str | None = None
     fields: dict[str, Any] = {}
     for parameter in signature.parameters.values():
