@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 from dex_agents.runner import (
     AgentTurnContext,
@@ -118,8 +118,8 @@ class ScriptedRunner:
 
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
         turn_number = _turn_number(turn.turn_id)
-        position, turn_items = self._restore(turn)
-        seen_results = self._tool_results(turn, turn_items)
+        position, turn_items, pending_calls = self._restore(turn)
+        seen_results = self._tool_results(turn, pending_calls)
         turn_items = [*turn_items, *seen_results]
         history = self._replayed_history(turn)
         record_model_call(
@@ -143,7 +143,13 @@ class ScriptedRunner:
         if response.tool_calls:
             calls = self._deferred_calls(turn, response, position)
             items = [*turn_items, *_assistant_item(None, calls)]
-            state = json.dumps({"position": position + 1, "items": [to_wire(m) for m in items]})
+            state = json.dumps(
+                {
+                    "position": position + 1,
+                    "items": [to_wire(m) for m in items],
+                    "pending_calls": [{"id": c.tool_call_id, "name": c.tool_name} for c in calls],
+                }
+            )
             return ToolCallsRequested(
                 framework_run_state=state, tool_calls=calls, usage=SCRIPTED_USAGE
             )
@@ -167,29 +173,23 @@ class ScriptedRunner:
         return ToolExecutionResult(output)
 
     @staticmethod
-    def _restore(turn: AgentTurnContext) -> tuple[int, list[FrameworkMessage]]:
+    def _restore(
+        turn: AgentTurnContext,
+    ) -> tuple[int, list[FrameworkMessage], list[dict[str, str]]]:
+        """Position in the turn, the turn's messages so far, and the calls awaiting results."""
         if turn.framework_run_state is None:
-            return 0, []
+            return 0, [], []
         state = json.loads(turn.framework_run_state)
         items = [from_wire(FrameworkMessage, item) for item in state["items"]]
-        return int(state["position"]), items
+        return int(state["position"]), items, cast(list[dict[str, str]], state["pending_calls"])
 
     @staticmethod
     def _tool_results(
-        turn: AgentTurnContext, turn_items: list[FrameworkMessage]
+        turn: AgentTurnContext, pending_calls: list[dict[str, str]]
     ) -> list[FrameworkMessage]:
         """Results of the previous response's calls, from their final records."""
-        if not turn_items:
-            return []
-        last = json.loads(
-            next(
-                m.framework_item
-                for m in reversed(turn_items)
-                if m.role == "assistant" and json.loads(m.framework_item).get("role") == "assistant"
-            )
-        )
         results: list[FrameworkMessage] = []
-        for call in cast(list[dict[str, Any]], last["tool_calls"]):
+        for call in pending_calls:
             record = turn.recorded_tool_call(call["id"])
             if record is None:
                 raise RuntimeError(f"the session has no record of tool call {call['id']!r}")
