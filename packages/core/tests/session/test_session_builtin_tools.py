@@ -238,3 +238,39 @@ async def test_tool_asks_the_user_then_runs_again_with_the_answer(harness_factor
     ]
     assert steps.count("CallSingleAttemptTool") == 2
     assert steps.count("AwaitQuestionAnswer") == 2  # raise, then the answer
+
+
+async def test_question_and_durable_wait_survive_a_worker_restart(harness_factory) -> None:
+    runner = ScriptRunner(
+        calls_then_answer(
+            ("q1", "ask_user", {"question": "Go on?"}),
+            ("w1", "durable_wait", {"duration_seconds": 3600, "reason": "cool down"}),
+        )
+    )
+    flow = create_agent_session_flow(
+        runner, "RestartAgent", built_in_tools=("ask_user", "durable_wait")
+    )
+    sid = session_id()
+    async with harness_factory(flow) as first:
+        await first.start(flow, sid, "start")
+        await first.wait_for(
+            flow,
+            sid,
+            lambda s: (
+                bool(s.pending_interrupts)
+                and any(r.status is AgentToolCallStatus.WAITING_FOR_TIMER for r in s.tool_calls)
+            ),
+        )
+    # The first Worker is gone; a new one picks the waits up from committed state.
+    async with harness_factory(flow) as second:
+        request = AnswerQuestionInput(interrupt_id="q1", answer="yes")
+        assert await second.client.invoke_rpc(flow.answer_question, sid, request)
+        await second.client.skip_timer(
+            sid, dex.StepExecutionId("AwaitTimer", 1), dex.TimerId.by_condition_id("durable_wait")
+        )
+        snapshot = await second.wait_for_turns(flow, sid, 1)
+
+    assert snapshot.messages[-1].text == (
+        'q1=succeeded:{"status":"answered","answer":"yes"} | '
+        'w1=succeeded:{"status":"completed","waited_seconds":3600,"reason":"cool down"}'
+    )
