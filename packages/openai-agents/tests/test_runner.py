@@ -19,6 +19,8 @@ from dex_agents import (
     ToolCallsRequested,
     ToolEffect,
     ToolExecutionError,
+    ToolExecutionResult,
+    ToolInputRequested,
     ToolPolicy,
     TurnCompleted,
 )
@@ -452,3 +454,27 @@ async def test_enabled_built_in_tools_are_offered_and_deferred_to_the_session() 
         "output": "order 7",
         "type": "function_call_output",
     }
+
+
+@function_tool
+def confirm_address(order_id: str) -> ToolInputRequested | str:
+    """Ask the user which address before shipping."""
+    answers = get_deferred_tool_execution().input_answers
+    if not answers:
+        return ToolInputRequested("Ship to home or office?", choices=("home", "office"))
+    return f"{order_id} ships to {answers[0]}"
+
+
+async def test_a_tool_can_ask_the_user_first() -> None:
+    model = ScriptedModel(
+        [ModelStep(output=[function_call("confirm_address", {"order_id": "9"}, call_id="c1")])]
+    )
+    session = Session(OpenAIAgentsRunner(agent_with(model, confirm_address)))
+    session.start_turn("ship 9")
+    await session.run_model()
+    [record] = session.records
+    asked = await session.runner.execute_deferred_tool_call(session.execution(record))
+    assert asked == ToolInputRequested("Ship to home or office?", choices=("home", "office"))
+    answered = dataclasses.replace(session.execution(record), input_answers=("office",))
+    result = await session.runner.execute_deferred_tool_call(answered)
+    assert result == ToolExecutionResult("9 ships to office")
