@@ -235,6 +235,7 @@ async def measure(arguments: argparse.Namespace) -> dict[str, Any]:
         "python": platform.python_version(),
         "machine": platform.machine(),
         "cpu_count": os.cpu_count(),
+        "load_average_at_start": [round(value, 2) for value in os.getloadavg()],
         "turn": "one read tool: RunModel, CallTool, ResumeTurn, RunModel",
     }
     with tempfile.TemporaryDirectory(prefix="dex-agents-bench-") as temporary:
@@ -311,6 +312,7 @@ async def measure(arguments: argparse.Namespace) -> dict[str, Any]:
             "per_step_p50_ms": round(added_ms / STEPS_PER_TURN, 2),
             "note": "single-session p50 turn latency minus direct-runner p50, over 4 Steps",
         }
+    results["load_average_at_end"] = [round(value, 2) for value in os.getloadavg()]
     return results
 
 
@@ -319,6 +321,10 @@ def print_results(results: dict[str, Any]) -> None:
     many = results["concurrent_sessions"]
     added = results["added_by_session"]
     print(f"turn: {results['turn']}")
+    print(
+        f"{results['cpu_count']} CPUs; load average {results['load_average_at_start'][0]} at"
+        f" start, {results['load_average_at_end'][0]} at end (other work skews the figures)"
+    )
     print(
         f"one session, {single['turns']} turns: {single['turns_per_second']} turns/s;"
         f" turn p50 {single['turn_latency']['p50_ms']} ms,"
