@@ -10,7 +10,7 @@ import sys
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import dex
@@ -104,6 +104,7 @@ async def test_a_killed_worker_step_reruns_on_a_new_worker(
     [entry] = [e for e in history if e.method is StepMethod.EXECUTE]
     assert entry.outcome is StepOutcome.COMPLETED
     assert entry.final_attempt == 2
+    assert abs(datetime.now(UTC) - entry.event_time) < timedelta(hours=1)
 
 
 async def test_the_engine_restarts_on_its_database_at_the_same_address(

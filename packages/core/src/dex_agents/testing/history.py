@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, cast
 
@@ -38,6 +39,8 @@ class StepHistoryEntry:
     outcome: StepOutcome
     final_attempt: int
     failure_message: str
+    event_time: datetime
+    """When the engine recorded the result (UTC)."""
 
 
 _STEP_EVENT_KINDS: dict[str, tuple[StepMethod, StepOutcome]] = {
@@ -65,6 +68,7 @@ def _entry(event: dex_pb2.FlowHistoryEvent) -> StepHistoryEntry | None:
         outcome=outcome,
         final_attempt=payload.context.final_attempt,
         failure_message=failure_message,
+        event_time=event.event_time.ToDatetime(tzinfo=UTC),
     )
 
 
