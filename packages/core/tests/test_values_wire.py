@@ -159,3 +159,33 @@ def test_sequence_keys_and_timestamps() -> None:
     assert format_timestamp(other_zone) == "2026-01-02T03:04:05.000Z"
     with pytest.raises(ValueError, match="timezone"):
         format_timestamp(datetime(2026, 1, 1))
+
+
+def test_session_codecs_write_the_same_json_and_fill_missing_fields() -> None:
+    from dex import Value, WireKind
+
+    from dex_agents import session_codec_registry
+
+    registry = session_codec_registry()
+    for value in (_record(), AgentState(turn_count=3)):
+        codec = registry.resolve(type(value))
+        assert codec.encode(value).data == CodecRegistry().resolve(type(value)).encode(value).data
+    older = {
+        key: item
+        for key, item in to_wire(_record()).items()
+        if key not in {"task_id", "trace_context"}
+    }
+    decoded = registry.resolve(AgentToolCall).decode(Value(WireKind.JSON, json.dumps(older)))
+    assert decoded == _record()
+    interrupts = registry.resolve(tuple[AgentInterrupt, ...])
+    pending = (
+        AgentInterrupt(
+            interrupt_id="c",
+            kind=InterruptKind.APPROVAL,
+            turn_id="turn-1",
+            tool_call_id="c",
+            tool_name="t",
+            arguments="{}",
+        ),
+    )
+    assert interrupts.decode(interrupts.encode(pending)) == pending

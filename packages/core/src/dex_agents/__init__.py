@@ -73,6 +73,7 @@ from dex_agents.values import (
     from_wire,
     from_wire_json,
     message_sequence_key,
+    session_codec_registry,
     to_wire,
     to_wire_json,
 )
@@ -140,6 +141,7 @@ __all__ = [
     "message_sequence_key",
     "model_call_metadata",
     "resolve_tool_policy",
+    "session_codec_registry",
     "to_wire",
     "to_wire_json",
 ]

@@ -12,7 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Literal, cast
+
+from dex import CodecRegistry, JsonCodec
 
 from dex_agents.wire import WireValue, from_wire, from_wire_json, to_wire, to_wire_json
 
@@ -53,6 +55,7 @@ __all__ = [
     "from_wire_json",
     "message_sequence_key",
     "parse_timestamp",
+    "session_codec_registry",
     "to_wire",
     "to_wire_json",
 ]
@@ -552,3 +555,58 @@ class AgentEvent(WireValue):
         import json
 
         return json.loads(self.payload)
+
+
+def _wire_codec(cls: type[WireValue]) -> JsonCodec[Any]:
+    return JsonCodec(
+        cls.__name__,
+        lambda data: from_wire(cls, data),
+        to_wire,
+        cls,
+    )
+
+
+def _interrupt_list_codec() -> JsonCodec[Any]:
+    def decode(data: Any) -> tuple[AgentInterrupt, ...]:
+        if not isinstance(data, list):
+            raise TypeError("PendingInterrupts must be a JSON array")
+        items = cast("list[Any]", data)
+        return tuple(from_wire(AgentInterrupt, item) for item in items)
+
+    return JsonCodec("PendingInterrupts", decode, to_wire, tuple[AgentInterrupt, ...])
+
+
+def session_codec_registry() -> CodecRegistry:
+    """A ``CodecRegistry`` whose session values decode tolerantly.
+
+    Dex's automatic dataclass codec needs every field in the stored JSON. These
+    codecs write the same JSON but fill a missing field with its default, so a
+    Worker reads values that another version or core wrote without a field it
+    knows. Pass it as ``dex.Registry([...], session_codec_registry(), ...)``.
+    """
+    classes: tuple[type[WireValue], ...] = (
+        AgentUsage,
+        FrameworkMessage,
+        AgentMessage,
+        AgentState,
+        TurnReplySequence,
+        AgentToolCall,
+        ToolCallCompleted,
+        AgentInterrupt,
+        AgentInterruptResolution,
+        AgentUserMessage,
+        QueuedUserMessage,
+        AgentSessionStartInput,
+        PlanTask,
+        AgentPlan,
+        ContextSummary,
+        ResolveInterruptInput,
+        AnswerQuestionInput,
+        ListAgentMessagesInput,
+        ListAgentMessagesOutput,
+        AgentSnapshot,
+        AgentEvent,
+    )
+    codecs: dict[object, Any] = {cls: _wire_codec(cls) for cls in classes}
+    codecs[tuple[AgentInterrupt, ...]] = _interrupt_list_codec()
+    return CodecRegistry(codecs)

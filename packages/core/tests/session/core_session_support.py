@@ -99,12 +99,17 @@ class ScriptRunner:
 class Harness:
     """Registry, in-process pull AsyncWorker and AsyncClient against one engine."""
 
-    def __init__(self, address: str, flows: Sequence[dex.Flow[Any]]) -> None:
+    def __init__(
+        self,
+        address: str,
+        flows: Sequence[dex.Flow[Any]],
+        codec_registry: dex.CodecRegistry | None = None,
+    ) -> None:
         self.address = address
         self.flows = list(flows)
         self._directory = tempfile.TemporaryDirectory(prefix="dex-agents-test-")
         cache = dex.open_blob_cache(dex.BlobCacheConfig(self._directory.name, 16 * 1024 * 1024))
-        self.registry = dex.Registry(self.flows, allow_async_handlers=True)
+        self.registry = dex.Registry(self.flows, codec_registry, allow_async_handlers=True)
         self.worker = dex.AsyncWorker(
             self.registry,
             cache,
