@@ -20,6 +20,7 @@ from pydantic_ai.messages import (
     ModelMessagesTypeAdapter,
     ModelRequest,
     ModelResponse,
+    RetryFeedbackPart,
     TextPart,
     ToolCallPart,
     ToolReturnPart,
@@ -141,8 +142,11 @@ def _project_response(response: ModelResponse, item: str) -> list[FrameworkMessa
 
 def _project_request(request: ModelRequest, item: str) -> list[FrameworkMessage]:
     returns = [part for part in request.parts if isinstance(part, ToolReturnPart)]
+    # Retry feedback (Pydantic AI asking the model again) is shown like a prompt.
     prompt = _joined(
-        _prompt_text(part) for part in request.parts if isinstance(part, UserPromptPart)
+        _prompt_text(part) if isinstance(part, UserPromptPart) else part.model_response()
+        for part in request.parts
+        if isinstance(part, UserPromptPart | RetryFeedbackPart)
     )
     projected = [
         FrameworkMessage(
