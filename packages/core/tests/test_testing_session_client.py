@@ -1,5 +1,6 @@
 """AgentTestEnvironment with an in-process Worker, and the session client's waits and events."""
 
+import json
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dex_agents.session import AgentSessionFlow
+from dex_agents.session import AgentSessionFlow, create_agent_session_flow
 from dex_agents.testing import (
     SCRIPTED_FLOW_FACTORY,
     AgentSessionTestClient,
@@ -19,6 +20,7 @@ from dex_agents.testing import (
     Scenario,
     ScenarioSession,
     ScenarioTool,
+    ScriptedRunner,
     ToolCallSpec,
     build_scenario_flow,
     build_scripted_flow,
@@ -156,3 +158,36 @@ async def test_an_environment_without_an_address_owns_its_engine_and_worker_chil
     await environment.close()
     assert not worker.is_running()
     assert not engine.is_running()
+
+
+async def test_answer_question_answers_a_built_in_ask_user_call(
+    engine: PrivateDexEngine, tmp_path: Path
+) -> None:
+    script = ModelScript(
+        [
+            ModelTurn(
+                tool_calls=[ToolCallSpec("ask_user", {"question": "Which size?", "choices": ["S"]})]
+            ),
+            ModelTurn(text_from_tool_results=True),
+        ]
+    )
+    flow = create_agent_session_flow(
+        ScriptedRunner(script, [], tmp_path), "ClientQuestion", built_in_tools=("ask_user",)
+    )
+    async with await AgentTestEnvironment.start(
+        server_address=engine.server_address, flows=[flow], worker_in_process=True
+    ) as environment:
+        sessions = AgentSessionTestClient(environment.client, flow)
+        session_id = f"s-{uuid.uuid4().hex}"
+        await sessions.start_session(session_id, "buy a shirt")
+        question = await sessions.wait_for_pending_interrupt(session_id, "ask_user")
+        assert question.question == "Which size?"
+        assert await sessions.answer_question(session_id, question.interrupt_id, "S")
+        assert not await sessions.answer_question(session_id, question.interrupt_id, "S")
+        snapshot = await sessions.wait_for_completed_turns(session_id, 1)
+        answer = snapshot.messages[-1].text or ""
+        assert answer.startswith("ask_user: ")
+        assert json.loads(answer.removeprefix("ask_user: ")) == {
+            "status": "answered",
+            "answer": "S",
+        }

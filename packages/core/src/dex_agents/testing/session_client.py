@@ -9,7 +9,7 @@ retried until the wait's deadline.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
 import dex
@@ -25,6 +25,7 @@ from dex_agents.values import (
     AgentToolCall,
     AgentToolCallStatus,
     AgentUserMessage,
+    AnswerQuestionInput,
     ListAgentMessagesInput,
     ListAgentMessagesOutput,
     ResolveInterruptInput,
@@ -81,11 +82,22 @@ class AgentSessionTestClient:
         request = ResolveInterruptInput(
             interrupt_id=interrupt_id, approved=approved, rejection_message=rejection_message
         )
+        return await self._retrying_lock_conflicts(
+            lambda: self.client.invoke_rpc(self.flow.resolve_interrupt, session_id, request)
+        )
+
+    async def answer_question(self, session_id: str, interrupt_id: str, answer: str) -> bool:
+        """Answer a pending question; retries lock conflicts like ``resolve_interrupt``."""
+        request = AnswerQuestionInput(interrupt_id=interrupt_id, answer=answer)
+        return await self._retrying_lock_conflicts(
+            lambda: self.client.invoke_rpc(self.flow.answer_question, session_id, request)
+        )
+
+    @staticmethod
+    async def _retrying_lock_conflicts(call: Callable[[], Awaitable[bool]]) -> bool:
         for attempt in range(LOCK_CONFLICT_RETRIES):
             try:
-                return await self.client.invoke_rpc(
-                    self.flow.resolve_interrupt, session_id, request
-                )
+                return await call()
             except dex.RpcLockConflictError:
                 if attempt == LOCK_CONFLICT_RETRIES - 1:
                     raise
