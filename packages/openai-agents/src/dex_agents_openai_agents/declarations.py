@@ -69,12 +69,17 @@ def declared_effect(tool: FunctionTool) -> ToolEffect | None:
     annotations = tool.mcp_annotations
     if annotations is None:
         return None
-    # MCP annotations are the server's hints; only the two clear ones are taken.
-    if getattr(annotations, "readOnlyHint", None) is True:
+    # MCP annotations are the server's hints; only the two clear ones are taken. The
+    # attribute names follow the installed MCP SDK (snake_case in 2.x, camelCase before).
+    if _hint(annotations, "read_only_hint", "readOnlyHint"):
         return ToolEffect.READ
-    if getattr(annotations, "idempotentHint", None) is True:
+    if _hint(annotations, "idempotent_hint", "idempotentHint"):
         return ToolEffect.IDEMPOTENT_WRITE
     return None
+
+
+def _hint(annotations: object, *names: str) -> bool:
+    return any(getattr(annotations, name, None) is True for name in names)
 
 
 async def declared_requires_approval(

@@ -92,7 +92,6 @@ def _deferred_copy(tool: FunctionTool, replay: ReplayFunction) -> FunctionTool:
         output_json_schema=None,
         custom_data_extractor=None,
         _output_type_adapter=None,
-        _mcp_tool_binding=None,
     )
 
 

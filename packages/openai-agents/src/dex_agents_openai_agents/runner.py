@@ -363,7 +363,13 @@ def _output_text(tool: FunctionTool, call: ResponseFunctionToolCall, output: Any
         output_type_adapter=tool._output_type_adapter,  # pyright: ignore[reportPrivateUsage]
     )
     converted: Any = item["output"]
-    return converted if isinstance(converted, str) else json.dumps(converted, ensure_ascii=False)
+    if isinstance(converted, str):
+        return converted
+    parts = cast(list[dict[str, Any]], converted)
+    if parts and all(part.get("type") == "input_text" for part in parts):
+        # Text-only results (an MCP tool's usual answer) are recorded as their text.
+        return "\n".join(str(part.get("text", "")) for part in parts)
+    return json.dumps(converted, ensure_ascii=False)
 
 
 def _replay_recorded_result(turn: AgentTurnContext) -> Any:

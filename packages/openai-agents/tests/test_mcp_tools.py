@@ -1,0 +1,60 @@
+"""Tools of a local MCP server the agent lists are deferred like function tools."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from agents import Agent
+from agents.mcp import MCPServerStdio
+from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
+from openai_agents_support import Session
+
+from dex_agents import ResolvedToolPolicy, ToolCallsRequested, ToolEffect, TurnCompleted
+from dex_agents_openai_agents import OpenAIAgentsRunner
+
+SERVER = Path(__file__).parent / "mcp_orders_server.py"
+
+
+async def test_mcp_tools_run_only_in_the_tool_step(tmp_path: Path) -> None:
+    runs = tmp_path / "runs.txt"
+    model = ScriptedModel(
+        [
+            ModelStep(
+                output=[
+                    function_call("lookup_order", {"order_id": "42"}, call_id="c1"),
+                    function_call("cancel_order", {"order_id": "42"}, call_id="c2"),
+                ]
+            ),
+            ModelStep(output=[assistant_message("Done.")]),
+        ]
+    )
+    params: Any = {"command": sys.executable, "args": [str(SERVER), str(runs)]}
+    async with MCPServerStdio(params, name="orders", client_session_timeout_seconds=30) as server:
+        agent = Agent[Any](name="support", model=model, mcp_servers=[server])
+        session = Session(OpenAIAgentsRunner(agent), default_effect=ToolEffect.IDEMPOTENT_WRITE)
+        session.start_turn("look up and cancel 42")
+
+        outcome = await session.run_model()
+        assert isinstance(outcome, ToolCallsRequested)
+        assert not runs.exists(), "no MCP tool runs in the model step"
+        policies = {call.tool_name: call.policy for call in outcome.tool_calls}
+        assert policies == {
+            "lookup_order": ResolvedToolPolicy(ToolEffect.READ, False),  # readOnlyHint
+            "cancel_order": ResolvedToolPolicy(ToolEffect.IDEMPOTENT_WRITE, False),
+        }
+
+        await session.run_tools()
+        assert runs.read_text().splitlines() == ["lookup_order 42", "cancel_order 42"]
+        assert [r.output for r in session.records] == [
+            "order 42 shipped",
+            "order 42 cancelled",
+        ]
+        final = await session.run_model()
+        assert isinstance(final, TurnCompleted)
+        assert runs.read_text().splitlines() == ["lookup_order 42", "cancel_order 42"]
+        assert model.calls[1].input[-2:] == [
+            {"call_id": "c1", "output": "order 42 shipped", "type": "function_call_output"},
+            {"call_id": "c2", "output": "order 42 cancelled", "type": "function_call_output"},
+        ]
