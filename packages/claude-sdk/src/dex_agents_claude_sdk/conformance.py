@@ -1,0 +1,44 @@
+"""The conformance suite's scenario factory for the Claude adapter.
+
+``build_conformance_flow`` serves the neutral ``ModelScript`` from a Messages
+API endpoint on ``httpx2.MockTransport`` (``ScriptedMessagesEndpoint``), built
+inside the factory so that Worker child processes, which import the factory by
+path and read the script from the state directory, build their own:
+``dex_agents_claude_sdk.conformance:build_conformance_flow``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from dex_agents.session import AgentSessionFlow
+from dex_agents.testing import ModelScript, ScenarioSession, ScenarioTool
+from dex_agents_claude_sdk.flow import create_claude_agent_session_flow
+from dex_agents_claude_sdk.testing import (
+    SCRIPTED_MODEL,
+    ScriptedMessagesEndpoint,
+    mock_client_factory,
+    scenario_tool,
+)
+
+__all__ = ["CONFORMANCE_FACTORY", "build_conformance_flow"]
+
+CONFORMANCE_FACTORY = "dex_agents_claude_sdk.conformance:build_conformance_flow"
+
+
+def build_conformance_flow(
+    script: ModelScript,
+    tools: Sequence[ScenarioTool],
+    state_directory: Path,
+    session: ScenarioSession,
+) -> AgentSessionFlow:
+    """A session Flow over the real SDK talking to a scripted Messages endpoint."""
+    directory = Path(state_directory)
+    return create_claude_agent_session_flow(
+        session.flow_type,
+        model=SCRIPTED_MODEL,
+        tools=[scenario_tool(tool, directory) for tool in tools],
+        client_factory=mock_client_factory(ScriptedMessagesEndpoint(script, directory)),
+        interrupt_deadline=session.interrupt_deadline,
+    )

@@ -1,0 +1,317 @@
+"""``ClaudeAgentRunner``: Claude through the ``anthropic`` SDK as an ``AgentFrameworkRunner``.
+
+Each ``run_model_step`` makes one streamed ``messages`` request built from the
+stored messages only, writes text and thinking deltas as events, and defers
+every ``tool_use`` block. The turn's messages are stored as it goes
+(``ToolCallsRequested.new_messages``), so the run state only counts the turn's
+model calls. The SDK client is built in each Worker process from a factory
+(never serialized) and makes no retries of its own: a failed request is a
+new ``RunModel`` attempt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+import os
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+import anthropic
+from anthropic.types import Message, Usage
+
+from dex_agents import (
+    AgentTurnContext,
+    AgentTurnOutcome,
+    AgentUsage,
+    DeferredToolCall,
+    DeferredToolExecution,
+    DeferredToolOutcome,
+    FrameworkMessage,
+    ModelCallMetadata,
+    ToolCallsRequested,
+    ToolExecutionError,
+    ToolExecutionResult,
+    TurnCompleted,
+    model_call_metadata,
+)
+from dex_agents.builtin_tools import enabled_builtin_tool_definitions
+from dex_agents_claude_sdk.messages import (
+    ToolUse,
+    assistant_message,
+    decode_item,
+    request_messages,
+    tool_result_message,
+    tool_uses_of,
+    unanswered_tool_uses,
+    user_message,
+)
+from dex_agents_claude_sdk.tools import ClaudeTool, ToolLike, as_claude_tool, policy_of_call
+
+__all__ = ["DEFAULT_MAX_TOKENS", "ClaudeAgentRunner", "ClaudeModelStep", "current_model_step"]
+
+PROVIDER = "anthropic"
+DEFAULT_MAX_TOKENS = 4096
+_RUN_STATE_VERSION = 1
+_RESERVED_REQUEST_KEYS = frozenset({"model", "messages", "system", "tools", "max_tokens", "stream"})
+
+ClientFactory = Callable[[], anthropic.AsyncAnthropic]
+
+
+@dataclass(frozen=True)
+class ClaudeModelStep:
+    """The model step whose request is being sent: its turn and its model call index in the turn."""
+
+    turn: AgentTurnContext
+    model_call_index: int
+
+
+_current_step: contextvars.ContextVar[ClaudeModelStep] = contextvars.ContextVar(
+    "dex_agents_claude_sdk_model_step"
+)
+
+
+def current_model_step() -> ClaudeModelStep | None:
+    """The model step sending a request now (visible to an httpx2 transport), or ``None``."""
+    return _current_step.get(None)
+
+
+def client_from_environment(api_key_env: str) -> ClientFactory:
+    """A factory of ``AsyncAnthropic`` clients reading the API key from ``api_key_env``."""
+
+    def build() -> anthropic.AsyncAnthropic:
+        key = os.environ.get(api_key_env)
+        if not key:
+            raise RuntimeError(
+                f"environment variable {api_key_env} is not set; the Worker needs the Anthropic"
+                " API key there, or pass client_factory="
+            )
+        return anthropic.AsyncAnthropic(api_key=key, max_retries=0)
+
+    return build
+
+
+class ClaudeAgentRunner:
+    """Runs Claude with tools under the session Flow; keeps no session state between calls.
+
+    ``client_factory`` builds the ``AsyncAnthropic`` client in each Worker process
+    (once per event loop); without it the client reads ``api_key_env``.
+    ``thinking`` is the Messages API ``thinking`` parameter, such as
+    ``{"type": "enabled", "budget_tokens": 2048}``. ``request_options`` are
+    further keyword arguments of ``messages.stream`` (``temperature``,
+    ``tool_choice``, ``metadata``, ``extra_headers``, ...).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        tools: Sequence[ToolLike] = (),
+        system_prompt: str | Sequence[Mapping[str, Any]] | None = None,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        thinking: Mapping[str, Any] | None = None,
+        temperature: float | None = None,
+        request_options: Mapping[str, Any] | None = None,
+        client_factory: ClientFactory | None = None,
+        api_key_env: str = "ANTHROPIC_API_KEY",
+    ) -> None:
+        if not isinstance(model, str) or not model:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValueError("model must be a non-empty model name")
+        if not isinstance(max_tokens, int) or max_tokens < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValueError("max_tokens must be a positive integer")
+        extra = dict(request_options or {})
+        reserved = sorted(_RESERVED_REQUEST_KEYS & extra.keys())
+        if reserved:
+            raise ValueError(f"request_options may not set {reserved}; use the runner's arguments")
+        by_name: dict[str, ClaudeTool] = {}
+        for tool in tools:
+            claude = as_claude_tool(tool)
+            if claude.name in by_name:
+                raise ValueError(f"two tools are named {claude.name!r}")
+            by_name[claude.name] = claude
+        self.model = model
+        self.tools: Mapping[str, ClaudeTool] = by_name
+        self.system_prompt = system_prompt
+        self.max_tokens = max_tokens
+        self.thinking = dict(thinking) if thinking is not None else None
+        self.temperature = temperature
+        self.request_options = extra
+        self._client_factory = client_factory or client_from_environment(api_key_env)
+        self._clients: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, anthropic.AsyncAnthropic
+        ] = weakref.WeakKeyDictionary()
+
+    def client(self) -> anthropic.AsyncAnthropic:
+        """This process's client for the running event loop, without SDK retries."""
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            built = self._client_factory()
+            if not isinstance(built, anthropic.AsyncAnthropic):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise TypeError(
+                    "client_factory must return anthropic.AsyncAnthropic,"
+                    f" got {type(built).__name__}"
+                )
+            client = built.with_options(max_retries=0)
+            self._clients[loop] = client
+        return client
+
+    # --- messages ------------------------------------------------------------------
+
+    def build_user_message(self, text: str) -> FrameworkMessage:
+        return user_message(text)
+
+    def build_unfinished_turn_messages(self, turn: AgentTurnContext) -> Sequence[FrameworkMessage]:
+        """The results of the turn's final records whose calls have no stored result yet."""
+        return self._new_results(turn)
+
+    # --- the model step ------------------------------------------------------------
+
+    async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
+        model_calls = _decode_run_state(turn.framework_run_state)
+        new_results = self._new_results(turn) if turn.is_resuming else []
+        items = [decode_item(m.framework_item) for m in turn.messages]
+        items.extend(decode_item(m.framework_item) for m in new_results)
+        request = self._request(turn, request_messages(items))
+
+        token = _current_step.set(ClaudeModelStep(turn, model_calls))
+        try:
+            async with self.client().messages.stream(**request) as stream:
+                async for event in stream:
+                    if event.type == "text":
+                        turn.events.write_text_delta(event.text)
+                    elif event.type == "thinking":
+                        turn.events.write_reasoning_delta(event.thinking)
+                message = await stream.get_final_message()
+        finally:
+            _current_step.reset(token)
+
+        # Stored exactly as returned (absent fields left out), so it replays unchanged.
+        content = [block.model_dump(mode="json", exclude_none=True) for block in message.content]
+        stored = assistant_message(content)
+        new_messages = [*new_results, stored]
+        usage = _usage_of(message.usage)
+        metadata = self._metadata(message)
+        uses = tool_uses_of(decode_item(stored.framework_item))
+        if not uses:
+            return TurnCompleted(
+                new_messages=new_messages, usage=usage, model_call_metadata=metadata
+            )
+        return ToolCallsRequested(
+            framework_run_state=_encode_run_state(model_calls + 1),
+            tool_calls=[self._deferred_call(turn, use) for use in uses],
+            usage=usage,
+            new_messages=new_messages,
+            model_call_metadata=metadata,
+        )
+
+    def _request(self, turn: AgentTurnContext, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        tools = [tool.definition() for tool in self.tools.values()]
+        for name in turn.enabled_built_in_tools:
+            if name in self.tools:
+                raise ValueError(f"tool {name} uses the name of an enabled built-in tool")
+        tools.extend(
+            {"name": d.name, "description": d.description, "input_schema": dict(d.parameters)}
+            for d in enabled_builtin_tool_definitions(turn.enabled_built_in_tools)
+        )
+        request: dict[str, Any] = {
+            **self.request_options,
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "messages": messages,
+        }
+        if self.system_prompt is not None:
+            request["system"] = (
+                self.system_prompt
+                if isinstance(self.system_prompt, str)
+                else [dict(block) for block in self.system_prompt]
+            )
+        if tools:
+            request["tools"] = tools
+        if self.thinking is not None:
+            request["thinking"] = self.thinking
+        if self.temperature is not None:
+            request["temperature"] = self.temperature
+        return request
+
+    def _metadata(self, message: Message) -> ModelCallMetadata:
+        return model_call_metadata(
+            request_model=self.model,
+            response_model=message.model,
+            provider_name=PROVIDER,
+            response_id=message.id,
+            finish_reasons=(message.stop_reason,) if message.stop_reason else None,
+        )
+
+    def _new_results(self, turn: AgentTurnContext) -> list[FrameworkMessage]:
+        """Results of this turn's final records whose calls have no stored result."""
+        this_turn = [m for m in turn.messages if m.turn_id == turn.turn_id]
+        results: list[FrameworkMessage] = []
+        for use in unanswered_tool_uses(this_turn):
+            record = turn.recorded_tool_call(use.call_id)
+            if record is not None and record.is_final:
+                results.append(tool_result_message(record))
+        return results
+
+    def _deferred_call(self, turn: AgentTurnContext, use: ToolUse) -> DeferredToolCall:
+        if not use.call_id or "/" in use.call_id:
+            raise RuntimeError(
+                f"the model's call of {use.name!r} has tool_use ID {use.call_id!r}; the session"
+                " needs a non-empty ID without '/'"
+            )
+        return DeferredToolCall(
+            tool_call_id=use.call_id,
+            tool_name=use.name,
+            arguments=use.arguments,
+            policy=policy_of_call(turn, use.name, self.tools.get(use.name)),
+        )
+
+    # --- the tool step -------------------------------------------------------------
+
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
+        record = call.tool_call
+        tool = self.tools.get(record.tool_name)
+        if tool is None:
+            raise ToolExecutionError(f"unknown tool {record.tool_name}")
+        try:
+            arguments: Any = json.loads(record.arguments) if record.arguments.strip() else {}
+        except json.JSONDecodeError as error:
+            raise ToolExecutionError(f"the tool input is not valid JSON: {error}") from error
+        if not isinstance(arguments, dict):
+            raise ToolExecutionError("the tool input must be a JSON object")
+        return ToolExecutionResult(await tool.run(cast(dict[str, Any], arguments), call))
+
+
+def _usage_of(usage: Usage) -> AgentUsage:
+    """This response's usage. Anthropic counts cached input apart; the whole input is reported."""
+    cache_read = usage.cache_read_input_tokens or 0
+    cache_write = usage.cache_creation_input_tokens or 0
+    input_tokens = usage.input_tokens + cache_read + cache_write
+    return AgentUsage(
+        model_calls=1,
+        input_tokens=input_tokens,
+        output_tokens=usage.output_tokens,
+        total_tokens=input_tokens + usage.output_tokens,
+        cache_read_tokens=cache_read,
+        cache_write_tokens=cache_write,
+    )
+
+
+def _encode_run_state(model_calls: int) -> str:
+    return json.dumps({"version": _RUN_STATE_VERSION, "model_calls": model_calls})
+
+
+def _decode_run_state(text: str | None) -> int:
+    if text is None:
+        return 0
+    try:
+        data: Any = json.loads(text)
+        model_calls = data["model_calls"]
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"unreadable Claude run state {text!r}: {error}") from error
+    if not isinstance(model_calls, int) or model_calls < 0:
+        raise ValueError(f"unreadable Claude run state {text!r}")
+    return model_calls

@@ -1,0 +1,310 @@
+"""Test support: a Messages API endpoint on ``httpx2.MockTransport``, no network, no key.
+
+``sse_response(message)`` streams a complete Messages API response the way the
+API does (``message_start``, content block start/delta/stop events,
+``message_delta``, ``message_stop``), so the real SDK parses it.
+``mock_client_factory(handler)`` builds ``AsyncAnthropic`` clients over a
+``MockTransport``. ``ScriptedMessagesEndpoint`` plays a neutral conformance
+``ModelScript`` as that endpoint; it reads the turn from ``current_model_step()``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from pathlib import Path
+from typing import Any, cast
+
+import anthropic
+import httpx2
+from anthropic.lib.tools import beta_async_tool
+
+from dex_agents.testing import (
+    FileGate,
+    ModelScript,
+    ModelTurn,
+    ScenarioTool,
+    record_model_call,
+    run_scenario_tool,
+)
+from dex_agents_claude_sdk.runner import ClientFactory, current_model_step
+from dex_agents_claude_sdk.tools import ClaudeTool, current_tool_execution
+
+__all__ = [
+    "SCRIPTED_MODEL",
+    "ScriptedMessagesEndpoint",
+    "error_response",
+    "message_events",
+    "mock_client_factory",
+    "scenario_tool",
+    "sse_response",
+]
+
+SCRIPTED_MODEL = "claude-scripted"
+Handler = Callable[[httpx2.Request], Coroutine[None, None, httpx2.Response]]
+JsonObject = dict[str, Any]
+
+
+def message_events(message: Mapping[str, Any]) -> list[JsonObject]:
+    """The stream events that deliver ``message`` (a complete Messages API response)."""
+    content = cast(list[JsonObject], message["content"])
+    usage = dict(cast(Mapping[str, Any], message.get("usage") or {}))
+    output_tokens = usage.get("output_tokens", 0)
+    start_usage = {**usage, "output_tokens": 1}
+    events: list[JsonObject] = [
+        {
+            "type": "message_start",
+            "message": {
+                **message,
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": start_usage,
+            },
+        }
+    ]
+    for index, block in enumerate(content):
+        events.extend(_block_events(index, block))
+    events.append(
+        {
+            "type": "message_delta",
+            "delta": {
+                "stop_reason": message.get("stop_reason"),
+                "stop_sequence": message.get("stop_sequence"),
+            },
+            "usage": {"output_tokens": output_tokens},
+        }
+    )
+    events.append({"type": "message_stop"})
+    return events
+
+
+def _block_events(index: int, block: JsonObject) -> list[JsonObject]:
+    kind = block["type"]
+    start: JsonObject = block
+    deltas: list[JsonObject] = []
+    if kind == "text":
+        start = {**block, "text": ""}
+        deltas = [{"type": "text_delta", "text": block["text"]}] if block["text"] else []
+    elif kind == "thinking":
+        start = {**block, "thinking": "", "signature": ""}
+        deltas = [
+            {"type": "thinking_delta", "thinking": block["thinking"]},
+            {"type": "signature_delta", "signature": block["signature"]},
+        ]
+    elif kind == "tool_use":
+        start = {**block, "input": {}}
+        deltas = [{"type": "input_json_delta", "partial_json": json.dumps(block["input"])}]
+    # redacted_thinking and server blocks arrive whole, in their start event
+    return [
+        {"type": "content_block_start", "index": index, "content_block": start},
+        *({"type": "content_block_delta", "index": index, "delta": d} for d in deltas),
+        {"type": "content_block_stop", "index": index},
+    ]
+
+
+def sse_response(message: Mapping[str, Any]) -> httpx2.Response:
+    """``message`` as the API streams it (``text/event-stream``)."""
+    body = "".join(
+        f"event: {event['type']}\ndata: {json.dumps(event)}\n\n"
+        for event in message_events(message)
+    )
+    return httpx2.Response(
+        200, headers={"content-type": "text/event-stream"}, content=body.encode()
+    )
+
+
+def error_response(status: int, error_type: str, message: str) -> httpx2.Response:
+    """An API error response, such as ``error_response(529, "overloaded_error", "Overloaded")``."""
+    return httpx2.Response(
+        status,
+        json={"type": "error", "error": {"type": error_type, "message": message}},
+        headers={"request-id": "req_test"},
+    )
+
+
+def mock_client_factory(handler: Handler) -> ClientFactory:
+    """A factory of ``AsyncAnthropic`` clients whose requests go to ``handler``."""
+
+    def build() -> anthropic.AsyncAnthropic:
+        return anthropic.AsyncAnthropic(
+            api_key="test-key",
+            max_retries=0,
+            http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)),
+        )
+
+    return build
+
+
+def response_message(
+    content: Sequence[JsonObject],
+    *,
+    message_id: str = "msg_test",
+    stop_reason: str | None = None,
+    usage: Mapping[str, int] | None = None,
+    model: str = SCRIPTED_MODEL,
+) -> JsonObject:
+    """A complete Messages API response with ``content``."""
+    uses_tools = any(block["type"] == "tool_use" for block in content)
+    return {
+        "id": message_id,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": list(content),
+        "stop_reason": stop_reason or ("tool_use" if uses_tools else "end_turn"),
+        "stop_sequence": None,
+        "usage": dict(usage or {"input_tokens": 10, "output_tokens": 5}),
+    }
+
+
+class ScriptedMessagesEndpoint:
+    """Plays a ``ModelScript`` as the Messages API (an async ``MockTransport`` handler).
+
+    The turn, attempt and model call index come from ``current_model_step()``,
+    which the runner sets while it sends a request. Each request is recorded
+    with ``record_model_call``; a gated response writes ``text_before_gate`` as a
+    live text delta (not part of the answer) and waits on its ``FileGate``; a
+    failing attempt answers HTTP 500, which the SDK raises as an API error.
+    """
+
+    def __init__(self, script: ModelScript, state_directory: Path) -> None:
+        self.script = script
+        self.state_directory = Path(state_directory)
+
+    async def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        step = current_model_step()
+        if step is None:
+            raise RuntimeError(
+                "ScriptedMessagesEndpoint answers only requests of ClaudeAgentRunner"
+            )
+        body: JsonObject = json.loads(request.content)
+        messages = cast(list[JsonObject], body["messages"])
+        turn = step.turn
+        record_model_call(
+            self.state_directory,
+            turn_id=turn.turn_id,
+            position=step.model_call_index,
+            attempt=turn.attempt,
+            history=[line for message in messages for line in _history_lines(message)],
+            tool_results=_last_results(messages),
+        )
+        response = self.script.response_for(_turn_number(turn.turn_id), step.model_call_index)
+        if response.gate is not None:
+            if response.text_before_gate is not None:
+                turn.events.write_text_delta(response.text_before_gate)
+            await FileGate(self.state_directory, response.gate).pass_through_async()
+        if turn.attempt <= response.fail_attempts:
+            return error_response(500, "api_error", f"scripted failure on attempt {turn.attempt}")
+        message = response_message(
+            _content(response, step.model_call_index, messages),
+            message_id=f"msg_{turn.turn_id}_{step.model_call_index}",
+        )
+        return sse_response(message) if body.get("stream") else httpx2.Response(200, json=message)
+
+
+def _turn_number(turn_id: str) -> int:
+    prefix, _, number = turn_id.partition("-")
+    if prefix != "turn" or not number.isdigit():
+        raise ValueError(f"unexpected turn ID {turn_id!r}; expected turn-<n>")
+    return int(number)
+
+
+def _blocks(message: Mapping[str, Any]) -> list[JsonObject]:
+    content = message["content"]
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [b for b in cast(list[Any], content) if isinstance(b, dict)]
+
+
+def _result_text(block: Mapping[str, Any]) -> str:
+    content = block.get("content", "")
+    if isinstance(content, str):
+        return content
+    return "".join(str(b.get("text", "")) for b in cast(list[JsonObject], content))
+
+
+def _history_lines(message: Mapping[str, Any]) -> list[str]:
+    lines: list[str] = []
+    for block in _blocks(message):
+        kind = block.get("type")
+        if kind == "text":
+            lines.append(f"{message['role']}: {block['text']}")
+        elif kind == "tool_use":
+            lines.append(f"assistant: -> {block['name']}")
+        elif kind == "tool_result":
+            lines.append(f"tool {block['tool_use_id']}: {_result_text(block)}")
+    return lines
+
+
+def _last_results(messages: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """The ``tool_result`` blocks answering the last response: what this call got for it."""
+    if not messages or messages[-1]["role"] != "user":
+        return {}
+    return {
+        str(b["tool_use_id"]): _result_text(b)
+        for b in _blocks(messages[-1])
+        if b.get("type") == "tool_result"
+    }
+
+
+def _turn_results(messages: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """``(tool name, result)`` of every result since the turn's user message."""
+    start = 0
+    for index, message in enumerate(messages):
+        if message["role"] == "user" and any(b.get("type") == "text" for b in _blocks(message)):
+            start = index + 1
+    names: dict[str, str] = {}
+    results: list[tuple[str, str]] = []
+    for message in messages[start:]:
+        for block in _blocks(message):
+            if block.get("type") == "tool_use":
+                names[str(block["id"])] = str(block["name"])
+            elif block.get("type") == "tool_result":
+                tool_use_id = str(block["tool_use_id"])
+                results.append((names.get(tool_use_id, tool_use_id), _result_text(block)))
+    return results
+
+
+def _content(
+    response: ModelTurn, position: int, messages: Sequence[Mapping[str, Any]]
+) -> list[JsonObject]:
+    if response.tool_calls:
+        return [
+            {
+                "type": "tool_use",
+                "id": spec.tool_call_id or f"call-{position}-{index}",
+                "name": spec.tool_name,
+                "input": dict(spec.arguments),
+            }
+            for index, spec in enumerate(response.tool_calls)
+        ]
+    if response.text_from_tool_results:
+        lines = [f"{name}: {result}" for name, result in _turn_results(messages)]
+        text = "\n".join(lines) if lines else "(no tool results)"
+    else:
+        text = response.text or ""
+    return [{"type": "text", "text": text}]
+
+
+_ANY_OBJECT_SCHEMA: JsonObject = {"type": "object", "properties": {}, "additionalProperties": True}
+
+
+def scenario_tool(tool: ScenarioTool, state_directory: Path) -> ClaudeTool:
+    """``tool`` as a Claude tool (an SDK ``beta_async_tool``) with the scenario's effect."""
+    directory = Path(state_directory)
+
+    async def run(**arguments: Any) -> str:
+        execution = current_tool_execution()
+        return await run_scenario_tool(
+            tool,
+            json.dumps(arguments, sort_keys=True),
+            state_directory=directory,
+            idempotency_key=execution.idempotency_key,
+            attempt=execution.attempt,
+        )
+
+    function_tool = beta_async_tool(
+        run, name=tool.name, description=tool.description, input_schema=_ANY_OBJECT_SCHEMA
+    )
+    return ClaudeTool(function_tool, effect=tool.effect, requires_approval=tool.requires_approval)

@@ -1,0 +1,242 @@
+"""Tools for Claude: the SDK's own function tools, or plain typed functions, with an effect.
+
+A tool is a function decorated with the SDK's ``beta_tool`` / ``beta_async_tool``
+(or a plain typed function, which is wrapped the same way) plus what the
+session needs to know: its effect and whether its calls need approval.
+``claude_tool`` builds one. While a call runs, ``current_tool_execution()``
+gives the function the call's ``DeferredToolExecution``, and
+``current_idempotency_key()`` its idempotency key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, cast, overload
+
+import jsonschema
+import pydantic
+from anthropic.lib.tools import (
+    BetaAsyncFunctionTool,
+    BetaFunctionTool,
+    ToolError,
+    beta_async_tool,
+    beta_tool,
+)
+
+from dex_agents import (
+    AgentTurnContext,
+    DeferredToolExecution,
+    ResolvedToolPolicy,
+    ToolEffect,
+    ToolExecutionError,
+    default_requires_approval,
+)
+
+__all__ = [
+    "ClaudeTool",
+    "claude_tool",
+    "current_idempotency_key",
+    "current_tool_execution",
+]
+
+FunctionTool = BetaFunctionTool[Any] | BetaAsyncFunctionTool[Any]
+
+_current_execution: contextvars.ContextVar[DeferredToolExecution] = contextvars.ContextVar(
+    "dex_agents_claude_sdk_tool_execution"
+)
+
+_BUILT_IN_POLICY = ResolvedToolPolicy(ToolEffect.READ, False)
+_UNKNOWN_TOOL_POLICY = ResolvedToolPolicy(ToolEffect.UNCLASSIFIED, False)
+
+
+def current_tool_execution() -> DeferredToolExecution:
+    """The ``DeferredToolExecution`` of the tool call running now; ``LookupError`` outside one."""
+    try:
+        return _current_execution.get()
+    except LookupError:
+        raise LookupError(
+            "current_tool_execution() is only available while a dex-agents tool call runs"
+        ) from None
+
+
+def current_idempotency_key() -> str:
+    """``<session>/<turn>/<call>``, the same on every attempt of the running call."""
+    return current_tool_execution().idempotency_key
+
+
+@dataclass(frozen=True)
+class ClaudeTool:
+    """A function tool with the effect and approval the session applies to its calls.
+
+    ``effect`` ``None`` leaves the effect to the session (its ``ToolPolicy`` or
+    ``default_tool_effect``). ``requires_approval`` ``None`` follows the effect.
+    """
+
+    function_tool: FunctionTool
+    effect: ToolEffect | None = None
+    requires_approval: bool | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.function_tool, BetaFunctionTool | BetaAsyncFunctionTool):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError("function_tool must come from beta_tool or beta_async_tool")
+        if self.effect is not None:
+            object.__setattr__(self, "effect", ToolEffect(self.effect))
+        if self.requires_approval is not None and not isinstance(self.requires_approval, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError("requires_approval must be a bool or None")
+
+    @property
+    def name(self) -> str:
+        return self.function_tool.name
+
+    def definition(self) -> dict[str, Any]:
+        """The tool as the Messages API's ``tools`` entry."""
+        return dict(self.function_tool.to_dict())
+
+    def policy(self, turn: AgentTurnContext) -> ResolvedToolPolicy:
+        """Session ``ToolPolicy`` first, then this tool's declaration, then the default effect."""
+        if self.name in turn.tool_policies:
+            return turn.resolve_tool_policy(self.name)
+        resolved = turn.resolve_tool_policy(self.name, self.effect)
+        approval = self.requires_approval
+        return ResolvedToolPolicy(
+            resolved.effect,
+            approval if approval is not None else default_requires_approval(resolved.effect),
+        )
+
+    async def run(self, arguments: Mapping[str, Any], execution: DeferredToolExecution) -> str:
+        """Run the function; a failure the model should see raises ``ToolExecutionError``."""
+        try:
+            jsonschema.validate(dict(arguments), self.function_tool.input_schema)
+        except jsonschema.ValidationError as error:
+            raise ToolExecutionError(
+                f"invalid arguments for {self.name}: {error.message}"
+            ) from error
+        token = _current_execution.set(execution)
+        try:
+            if isinstance(self.function_tool, BetaAsyncFunctionTool):
+                result = await self.function_tool.call(dict(arguments))
+            else:
+                # to_thread copies the context, so the thread sees the execution too.
+                result = await asyncio.to_thread(self.function_tool.call, dict(arguments))
+        except ToolError as error:
+            raise ToolExecutionError(_result_text(error.content)) from error
+        except ValueError as error:
+            if isinstance(error.__cause__, pydantic.ValidationError):
+                raise ToolExecutionError(
+                    f"invalid arguments for {self.name}: {error.__cause__}"
+                ) from error
+            raise
+        finally:
+            _current_execution.reset(token)
+        return _result_text(result)
+
+
+def policy_of_call(
+    turn: AgentTurnContext, tool_name: str, tool: ClaudeTool | None
+) -> ResolvedToolPolicy:
+    """The policy of one call, including built-in and unknown tools."""
+    if tool_name in turn.enabled_built_in_tools:
+        return _BUILT_IN_POLICY
+    if tool is not None:
+        return tool.policy(turn)
+    if tool_name in turn.tool_policies:
+        return turn.resolve_tool_policy(tool_name)
+    # An unknown tool fails in its Step without any effect, so it asks no approval.
+    return _UNKNOWN_TOOL_POLICY
+
+
+def _result_text(result: Any) -> str:
+    if isinstance(result, str):
+        return result
+    blocks = list(cast(Iterable[Any], result))
+    texts: list[str] = []
+    for block in blocks:
+        text = cast(Mapping[str, Any], block).get("text") if isinstance(block, Mapping) else None
+        if not isinstance(text, str):
+            break
+        texts.append(text)
+    else:
+        if blocks:
+            return "".join(texts)
+    return json.dumps(blocks, ensure_ascii=False, default=str)
+
+
+ToolLike = ClaudeTool | BetaFunctionTool[Any] | BetaAsyncFunctionTool[Any] | Callable[..., Any]
+
+
+def as_claude_tool(tool: ToolLike) -> ClaudeTool:
+    """``tool`` as a ``ClaudeTool``; a plain function is wrapped like ``beta_tool`` does."""
+    if isinstance(tool, ClaudeTool):
+        return tool
+    if isinstance(tool, BetaFunctionTool | BetaAsyncFunctionTool):
+        return ClaudeTool(cast(FunctionTool, tool))
+    if callable(tool):
+        return ClaudeTool(_wrap(tool))
+    raise TypeError(f"a Claude tool must be a function or a beta_tool, got {type(tool).__name__}")
+
+
+def _wrap(function: Callable[..., Any], **options: Any) -> FunctionTool:
+    if inspect.iscoroutinefunction(function):
+        return beta_async_tool(function, **options)
+    return beta_tool(function, **options)
+
+
+@overload
+def claude_tool(
+    function: Callable[..., Any] | FunctionTool,
+    *,
+    effect: ToolEffect | str | None = None,
+    requires_approval: bool | None = None,
+    name: str | None = None,
+    description: str | None = None,
+) -> ClaudeTool: ...
+
+
+@overload
+def claude_tool(
+    function: None = None,
+    *,
+    effect: ToolEffect | str | None = None,
+    requires_approval: bool | None = None,
+    name: str | None = None,
+    description: str | None = None,
+) -> Callable[[Callable[..., Any] | FunctionTool], ClaudeTool]: ...
+
+
+def claude_tool(
+    function: Callable[..., Any] | FunctionTool | None = None,
+    *,
+    effect: ToolEffect | str | None = None,
+    requires_approval: bool | None = None,
+    name: str | None = None,
+    description: str | None = None,
+) -> ClaudeTool | Callable[[Callable[..., Any] | FunctionTool], ClaudeTool]:
+    """A ``ClaudeTool`` from a typed function or a ``beta_tool``; usable as a decorator.
+
+    ``@claude_tool(effect=ToolEffect.READ)`` on a plain (sync or async) function
+    builds its schema from the signature and docstring, as ``beta_tool`` does.
+    ``name`` and ``description`` override them for a plain function.
+    """
+
+    def build(target: Callable[..., Any] | FunctionTool) -> ClaudeTool:
+        if isinstance(target, BetaFunctionTool | BetaAsyncFunctionTool):
+            if name is not None or description is not None:
+                raise ValueError("name and description apply to a plain function, not a beta_tool")
+            wrapped = cast(FunctionTool, target)
+        else:
+            options = {
+                k: v for k, v in (("name", name), ("description", description)) if v is not None
+            }
+            wrapped = _wrap(target, **options)
+        return ClaudeTool(
+            wrapped,
+            effect=ToolEffect(effect) if effect is not None else None,
+            requires_approval=requires_approval,
+        )
+
+    return build(function) if function is not None else build

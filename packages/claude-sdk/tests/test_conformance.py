@@ -1,0 +1,16 @@
+"""The shared conformance suite against the Claude runner (real SDK, scripted Messages endpoint)."""
+
+import pytest
+
+from dex_agents_claude_sdk.conformance import CONFORMANCE_FACTORY
+from dex_agents_conformance import ConformanceAdapter
+from dex_agents_conformance.suite import ConformanceSuite
+
+
+@pytest.fixture
+def conformance_adapter() -> ConformanceAdapter:
+    return ConformanceAdapter(factory=CONFORMANCE_FACTORY, name="Claude (anthropic SDK)")
+
+
+class TestClaudeConformance(ConformanceSuite):
+    """Every scenario of the suite, run by ClaudeAgentRunner over httpx2.MockTransport."""
