@@ -7,7 +7,16 @@ import json
 from typing import Any
 
 import pytest
-from agents import Agent, RunContextWrapper, function_tool
+from agents import (
+    Agent,
+    RunContextWrapper,
+    ToolGuardrailFunctionOutput,
+    ToolInputGuardrailData,
+    ToolOutputGuardrailData,
+    function_tool,
+    tool_input_guardrail,
+    tool_output_guardrail,
+)
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 from agents.usage import InputTokensDetails, OutputTokensDetails, Usage
 from openai_agents_support import Session
@@ -478,3 +487,55 @@ async def test_a_tool_can_ask_the_user_first() -> None:
     answered = dataclasses.replace(session.execution(record), input_answers=("office",))
     result = await session.runner.execute_deferred_tool_call(answered)
     assert result == ToolExecutionResult("9 ships to office")
+
+
+@tool_input_guardrail
+def no_big_refunds(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
+    amount = json.loads(data.context.tool_arguments)["amount"]
+    if amount > 100:
+        return ToolGuardrailFunctionOutput.reject_content("refunds over 100 need a manager")
+    if amount < 0:
+        return ToolGuardrailFunctionOutput.raise_exception()
+    return ToolGuardrailFunctionOutput.allow()
+
+
+@tool_output_guardrail
+def hide_secrets(data: ToolOutputGuardrailData) -> ToolGuardrailFunctionOutput:
+    if "secret" in str(data.output):
+        return ToolGuardrailFunctionOutput.reject_content("[output withheld]")
+    return ToolGuardrailFunctionOutput.allow()
+
+
+@function_tool(tool_input_guardrails=[no_big_refunds], tool_output_guardrails=[hide_secrets])
+def issue_refund(amount: int) -> str:
+    """Refund an amount."""
+    ran.append(f"refund {amount}")
+    return f"refunded {amount} with secret code" if amount == 7 else f"refunded {amount}"
+
+
+async def test_tool_guardrails_run_in_the_tool_step() -> None:
+    model = ScriptedModel(
+        [
+            ModelStep(
+                output=[
+                    function_call("issue_refund", {"amount": 5}, call_id="ok"),
+                    function_call("issue_refund", {"amount": 500}, call_id="big"),
+                    function_call("issue_refund", {"amount": -1}, call_id="negative"),
+                    function_call("issue_refund", {"amount": 7}, call_id="secret"),
+                ]
+            )
+        ]
+    )
+    session = Session(OpenAIAgentsRunner(agent_with(model, issue_refund)))
+    session.start_turn("refunds")
+    await session.run_model()
+    await session.run_tools()
+    results = {r.tool_call_id: (r.status.value, r.output or r.error) for r in session.records}
+    assert results["ok"] == ("succeeded", "refunded 5")
+    assert results["big"] == ("failed", "refunds over 100 need a manager")
+    assert results["negative"][0] == "failed"
+    assert "no_big_refunds" in str(results["negative"][1])
+    assert results["secret"] == ("succeeded", "[output withheld]")
+    assert ran == ["refund 5", "refund 7"], (
+        "a guardrail that stops a call keeps the body from running"
+    )

@@ -71,6 +71,7 @@ from dex_agents_openai_agents.items import (
     user_input_item,
 )
 from dex_agents_openai_agents.run_state import StepRunState, decode_run_state, encode_run_state
+from dex_agents_openai_agents.tool_guardrails import check_tool_input, check_tool_output
 
 __all__ = ["ContextFactory", "OpenAIAgentsRunner", "UnsupportedInterruptionError"]
 
@@ -298,12 +299,18 @@ class OpenAIAgentsRunner:
         )
         token = deferred_tool_execution_var.set(call)
         try:
-            output = await invoke_function_tool(
-                function_tool=_raising_copy(tool), context=tool_context, arguments=record.arguments
-            )
-        except ModelBehaviorError as error:
-            # The SDK's argument check: the model sent arguments the schema rejects.
-            raise ToolExecutionError(str(error)) from error
+            await check_tool_input(tool, tool_context, agent)
+            try:
+                output = await invoke_function_tool(
+                    function_tool=_raising_copy(tool),
+                    context=tool_context,
+                    arguments=record.arguments,
+                )
+            except ModelBehaviorError as error:
+                # The SDK's argument check: the model sent arguments the schema rejects.
+                raise ToolExecutionError(str(error)) from error
+            if not isinstance(output, ToolInputRequested):
+                output = await check_tool_output(tool, tool_context, agent, output)
         finally:
             deferred_tool_execution_var.reset(token)
         if isinstance(output, ToolInputRequested):
