@@ -537,3 +537,46 @@ async def test_structured_output_and_output_validators_run_in_the_final_step() -
     assert shop.runs == ["1"]  # the call beside the output tool was skipped, as Pydantic AI does
     stored = ModelMessagesTypeAdapter.validate_json(outcome.new_messages[1].framework_item)
     assert isinstance(stored[0], ModelResponse)
+
+
+async def test_stream_text_writes_text_deltas_as_the_model_streams() -> None:
+    from collections.abc import AsyncIterator
+
+    from pydantic_ai.models.function import DeltaToolCall
+
+    requests: list[int] = []
+
+    async def stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[Any]:
+        requests.append(len(messages))
+        if len(requests) == 1:
+            yield {
+                0: DeltaToolCall(
+                    name="lookup_order", json_args='{"order_id": "42"}', tool_call_id="c1"
+                )
+            }
+            return
+        for chunk in ("Order 42 ", "has ", "shipped."):
+            yield chunk
+
+    agent = Agent(FunctionModel(stream_function=stream), deps_type=Shop)
+    shop = Shop("ann", [])
+
+    @agent.tool(metadata=dex_tool_metadata(ToolEffect.READ))
+    def lookup_order(ctx: RunContext[Shop], order_id: str) -> str:
+        ctx.deps.runs.append(order_id)
+        return "shipped"
+
+    session = Session(PydanticAIRunner(agent, deps=shop, stream_text=True))
+    session.start_turn("where is 42?")
+    first = await session.run_model()
+    assert isinstance(first, ToolCallsRequested)
+    assert [c.tool_call_id for c in first.tool_calls] == ["c1"]
+    assert shop.runs == []
+    await session.run_tools()
+
+    final = await session.run_model()
+
+    assert isinstance(final, TurnCompleted)
+    assert session.events.text == ["Order 42 ", "has ", "shipped."]
+    assert final.new_messages[-1].text == "Order 42 has shipped."
+    assert len(requests) == 2

@@ -22,6 +22,7 @@ def create_pydantic_ai_agent_session_flow(
     *,
     deps: DepsT | None = None,
     deps_factory: Callable[[str], DepsT | Awaitable[DepsT]] | None = None,
+    stream_text: bool = False,
     **option_values: Any,
 ) -> AgentSessionFlow:
     """A new session Flow of ``flow_type`` that runs ``agent`` with a ``PydanticAIRunner``.
@@ -29,7 +30,9 @@ def create_pydantic_ai_agent_session_flow(
     ``options`` (or the same fields as keywords, such as ``tool_policies=``) are
     the session options. The agent's deps come from ``deps`` or from
     ``deps_factory(session_id)``, called for each model step and tool call, in
-    whichever Worker runs it; they are never stored in the session.
+    whichever Worker runs it; they are never stored in the session. With
+    ``stream_text``, model requests are streamed and their text reaches the live
+    events as it arrives.
     """
-    runner = PydanticAIRunner(agent, deps=deps, deps_factory=deps_factory)
+    runner = PydanticAIRunner(agent, deps=deps, deps_factory=deps_factory, stream_text=stream_text)
     return create_agent_session_flow(runner, flow_type, options, **option_values)

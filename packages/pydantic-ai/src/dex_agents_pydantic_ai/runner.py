@@ -26,14 +26,17 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar, cast
 
-from pydantic_ai import Agent, CallToolsNode, ModelRequestNode, UserPromptNode
+from pydantic_ai import Agent, AgentRun, CallToolsNode, ModelRequestNode, UserPromptNode
 from pydantic_ai.exceptions import ToolFailed, UnexpectedModelBehavior
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
     ModelResponse,
+    PartDeltaEvent,
+    PartStartEvent,
     SystemPromptPart,
     TextPart,
+    TextPartDelta,
     ToolCallPart,
     ToolReturnPart,
 )
@@ -101,6 +104,10 @@ class PydanticAIRunner(Generic[DepsT]):
     ``deps`` is passed to every model step and tool call; ``deps_factory`` instead
     builds them for each call from the session ID (sync or async). Give at most
     one. Deps are never stored: a Worker that restarts builds them again.
+
+    With ``stream_text``, model requests are streamed and text reaches the
+    session's live events as it arrives (the model must support streaming);
+    otherwise each response's text is written once it is complete.
     """
 
     def __init__(
@@ -109,6 +116,7 @@ class PydanticAIRunner(Generic[DepsT]):
         *,
         deps: DepsT | None = None,
         deps_factory: Callable[[str], DepsT | Awaitable[DepsT]] | None = None,
+        stream_text: bool = False,
     ) -> None:
         if not isinstance(agent, Agent):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"agent must be a pydantic_ai.Agent, got {type(agent).__name__}")
@@ -119,6 +127,7 @@ class PydanticAIRunner(Generic[DepsT]):
         self.agent = agent
         self._deps = deps
         self._deps_factory = deps_factory
+        self._stream_text = stream_text
 
     # --- messages ------------------------------------------------------------------
 
@@ -165,7 +174,7 @@ class PydanticAIRunner(Generic[DepsT]):
         usage = _usage_of(responses)
         metadata = self._metadata_of(responses[-1])
         text = _response_text(responses[-1])
-        if text:
+        if text and not self._stream_text:
             turn.events.write_text_delta(text)
         if not step.deferred:
             return TurnCompleted(
@@ -217,6 +226,8 @@ class PydanticAIRunner(Generic[DepsT]):
                         return _StepRun(run.new_messages(), calls, dict(deferral.declared))
                 if isinstance(node, ModelRequestNode):
                     requested = True
+                    if self._stream_text:
+                        await _stream_text(node, run, turn)
                 node = await run.next(node)
             new = run.new_messages()
             output: object = node.data.output
@@ -276,7 +287,7 @@ class PydanticAIRunner(Generic[DepsT]):
         they are resolved and put in front on every model call instead; the
         stored items stay unchanged.
         """
-        if any(
+        if not _may_have_system_prompts(self.agent) or any(
             isinstance(part, SystemPromptPart)
             for message in history
             if isinstance(message, ModelRequest)
@@ -379,6 +390,33 @@ class _StepRun:
     new: list[ModelMessage]
     deferred: list[ToolCallPart]
     declared: dict[str, ToolDefinition]
+
+
+async def _stream_text(
+    node: ModelRequestNode[Any, Any], run: AgentRun[Any, Any], turn: AgentTurnContext
+) -> None:
+    """Stream ``node``'s model request, writing its text to the turn's live events."""
+    async with node.stream(run.ctx) as events:
+        async for event in events:
+            text = ""
+            if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
+                text = event.part.content
+            elif isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
+                text = event.delta.content_delta
+            if text:
+                turn.events.write_text_delta(text)
+
+
+def _may_have_system_prompts(agent: Agent[Any, Any]) -> bool:
+    """False only when the agent surely has no system prompts, so none are resolved.
+
+    Resolving them builds the agent's model; skip that for agents without any.
+    """
+    prompts = getattr(agent, "_system_prompts", None)
+    functions = getattr(agent, "_system_prompt_functions", None)
+    if prompts is None or functions is None:
+        return True  # Pydantic AI's internals moved: resolve to be safe.
+    return bool(prompts) or bool(functions)
 
 
 def _calls_to_defer(response: ModelResponse, output_tools: set[str]) -> list[ToolCallPart]:
