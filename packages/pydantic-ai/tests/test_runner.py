@@ -580,3 +580,33 @@ async def test_stream_text_writes_text_deltas_as_the_model_streams() -> None:
     assert session.events.text == ["Order 42 ", "has ", "shipped."]
     assert final.new_messages[-1].text == "Order 42 has shipped."
     assert len(requests) == 2
+
+
+async def test_a_tool_may_raise_tool_execution_error_but_not_defer_itself() -> None:
+    from pydantic_ai import CallDeferred
+
+    script = ScriptedModel(
+        calls(
+            ToolCallPart("refuse", {}, tool_call_id="c1"),
+            ToolCallPart("later", {}, tool_call_id="c2"),
+        )
+    )
+    agent = Agent(script.model())
+
+    @agent.tool_plain
+    def refuse() -> str:
+        raise ToolExecutionError("the card was declined")
+
+    @agent.tool_plain
+    def later() -> str:
+        raise CallDeferred()
+
+    session = Session(PydanticAIRunner(agent))
+    session.start_turn("go")
+    await session.run_model()
+    await session.run_tools()
+
+    assert session.record("c1").status is AgentToolCallStatus.FAILED
+    assert session.record("c1").error == "the card was declined"
+    assert session.record("c2").status is AgentToolCallStatus.FAILED
+    assert "deferred its own call" in (session.record("c2").error or "")
