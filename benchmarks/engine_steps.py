@@ -13,7 +13,11 @@ Runs an embedded ``LocalEngine`` with a real pull-mode ``AsyncWorker`` and an
 
 Usage::
 
-    uv run python benchmarks/engine_steps.py [--json PATH] [--db PATH|:memory:]
+    uv run python benchmarks/engine_steps.py [--json PATH] [--db PATH|:memory:] [--engine-process]
+
+By default the engine is embedded (a thread of this process, sharing the GIL
+with the Worker and the Client); ``--engine-process`` runs it as a separate
+``dex-local-engine serve`` process instead.
 
 Nothing here asserts a time; it measures and prints.
 """
@@ -25,13 +29,16 @@ import asyncio
 import json
 import os
 import platform
+import re
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from itertools import pairwise
@@ -252,6 +259,31 @@ async def measure(arguments: argparse.Namespace, address: str) -> Figures:
                 cache.close()
 
 
+READY_LINE = re.compile(r"dex-local-engine ready on (\S+) ")
+
+
+@contextmanager
+def engine_address(database: str, separate_process: bool) -> Generator[str]:
+    """Yield the address of a running engine: embedded, or a child process."""
+    if not separate_process:
+        with LocalEngine(database=database, host="127.0.0.1", port=0) as engine:
+            yield str(engine.address)
+        return
+    command = [sys.executable, "-m", "dex_local_engine", "serve"]
+    command += ["--host", "127.0.0.1", "--port", "0", "--db", database]
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None
+        line = child.stdout.readline()
+        match = READY_LINE.search(line)
+        if match is None:
+            raise RuntimeError(f"engine did not start: {line!r}")
+        yield match.group(1)
+    finally:
+        child.terminate()
+        child.wait(timeout=30)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--json", dest="json_path", help="write the figures here as JSON")
@@ -264,14 +296,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rpc-calls", type=int, default=500, help="sequential RPC calls")
     parser.add_argument("--worker-tasks", type=int, default=32, help="Worker max_concurrent_tasks")
     parser.add_argument("--idle-streams", type=int, default=4, help="idle pull streams per queue")
+    parser.add_argument(
+        "--engine-process", action="store_true", help="run the engine as a child process"
+    )
     arguments = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="dex-bench-db-") as db_directory:
         database = arguments.db or str(Path(db_directory) / "engine.sqlite3")
-        with LocalEngine(database=database, host="127.0.0.1", port=0) as engine:
-            figures = asyncio.run(measure(arguments, str(engine.address)))
+        with engine_address(database, arguments.engine_process) as address:
+            figures = asyncio.run(measure(arguments, address))
     figures.machine = machine_description()
     figures.settings = {
+        "engine": "child process" if arguments.engine_process else "embedded (same process)",
         "database": "temporary file" if arguments.db is None else arguments.db,
         "worker": "AsyncWorker (pull), synchronous handlers",
         "worker_max_concurrent_tasks": arguments.worker_tasks,

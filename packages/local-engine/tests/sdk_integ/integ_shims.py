@@ -309,7 +309,7 @@ def _sync_wait_equal(
     self: Client, flow_id: str, attribute: Any, *args: object, **kwargs: object
 ) -> None:
     instance, expected, timeout = _equal_arguments(attribute, args, dict(kwargs))
-    match = AttributeMatch.equal_to(expected)
+    match: AttributeMatch[Any] = AttributeMatch[Any].equal_to(expected)
     options = WaitForAttributeOptions(request_timeout=timeout)
     try:
         if instance is None:
@@ -359,7 +359,7 @@ async def _async_wait_equal(
     self: AsyncClient, flow_id: str, attribute: Any, *args: object, **kwargs: object
 ) -> None:
     instance, expected, timeout = _equal_arguments(attribute, args, dict(kwargs))
-    match = AttributeMatch.equal_to(expected)
+    match: AttributeMatch[Any] = AttributeMatch[Any].equal_to(expected)
     options = WaitForAttributeOptions(request_timeout=timeout)
     try:
         if instance is None:

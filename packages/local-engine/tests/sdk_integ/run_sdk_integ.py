@@ -30,7 +30,7 @@ import sys
 import tarfile
 import tempfile
 import xml.etree.ElementTree as ElementTree
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -245,7 +245,7 @@ def _summarize(message: str, limit: int = 160) -> str:
 
 
 @contextmanager
-def _engine(address: str | None) -> Iterator[str]:
+def _engine(address: str | None) -> Generator[str]:
     if address:
         yield address
         return
@@ -334,7 +334,7 @@ def format_table(report: HarnessReport) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--repo", help="Dex clone (default $DEX_REPO or the mirror path)")
     parser.add_argument("--engine-address", help="use a running engine instead of an embedded one")
     parser.add_argument("-k", dest="keyword", help="pytest -k expression to select scenarios")
