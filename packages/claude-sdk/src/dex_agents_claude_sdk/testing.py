@@ -36,6 +36,7 @@ __all__ = [
     "error_response",
     "message_events",
     "mock_client_factory",
+    "response_message",
     "scenario_tool",
     "sse_response",
 ]

@@ -1,0 +1,557 @@
+"""ClaudeAgentRunner driven directly with an AgentTurnContext, over the SDK and MockTransport."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+import anthropic
+import httpx2
+import pytest
+from anthropic.lib.tools import ToolError, beta_tool
+
+from dex_agents import (
+    OUTCOME_UNKNOWN_TOOL_RESULT,
+    AgentMessage,
+    AgentToolCall,
+    AgentToolCallStatus,
+    AgentTurnContext,
+    DeferredToolExecution,
+    FrameworkMessage,
+    ResolvedToolPolicy,
+    ToolCallsRequested,
+    ToolEffect,
+    ToolExecutionError,
+    ToolExecutionResult,
+    ToolPolicy,
+    TurnCompleted,
+)
+from dex_agents_claude_sdk import (
+    ClaudeAgentRunner,
+    claude_tool,
+    current_idempotency_key,
+    current_tool_execution,
+)
+from dex_agents_claude_sdk.testing import (
+    error_response,
+    mock_client_factory,
+    response_message,
+    sse_response,
+)
+
+# --- a Messages endpoint that answers from a list and records each request ------------
+
+
+class Endpoint:
+    def __init__(self, *responses: httpx2.Response | dict[str, Any]) -> None:
+        self.responses = list(responses)
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[httpx2.Headers] = []
+
+    async def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        self.requests.append(json.loads(request.content))
+        self.headers.append(request.headers)
+        response = self.responses[len(self.requests) - 1]
+        return response if isinstance(response, httpx2.Response) else sse_response(response)
+
+
+def tool_use(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "tool_use", "id": call_id, "name": name, "input": arguments}
+
+
+def text(value: str) -> dict[str, Any]:
+    return {"type": "text", "text": value}
+
+
+# --- tools -------------------------------------------------------------------------
+
+runs: list[tuple[str, Any, str]] = []
+
+
+@claude_tool(effect=ToolEffect.READ)
+def lookup_order(order_id: str) -> str:
+    """Look up an order by its ID."""
+    runs.append(("lookup_order", order_id, current_idempotency_key()))
+    return f"order {order_id} shipped"
+
+
+@claude_tool(effect=ToolEffect.NON_IDEMPOTENT_WRITE)
+async def refund_order(order_id: str, amount: int) -> str:
+    """Refund part of an order."""
+    execution = current_tool_execution()
+    runs.append(("refund_order", (order_id, amount), execution.idempotency_key))
+    return f"refunded {amount} on {order_id}"
+
+
+@beta_tool
+def cancel_order(order_id: str) -> str:
+    """Cancel an order (declares no effect)."""
+    raise ToolError(f"order {order_id} already left the warehouse")
+
+
+@pytest.fixture(autouse=True)
+def clear_runs() -> None:
+    runs.clear()
+
+
+# --- the committed state a model step sees -------------------------------------------
+
+
+class RecordingEvents:
+    turn_id = "turn-1"
+    attempt = 1
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.reasoning: list[str] = []
+
+    def write_text_delta(self, text: str) -> None:
+        self.text.append(text)
+
+    def write_reasoning_delta(self, text: str) -> None:
+        self.reasoning.append(text)
+
+    def write_tool_call_started(self, tool_call_id: str, tool_name: str) -> None: ...
+    def write_tool_call_finished(self, tool_call_id: str, tool_name: str, status: Any) -> None: ...
+    def write_event(self, type: str, payload: Any) -> None: ...
+
+
+class NotCancelled:
+    def is_cancelled(self) -> bool:
+        return False
+
+
+async def no_heartbeat() -> None:
+    return None
+
+
+async def no_checkpoint(text: str) -> None:
+    return None
+
+
+class Session:
+    def __init__(
+        self,
+        runner: ClaudeAgentRunner,
+        *,
+        policies: dict[str, ToolPolicy] | None = None,
+        built_ins: tuple[str, ...] = (),
+    ) -> None:
+        self.runner = runner
+        self.messages: list[AgentMessage] = []
+        self.records: list[AgentToolCall] = []
+        self.run_state: str | None = None
+        self.turn = 0
+        self.policies = policies or {}
+        self.built_ins = built_ins
+        self.events = RecordingEvents()
+
+    def store(self, messages: Sequence[FrameworkMessage]) -> None:
+        for message in messages:
+            self.messages.append(
+                AgentMessage.from_framework_message(
+                    message, sequence=len(self.messages) + 1, turn_id=f"turn-{self.turn}"
+                )
+            )
+
+    def start_turn(self, text: str) -> None:
+        self.turn += 1
+        self.records = []
+        self.run_state = None
+        self.store([self.runner.build_user_message(text)])
+
+    def context(self, attempt: int = 1) -> AgentTurnContext:
+        return AgentTurnContext(
+            flow_id="s-1",
+            turn_id=f"turn-{self.turn}",
+            attempt=attempt,
+            messages=tuple(self.messages),
+            framework_run_state=self.run_state,
+            tool_calls=tuple(self.records),
+            events=self.events,
+            cancellation=NotCancelled(),
+            deadline=datetime(2030, 1, 1, tzinfo=UTC),
+            step_execution_id="step-1",
+            tool_policies=self.policies,
+            default_tool_effect=ToolEffect.UNCLASSIFIED,
+            heartbeat=no_heartbeat,
+            enabled_built_in_tools=self.built_ins,
+        )
+
+    async def run_model(self) -> TurnCompleted | ToolCallsRequested:
+        outcome = await self.runner.run_model_step(self.context())
+        self.store(outcome.new_messages)
+        if isinstance(outcome, ToolCallsRequested):
+            self.run_state = outcome.framework_run_state
+            for call in outcome.tool_calls:
+                self.records.append(
+                    AgentToolCall(
+                        tool_call_id=call.tool_call_id,
+                        turn_id=f"turn-{self.turn}",
+                        tool_name=call.tool_name,
+                        arguments=call.arguments,
+                        effect=call.policy.effect,
+                        requires_approval=call.policy.requires_approval,
+                        status=AgentToolCallStatus.APPROVED,
+                        deferral_order=len(self.records),
+                    )
+                )
+        else:
+            self.run_state = None
+        return outcome
+
+    def execution(self, record: AgentToolCall) -> DeferredToolExecution:
+        return DeferredToolExecution(
+            flow_id="s-1",
+            tool_call=record,
+            idempotency_key=f"s-1/{record.turn_id}/{record.tool_call_id}",
+            attempt=1,
+            events=self.events,
+            cancellation=NotCancelled(),
+            deadline=datetime(2030, 1, 1, tzinfo=UTC),
+            heartbeat=no_heartbeat,
+            heartbeat_checkpoint=None,
+            save_heartbeat_checkpoint=no_checkpoint,
+        )
+
+    async def run_tools(
+        self, decide: Callable[[AgentToolCall], AgentToolCall | None] = lambda r: None
+    ) -> None:
+        finished: list[AgentToolCall] = []
+        for record in self.records:
+            decided = decide(record)
+            if record.is_final or decided is not None:
+                finished.append(decided or record)
+                continue
+            try:
+                result = await self.runner.execute_deferred_tool_call(self.execution(record))
+                assert isinstance(result, ToolExecutionResult)
+                finished.append(
+                    replace(record, status=AgentToolCallStatus.SUCCEEDED, output=result.output)
+                )
+            except ToolExecutionError as error:
+                finished.append(
+                    replace(record, status=AgentToolCallStatus.FAILED, error=error.message)
+                )
+        self.records = finished
+
+
+def runner_for(endpoint: Endpoint, tools: Sequence[Any] = (), **options: Any) -> ClaudeAgentRunner:
+    return ClaudeAgentRunner(
+        "claude-test-1", tools=tools, client_factory=mock_client_factory(endpoint), **options
+    )
+
+
+# --- tests -------------------------------------------------------------------------
+
+
+async def test_thinking_blocks_with_signatures_replay_unchanged_on_the_wire() -> None:
+    thinking = {
+        "type": "thinking",
+        "thinking": "Check the order first.",
+        "signature": "EqQBCkYIARgCsig==",
+    }
+    redacted = {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix/LafPsn4a"}
+    first = response_message(
+        [
+            thinking,
+            redacted,
+            text("Let me look."),
+            tool_use("toolu_01", "lookup_order", {"order_id": "42"}),
+        ],
+        message_id="msg_01",
+        usage={
+            "input_tokens": 50,
+            "output_tokens": 40,
+            "cache_read_input_tokens": 200,
+            "cache_creation_input_tokens": 10,
+        },
+    )
+    endpoint = Endpoint(first, response_message([text("Order 42 shipped.")], message_id="msg_02"))
+    runner = runner_for(
+        endpoint,
+        [lookup_order],
+        system_prompt="You are a support agent.",
+        thinking={"type": "enabled", "budget_tokens": 2048},
+        max_tokens=8000,
+    )
+    session = Session(runner)
+    session.start_turn("Where is order 42?")
+
+    outcome = await session.run_model()
+    assert isinstance(outcome, ToolCallsRequested)
+    assert session.events.reasoning == ["Check the order first."]
+    assert session.events.text == ["Let me look."]
+    request = endpoint.requests[0]
+    assert request["model"] == "claude-test-1"
+    assert request["max_tokens"] == 8000
+    assert request["stream"] is True
+    assert request["system"] == "You are a support agent."
+    assert request["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+    assert request["tools"][0]["name"] == "lookup_order"
+    assert request["tools"][0]["input_schema"]["required"] == ["order_id"]
+    assert request["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "Where is order 42?"}]}
+    ]
+    usage = outcome.usage
+    assert (usage.model_calls, usage.input_tokens, usage.output_tokens, usage.total_tokens) == (
+        1,
+        260,
+        40,
+        300,
+    )
+    assert (usage.cache_read_tokens, usage.cache_write_tokens) == (200, 10)
+    metadata = outcome.model_call_metadata
+    assert metadata is not None
+    assert (metadata.request_model, metadata.response_model, metadata.provider_name) == (
+        "claude-test-1",
+        "claude-scripted",
+        "anthropic",
+    )
+    assert (metadata.response_id, metadata.finish_reasons) == ("msg_01", ("tool_use",))
+
+    await session.run_tools()
+    await session.run_model()
+    replayed = endpoint.requests[1]["messages"]
+    assert replayed[1] == {"role": "assistant", "content": first["content"]}
+    assert replayed[2] == {
+        "role": "user",
+        "content": [
+            {
+                "type": "tool_result",
+                "tool_use_id": "toolu_01",
+                "content": "order 42 shipped",
+                "is_error": False,
+            }
+        ],
+    }
+
+
+async def test_parallel_tool_calls_are_deferred_in_order_and_answered_in_one_user_turn() -> None:
+    endpoint = Endpoint(
+        response_message(
+            [
+                tool_use("toolu_a", "lookup_order", {"order_id": "1"}),
+                tool_use("toolu_b", "refund_order", {"order_id": "1", "amount": 5}),
+                tool_use("toolu_c", "lookup_order", {"order_id": "2"}),
+            ]
+        ),
+        response_message([text("Done.")]),
+    )
+    session = Session(runner_for(endpoint, [lookup_order, refund_order]))
+    session.start_turn("Refund 5 on order 1, and check order 2")
+    outcome = await session.run_model()
+    assert isinstance(outcome, ToolCallsRequested)
+    assert [(c.tool_call_id, c.tool_name) for c in outcome.tool_calls] == [
+        ("toolu_a", "lookup_order"),
+        ("toolu_b", "refund_order"),
+        ("toolu_c", "lookup_order"),
+    ]
+    assert [c.policy for c in outcome.tool_calls] == [
+        ResolvedToolPolicy(ToolEffect.READ, False),
+        ResolvedToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, True),
+        ResolvedToolPolicy(ToolEffect.READ, False),
+    ]
+    assert runs == []  # nothing ran in the model step
+    # The calls finish in another order than they were made.
+    session.records.reverse()
+    await session.run_tools()
+    session.records.reverse()
+    assert sorted(runs) == [
+        ("lookup_order", "1", "s-1/turn-1/toolu_a"),
+        ("lookup_order", "2", "s-1/turn-1/toolu_c"),
+        ("refund_order", ("1", 5), "s-1/turn-1/toolu_b"),
+    ]
+    done = await session.run_model()
+    assert isinstance(done, TurnCompleted)
+    messages = endpoint.requests[1]["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "user"]
+    assert [b["tool_use_id"] for b in messages[2]["content"]] == ["toolu_a", "toolu_b", "toolu_c"]
+    assert [m.role for m in done.new_messages] == ["tool", "tool", "tool", "assistant"]
+    assert len(endpoint.requests) == 2
+
+
+async def test_a_rejection_reaches_claude_as_an_error_tool_result() -> None:
+    endpoint = Endpoint(
+        response_message([tool_use("toolu_r", "refund_order", {"order_id": "9", "amount": 50})]),
+        response_message([text("Understood, no refund.")]),
+    )
+    session = Session(runner_for(endpoint, [refund_order]))
+    session.start_turn("Refund order 9")
+    await session.run_model()
+
+    def reject(record: AgentToolCall) -> AgentToolCall:
+        return replace(
+            record, status=AgentToolCallStatus.REJECTED, rejection_message="Refunds need a receipt."
+        )
+
+    await session.run_tools(reject)
+    assert runs == []
+    outcome = await session.run_model()
+    assert isinstance(outcome, TurnCompleted)
+    assert endpoint.requests[1]["messages"][2]["content"] == [
+        {
+            "type": "tool_result",
+            "tool_use_id": "toolu_r",
+            "content": "Refunds need a receipt.",
+            "is_error": True,
+        }
+    ]
+    stored = outcome.new_messages[0]
+    assert (stored.role, stored.tool_name, stored.tool_output) == (
+        "tool",
+        "refund_order",
+        "Refunds need a receipt.",
+    )
+
+
+async def test_a_provider_error_fails_the_attempt_and_the_rerun_sends_the_same_request() -> None:
+    endpoint = Endpoint(
+        error_response(529, "overloaded_error", "Overloaded"),
+        response_message([text("Hello.")]),
+    )
+    session = Session(runner_for(endpoint))
+    session.start_turn("hi")
+    with pytest.raises(anthropic.APIStatusError) as raised:
+        await session.runner.run_model_step(session.context(attempt=1))
+    assert raised.value.status_code == 529
+    assert len(endpoint.requests) == 1  # no SDK retry: the session reruns the model call
+    outcome = await session.runner.run_model_step(session.context(attempt=2))
+    assert isinstance(outcome, TurnCompleted)
+    assert endpoint.requests[0] == endpoint.requests[1]
+
+
+async def test_tool_failures_the_model_should_see_and_unexpected_ones() -> None:
+    @claude_tool(effect="idempotent_write")
+    def flaky() -> str:
+        """Fails unexpectedly."""
+        raise ConnectionError("backend down")
+
+    endpoint = Endpoint(
+        response_message(
+            [
+                tool_use("t1", "cancel_order", {"order_id": "3"}),
+                tool_use("t2", "lookup_order", {"wrong": 1}),
+                tool_use("t3", "nope", {}),
+                tool_use("t4", "flaky", {}),
+            ]
+        )
+    )
+    session = Session(runner_for(endpoint, [cancel_order, lookup_order, flaky]))
+    session.start_turn("go")
+    outcome = await session.run_model()
+    assert isinstance(outcome, ToolCallsRequested)
+    assert [c.policy for c in outcome.tool_calls] == [
+        ResolvedToolPolicy(ToolEffect.UNCLASSIFIED, True),
+        ResolvedToolPolicy(ToolEffect.READ, False),
+        ResolvedToolPolicy(ToolEffect.UNCLASSIFIED, False),
+        ResolvedToolPolicy(ToolEffect.IDEMPOTENT_WRITE, False),
+    ]
+    cancel, bad, unknown, unexpected = session.records
+    with pytest.raises(ToolExecutionError, match="already left the warehouse"):
+        await session.runner.execute_deferred_tool_call(session.execution(cancel))
+    with pytest.raises(ToolExecutionError, match="invalid arguments for lookup_order"):
+        await session.runner.execute_deferred_tool_call(session.execution(bad))
+    with pytest.raises(ToolExecutionError, match="unknown tool nope"):
+        await session.runner.execute_deferred_tool_call(session.execution(unknown))
+    with pytest.raises(ConnectionError):
+        await session.runner.execute_deferred_tool_call(session.execution(unexpected))
+    assert runs == []
+
+
+async def test_session_policy_wins_and_built_ins_are_offered() -> None:
+    endpoint = Endpoint(
+        response_message(
+            [
+                tool_use("t1", "refund_order", {"order_id": "1", "amount": 1}),
+                tool_use("t2", "ask_user", {"question": "Sure?"}),
+            ]
+        )
+    )
+    session = Session(
+        runner_for(endpoint, [refund_order]),
+        policies={"refund_order": ToolPolicy(ToolEffect.IDEMPOTENT_WRITE, requires_approval=True)},
+        built_ins=("ask_user",),
+    )
+    session.start_turn("go")
+    outcome = await session.run_model()
+    assert isinstance(outcome, ToolCallsRequested)
+    assert [c.policy for c in outcome.tool_calls] == [
+        ResolvedToolPolicy(ToolEffect.IDEMPOTENT_WRITE, True),
+        ResolvedToolPolicy(ToolEffect.READ, False),
+    ]
+    assert [t["name"] for t in endpoint.requests[0]["tools"]] == ["refund_order", "ask_user"]
+
+
+async def test_an_orphaned_tool_use_gets_an_outcome_unknown_result() -> None:
+    endpoint = Endpoint(
+        response_message(
+            [
+                tool_use("t1", "lookup_order", {"order_id": "1"}),
+                tool_use("t2", "lookup_order", {"order_id": "2"}),
+            ]
+        ),
+        response_message([text("fresh start")]),
+    )
+    runner = runner_for(endpoint, [lookup_order])
+    session = Session(runner)
+    session.start_turn("first")
+    await session.run_model()
+    session.records[0] = replace(
+        session.records[0], status=AgentToolCallStatus.SUCCEEDED, output="one"
+    )
+    unfinished = runner.build_unfinished_turn_messages(session.context())
+    assert [(m.role, m.tool_call_id, m.tool_output) for m in unfinished] == [("tool", "t1", "one")]
+    session.store(unfinished)
+    session.store([runner.build_user_message("[Dex] The previous turn failed ...")])
+    session.start_turn("second")
+    await session.run_model()
+    messages = endpoint.requests[1]["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "user"]
+    assert messages[2]["content"] == [
+        {"type": "tool_result", "tool_use_id": "t1", "content": "one", "is_error": False},
+        {
+            "type": "tool_result",
+            "tool_use_id": "t2",
+            "content": OUTCOME_UNKNOWN_TOOL_RESULT,
+            "is_error": True,
+        },
+        {"type": "text", "text": "[Dex] The previous turn failed ..."},
+        {"type": "text", "text": "second"},
+    ]
+
+
+def test_options_are_checked_when_the_runner_is_built() -> None:
+    with pytest.raises(ValueError, match="request_options may not set"):
+        ClaudeAgentRunner("m", request_options={"messages": []})
+    with pytest.raises(ValueError, match="two tools"):
+        ClaudeAgentRunner("m", tools=[lookup_order, lookup_order])
+    with pytest.raises(ValueError, match="model"):
+        ClaudeAgentRunner("")
+
+
+async def test_without_a_client_factory_the_key_comes_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("DEX_TEST_ANTHROPIC_KEY", raising=False)
+    runner = ClaudeAgentRunner("m", api_key_env="DEX_TEST_ANTHROPIC_KEY")
+    with pytest.raises(RuntimeError, match="DEX_TEST_ANTHROPIC_KEY is not set"):
+        runner.client()
+    monkeypatch.setenv("DEX_TEST_ANTHROPIC_KEY", "sk-test")
+    client = runner.client()
+    assert client.api_key == "sk-test"
+    assert client.max_retries == 0
+    assert runner.client() is client  # one client per process and event loop
+
+
+def test_user_messages_are_native_message_params() -> None:
+    runner = ClaudeAgentRunner("m")
+    message = runner.build_user_message("hello")
+    assert json.loads(message.framework_item) == {
+        "role": "user",
+        "content": [{"type": "text", "text": "hello"}],
+    }
+    assert runner.build_user_message("hello") == message
