@@ -422,16 +422,24 @@ def _apply_records(state: RunState[Any, Agent[Any]], turn: AgentTurnContext) -> 
 
 
 async def _forward_stream(result: RunResultStreaming, turn: AgentTurnContext) -> None:
-    """Consume the run's events, writing text and reasoning deltas to the turn's events."""
-    async for event in result.stream_events():
-        if event.type != "raw_response_event":
-            continue
-        data: Any = event.data
-        kind = getattr(data, "type", None)
-        if kind == "response.output_text.delta":
-            turn.events.write_text_delta(str(data.delta))
-        elif kind == "response.reasoning_summary_text.delta":
-            turn.events.write_reasoning_delta(str(data.delta))
+    """Consume the run's events, writing text and reasoning deltas to the turn's events.
+
+    If the step is cancelled (or the consumer fails), the SDK's background run is
+    cancelled too, so no model call outlives the step.
+    """
+    try:
+        async for event in result.stream_events():
+            if event.type != "raw_response_event":
+                continue
+            data: Any = event.data
+            kind = getattr(data, "type", None)
+            if kind == "response.output_text.delta":
+                turn.events.write_text_delta(str(data.delta))
+            elif kind == "response.reasoning_summary_text.delta":
+                turn.events.write_reasoning_delta(str(data.delta))
+    except BaseException:
+        result.cancel()
+        raise
 
 
 def _usage_of(responses: Sequence[ModelResponse]) -> AgentUsage:
