@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from agents import (
     Agent,
     GuardrailFunctionOutput,
@@ -107,3 +108,20 @@ async def test_an_agent_used_as_a_tool_is_deferred_and_runs_in_the_tool_step() -
     final = await session.run_model()
     assert isinstance(final, TurnCompleted)
     assert final.new_messages[-1].text == "top done"
+
+
+def test_an_approval_the_adapter_cannot_defer_fails_clearly() -> None:
+    from agents import ToolApprovalItem
+
+    from dex_agents_openai_agents import UnsupportedInterruptionError
+    from dex_agents_openai_agents.runner import (
+        _function_call_of,  # pyright: ignore[reportPrivateUsage]
+    )
+
+    hosted = ToolApprovalItem(
+        agent=Agent[Any](name="a"),
+        raw_item={"type": "mcp_approval_request", "id": "mcpr_1", "name": "delete"},
+        tool_name="delete",
+    )
+    with pytest.raises(UnsupportedInterruptionError, match="mcp_approval_request"):
+        _function_call_of(hosted)
