@@ -266,8 +266,11 @@ class Chat:
             if due and self._report_waits(snapshot):
                 last_wait_report = loop.time()
             self._activity.clear()
+            # asyncio.timeout, not wait_for: Python 3.11's wait_for drops a cancellation
+            # (Ctrl-C) that arrives while the event wakes it, and the demo would not stop.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._activity.wait(), _POLL_SECONDS)
+                async with asyncio.timeout(_POLL_SECONDS):
+                    await self._activity.wait()
 
     def _report_waits(self, snapshot: AgentSnapshot) -> bool:
         reported = False
