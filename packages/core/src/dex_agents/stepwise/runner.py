@@ -232,7 +232,10 @@ class StepwiseAgentRunner:
         # A down source offers nothing in this call; it never fails the turn.
         timeout = self.definition.tool_source_listing_timeout.total_seconds()
         try:
-            return list(await asyncio.wait_for(source.list_tools(), timeout))
+            # asyncio.timeout, not wait_for: Python 3.11's wait_for can drop a cancellation
+            # of the RunModel attempt that arrives as the listing finishes.
+            async with asyncio.timeout(timeout):
+                return list(await source.list_tools())
         except Exception as error:
             logger.warning(
                 "tool source %r offers no tools in this model call: listing failed (%s)",
