@@ -21,6 +21,7 @@ from pydantic_ai.messages import (
     ThinkingPart,
     ToolCallPart,
     ToolReturnPart,
+    UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
@@ -403,13 +404,12 @@ async def test_unfinished_turn_messages_answer_every_stored_call() -> None:
 
 async def test_system_prompts_reach_every_model_call_without_changing_stored_items() -> None:
     script = ScriptedModel(calls(lookup("1", "c1")), answer("done"))
-    agent = shop_agent(script)
-    agent_with_prompt = Agent(
-        script.model(),
-        deps_type=Shop,
-        system_prompt="Be terse.",
-        tools=agent._function_toolset.tools.values(),  # pyright: ignore[reportPrivateUsage]
-    )
+    agent_with_prompt = Agent(script.model(), deps_type=Shop, system_prompt="Be terse.")
+
+    @agent_with_prompt.tool(metadata=dex_tool_metadata(ToolEffect.READ))
+    def lookup_order(ctx: RunContext[Shop], order_id: str) -> str:
+        return "ok"
+
     session = Session(PydanticAIRunner(agent_with_prompt, deps=Shop("ann", [])))
     session.start_turn("look")
     user_item = session.messages[0].framework_item
@@ -433,7 +433,9 @@ def test_the_user_message_is_deterministic_pydantic_ai_json() -> None:
     assert (first.role, first.text) == ("user", "hello")
     (request,) = ModelMessagesTypeAdapter.validate_json(first.framework_item)
     assert isinstance(request, ModelRequest)
-    assert request.parts[0].content == "hello"  # pyright: ignore[reportAttributeAccessIssue]
+    prompt = request.parts[0]
+    assert isinstance(prompt, UserPromptPart)
+    assert prompt.content == "hello"
 
 
 async def test_enabled_built_in_tools_are_offered_and_deferred_as_reads() -> None:
