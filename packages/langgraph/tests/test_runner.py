@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -619,3 +620,22 @@ def test_stored_user_message_is_langchains_dict_form() -> None:
         json.loads(message.framework_item) == messages_to_dict([HumanMessage(content="hello")])[0]
     )
     assert runner.build_user_message("hello") == message
+
+
+class StreamingChatModel(GenericFakeChatModel):
+    """LangChain's fake model that streams its answer word by word, with bind_tools."""
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:
+        return self.bind(**kwargs)
+
+
+async def test_a_streaming_model_writes_each_delta_once() -> None:
+    answer = "Order 42 left the warehouse on Monday."
+    model = StreamingChatModel(messages=iter([AIMessage(content=answer)]))
+    session = Session(LangGraphAgentRunner.from_chat_model(model, [READ_LOOKUP]))
+    session.start_turn("Where is order 42?")
+    outcome = await session.run_model()
+    assert isinstance(outcome, TurnCompleted)
+    assert len(session.events.text) > 1  # it really streamed
+    assert "".join(session.events.text) == answer
+    assert outcome.new_messages[-1].text == answer
