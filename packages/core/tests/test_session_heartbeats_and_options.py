@@ -83,6 +83,16 @@ class Runner:
         ),
         ({"max_durable_wait": timedelta(milliseconds=1500)}, "max_durable_wait"),
         ({"tool_policies": {"x": "read"}}, "ToolPolicy"),
+        (
+            {"tool_policies": [("x", ToolPolicy(ToolEffect.READ))]},
+            "tool_policies must be a mapping",
+        ),
+        ({"built_in_tools": "ask_user"}, "not a string"),
+        ({"default_tool_effect": "read"}, "default_tool_effect must be a ToolEffect"),
+        ({"interrupt_deadline": 60}, "interrupt_deadline"),
+        ({"max_durable_wait": 60}, "max_durable_wait"),
+        ({"event_stream_capacity_bytes": True}, "event_stream_capacity_bytes"),
+        ({"tool_policy": {}}, "unknown session option 'tool_policy'; the options are"),
     ],
 )
 def test_bad_options_raise_when_the_flow_is_built(options: dict[str, Any], message: str) -> None:
@@ -101,6 +111,8 @@ def test_the_factory_checks_the_runner_and_flow_type() -> None:
         create_agent_session_flow(object(), "Agent")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="flow_type"):
         create_agent_session_flow(Runner(), "  ")
+    with pytest.raises(TypeError, match="options must be AgentSessionOptions"):
+        create_agent_session_flow(Runner(), "Agent", {"tool_policies": {}})  # type: ignore[arg-type]
 
 
 def test_each_flow_owns_its_definitions_and_registers_beside_others() -> None:

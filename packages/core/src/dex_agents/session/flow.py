@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from dataclasses import replace
+from dataclasses import fields, replace
 from datetime import timedelta
 from typing import Any
 
@@ -216,7 +216,18 @@ def create_agent_session_flow(
         raise ValueError("flow_type must be a non-empty name without '/'")
     _check_runner(runner)
     resolved = options if options is not None else AgentSessionOptions()
+    if not isinstance(resolved, AgentSessionOptions):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(
+            f"options must be AgentSessionOptions or None, got {type(resolved).__name__}"
+        )
     if option_values:
+        known = {option.name for option in fields(AgentSessionOptions)}
+        unknown = sorted(set(option_values) - known)
+        if unknown:
+            raise TypeError(
+                f"unknown session option {', '.join(map(repr, unknown))}; "
+                f"the options are {', '.join(sorted(known))}"
+            )
         resolved = replace(resolved, **option_values)
     persistence = SessionPersistence.create(resolved.event_stream_capacity_bytes)
     session = SessionDefinition(

@@ -48,6 +48,8 @@ class AgentSessionOptions:
     max_durable_wait: timedelta = DEFAULT_MAX_DURABLE_WAIT
 
     def __post_init__(self) -> None:
+        if not isinstance(self.tool_policies, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError("tool_policies must be a mapping of tool name to ToolPolicy")
         policies: dict[str, ToolPolicy] = {}
         for name, policy in dict(self.tool_policies).items():
             if not isinstance(name, str) or not name:  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -66,6 +68,10 @@ class AgentSessionOptions:
             not isinstance(deadline, timedelta) or deadline <= timedelta(0)  # pyright: ignore[reportUnnecessaryIsInstance]
         ):
             raise ValueError("interrupt_deadline must be a positive timedelta or None")
+        if isinstance(self.built_in_tools, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(
+                "built_in_tools must be a sequence of names, such as ('ask_user',), not a string"
+            )
         built_in = tuple(self.built_in_tools)
         for name in built_in:
             if name not in KNOWN_BUILT_IN_TOOLS:
