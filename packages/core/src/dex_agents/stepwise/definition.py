@@ -82,8 +82,19 @@ class AgentDefinition:
             or self.max_model_calls_per_turn < 1
         ):
             raise ValueError("AgentDefinition.max_model_calls_per_turn must be a positive integer")
-        if self.tool_source_listing_timeout <= timedelta(0):
-            raise ValueError("AgentDefinition.tool_source_listing_timeout must be positive")
+        if self.model_settings is not None and not isinstance(self.model_settings, ModelSettings):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError("AgentDefinition.model_settings must be ModelSettings or None")
+        timeout: object = self.tool_source_listing_timeout
+        if not isinstance(timeout, timedelta) or timeout <= timedelta(0):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValueError(
+                "AgentDefinition.tool_source_listing_timeout must be a positive timedelta"
+            )
+        for name in ("tools", "tool_sources", "built_in_tools"):
+            value: object = getattr(self, name)
+            if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+                raise TypeError(f"AgentDefinition.{name} must be a list or tuple")
+        if not isinstance(self.tool_policies, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError("AgentDefinition.tool_policies must be a mapping of name to ToolPolicy")
         built_ins = validate_built_in_tool_names(self.built_in_tools)
         names: set[str] = set()
         for tool in self.tools:
@@ -96,6 +107,14 @@ class AgentDefinition:
             names.add(tool.name)
         source_names: set[str] = set()
         for source in self.tool_sources:
+            source_name: object = getattr(source, "source_name", None)
+            if not isinstance(source_name, str) or not callable(
+                getattr(source, "list_tools", None)
+            ):
+                raise TypeError(
+                    f"AgentDefinition.tool_sources holds {source!r}, not a ToolSource "
+                    "(a source_name and list_tools)"
+                )
             if source.source_name in source_names:
                 raise ValueError(f"two tool sources are named {source.source_name!r}")
             source_names.add(source.source_name)
