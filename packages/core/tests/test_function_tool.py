@@ -220,6 +220,26 @@ def test_bad_definitions_are_refused() -> None:
             parameters={"type": "object", "properties": 3},
             execute=lambda a, c: "",
         )
+    with pytest.raises(TypeError, match="requires_approval must be a bool"):
+        function_tool(
+            name="t",
+            description="",
+            parameters={"type": "object"},
+            execute=lambda a, c: "",
+            requires_approval="yes",  # type: ignore[arg-type]
+        )
+    with pytest.raises(TypeError, match="effect must be a ToolEffect"):
+        function_tool(
+            name="t",
+            description="",
+            parameters={"type": "object"},
+            execute=lambda a, c: "",
+            effect="read",  # type: ignore[arg-type]
+        )
+    with pytest.raises(TypeError, match="parameters must be a JSON Schema object"):
+        function_tool(name="t", description="", parameters='{"type": "object"}', execute=print)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="execute must be callable"):
+        function_tool(name="t", description="", parameters={"type": "object"}, execute="run")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="needs a type annotation"):
         function_tool(lambda x: x)  # pyright: ignore
     with pytest.raises(TypeError, match="name, description, parameters and execute"):

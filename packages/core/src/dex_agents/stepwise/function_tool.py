@@ -98,6 +98,10 @@ class FunctionTool:
             raise TypeError(f"tool {self.name}: description must be a string")
         if self.effect is not None and not isinstance(self.effect, ToolEffect):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"tool {self.name}: effect must be a ToolEffect")
+        if self.requires_approval is not None and not isinstance(self.requires_approval, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"tool {self.name}: requires_approval must be a bool or None")
+        if not isinstance(self.parameters, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"tool {self.name}: parameters must be a JSON Schema object (a dict)")
         if self.parameters.get("type") != "object":
             raise ValueError(f"tool {self.name}: the parameters schema must have type 'object'")
         try:
@@ -274,7 +278,8 @@ def function_tool(
         return FunctionTool(
             name=name,
             description=description,
-            parameters=dict(parameters),
+            # A copy, so later changes to the caller's dict cannot change the offered schema.
+            parameters=dict(parameters) if isinstance(parameters, Mapping) else parameters,  # pyright: ignore[reportUnnecessaryIsInstance]
             execute=execute,
             effect=effect,
             requires_approval=requires_approval,
