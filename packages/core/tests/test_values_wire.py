@@ -189,3 +189,119 @@ def test_session_codecs_write_the_same_json_and_fill_missing_fields() -> None:
         ),
     )
     assert interrupts.decode(interrupts.encode(pending)) == pending
+
+
+def _keys(value: object) -> set[str]:
+    data = to_wire(value)
+    assert isinstance(data, dict)
+    return set(data)
+
+
+def test_rpc_inputs_and_outputs_have_the_contract_fields() -> None:
+    from dex_agents import (
+        AgentSessionStartInput,
+        AgentUserMessage,
+        AnswerQuestionInput,
+        ListAgentMessagesInput,
+        ResolveInterruptInput,
+    )
+
+    assert _keys(AgentUserMessage(text="hi")) == {"text", "plan_mode"}
+    assert _keys(ResolveInterruptInput("c", True)) == {
+        "interrupt_id",
+        "approved",
+        "rejection_message",
+    }
+    assert _keys(AnswerQuestionInput("c", "yes")) == {"interrupt_id", "answer"}
+    assert _keys(ListAgentMessagesInput()) == {"before_sequence", "limit"}
+    assert _keys(ListAgentMessagesOutput(messages=(), next_before_sequence=None)) == {
+        "messages",
+        "next_before_sequence",
+        "deleted_before_sequence",
+    }
+    assert _keys(AgentSnapshot(state=None)) == {
+        "state",
+        "messages",
+        "pending_interrupts",
+        "tool_calls",
+        "usage",
+        "queued_message_count",
+        "plan",
+        "queued_messages",
+        "steered_messages",
+        "context_summary",
+    }
+    assert _keys(AgentSessionStartInput()) == {"initial_message"}
+
+
+def test_persisted_values_have_the_contract_fields() -> None:
+    from dex_agents.values import ToolCallCompleted, TurnReplySequence
+
+    assert _keys(AgentUsage()) == {
+        "model_calls",
+        "input_tokens",
+        "output_tokens",
+        "total_tokens",
+        "cache_read_tokens",
+        "cache_write_tokens",
+        "reasoning_tokens",
+    }
+    assert _keys(AgentMessage(sequence=1, turn_id="turn-1", role="user", framework_item="{}")) == {
+        "sequence",
+        "turn_id",
+        "role",
+        "framework_item",
+        "text",
+        "tool_call_id",
+        "tool_name",
+        "tool_arguments",
+        "tool_output",
+    }
+    assert _keys(_record()) == {
+        "tool_call_id",
+        "turn_id",
+        "tool_name",
+        "arguments",
+        "effect",
+        "requires_approval",
+        "status",
+        "deferral_order",
+        "output",
+        "error",
+        "rejection_message",
+        "tool_source_reference",
+        "trace_context",
+        # the 0.2.0 fields of the record
+        "wait_until",
+        "input_continuation",
+        "input_answers",
+        "input_question",
+        "input_choices",
+        "input_allows_free_text",
+        "cancellation_reason",
+        "task_id",
+        "task_poll_interval_seconds",
+        "task_answer_pending",
+    }
+    assert _keys(TurnReplySequence(turn_id="turn-1", sequence=2)) == {"turn_id", "sequence"}
+    assert _keys(ToolCallCompleted(tool_call_id="c")) == {"tool_call_id"}
+    assert _keys(
+        AgentEvent(type="t", turn_id="turn-1", attempt=1, step_execution_id="s", payload="{}")
+    ) == {"type", "turn_id", "attempt", "step_execution_id", "payload"}
+    assert {status.value for status in AgentToolCallStatus} == {
+        "awaiting_approval",
+        "approved",
+        "succeeded",
+        "failed",
+        "rejected",
+        "outcome_unknown",
+        "awaiting_answer",
+        "waiting_for_timer",
+        "waiting_for_task",
+    }
+    assert {effect.value for effect in ToolEffect} == {
+        "read",
+        "idempotent_write",
+        "non_idempotent_write",
+        "unclassified",
+    }
