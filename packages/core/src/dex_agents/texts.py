@@ -22,7 +22,9 @@ __all__ = [
     "build_turn_failure_note",
     "describe_tool_call_outcome",
     "invalid_built_in_arguments_error",
+    "model_call_limit_result",
     "question_id_in_use_error",
+    "unknown_tool_error",
 ]
 
 OUTCOME_UNKNOWN_TOOL_RESULT = (
@@ -99,3 +101,13 @@ def question_id_in_use_error(interrupt_id: str) -> str:
 def invalid_built_in_arguments_error(tool_name: str, reason: str) -> str:
     """The error of a built-in tool call whose arguments are invalid."""
     return f"invalid {tool_name} arguments: {reason}"
+
+
+def model_call_limit_result(limit: int) -> str:
+    """Stepwise: the result of each tool call asked for after the turn's model call limit."""
+    return f"The tool call was not run: this turn reached its limit of {limit} model calls."
+
+
+def unknown_tool_error(tool_name: str) -> str:
+    """Stepwise: the error of a call whose name is no offered tool."""
+    return f"unknown tool {tool_name}"

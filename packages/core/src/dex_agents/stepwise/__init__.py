@@ -42,8 +42,8 @@ from dex_agents.stepwise.function_tool import (
     function_tool,
 )
 from dex_agents.stepwise.runner import StepwiseAgentRunner
-from dex_agents.stepwise.texts import model_call_limit_result, unknown_tool_error
 from dex_agents.stepwise.tool_source import ToolSource
+from dex_agents.texts import model_call_limit_result, unknown_tool_error
 
 __all__ = [
     "DEFAULT_MAX_MODEL_CALLS_PER_TURN",

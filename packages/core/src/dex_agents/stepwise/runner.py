@@ -40,7 +40,6 @@ from dex_agents.runner import (
 )
 from dex_agents.stepwise.definition import AgentDefinition, InstructionContext
 from dex_agents.stepwise.function_tool import FunctionTool, ToolCallContext
-from dex_agents.stepwise.texts import model_call_limit_result, unknown_tool_error
 from dex_agents.stepwise.tool_source import (
     ToolSource,
     decode_source_reference,
@@ -56,7 +55,7 @@ from dex_agents.stepwise.transcript import (
     unanswered_tool_calls,
     user_text_message,
 )
-from dex_agents.texts import describe_tool_call_outcome
+from dex_agents.texts import describe_tool_call_outcome, model_call_limit_result, unknown_tool_error
 from dex_agents.values import AgentToolCall, FrameworkMessage, ToolEffect
 
 __all__ = ["StepwiseAgentRunner"]
