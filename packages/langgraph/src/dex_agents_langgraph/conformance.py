@@ -9,6 +9,7 @@ Worker child processes import it by path:
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -17,9 +18,15 @@ from dex_agents.testing import ModelScript, ScenarioSession, ScenarioTool
 from dex_agents_langgraph.flow import create_langgraph_agent_session_flow
 from dex_agents_langgraph.testing import ScriptedChatModel, scenario_tool
 
-__all__ = ["CONFORMANCE_FACTORY", "build_conformance_flow"]
+__all__ = [
+    "CONFORMANCE_FACTORY",
+    "PREBUILT_CONFORMANCE_FACTORY",
+    "build_conformance_flow",
+    "build_prebuilt_conformance_flow",
+]
 
 CONFORMANCE_FACTORY = "dex_agents_langgraph.conformance:build_conformance_flow"
+PREBUILT_CONFORMANCE_FACTORY = "dex_agents_langgraph.conformance:build_prebuilt_conformance_flow"
 
 
 def build_conformance_flow(
@@ -34,5 +41,31 @@ def build_conformance_flow(
         session.flow_type,
         model=ScriptedChatModel(script=script, state_directory=directory),
         tools=[scenario_tool(tool, directory) for tool in tools],
+        interrupt_deadline=session.interrupt_deadline,
+    )
+
+
+def build_prebuilt_conformance_flow(
+    script: ModelScript,
+    tools: Sequence[ScenarioTool],
+    state_directory: Path,
+    session: ScenarioSession,
+) -> AgentSessionFlow:
+    """The same scenario through LangGraph's prebuilt ReAct agent, stopped before its tools."""
+    directory = Path(state_directory)
+    langchain_tools = [scenario_tool(tool, directory) for tool in tools]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # create_react_agent is deprecated in favour of langchain's
+        from langgraph.prebuilt import create_react_agent  # pyright: ignore[reportDeprecated, reportUnknownVariableType]
+
+        graph = create_react_agent(  # pyright: ignore[reportDeprecated, reportUnknownVariableType, reportUnknownMemberType]
+            ScriptedChatModel(script=script, state_directory=directory),
+            langchain_tools,
+            # An agent without tools has no tools node to stop before.
+            interrupt_before=["tools"] if langchain_tools else None,
+        )
+    return create_langgraph_agent_session_flow(
+        session.flow_type,
+        graph=graph,  # pyright: ignore[reportUnknownArgumentType]
         interrupt_deadline=session.interrupt_deadline,
     )
