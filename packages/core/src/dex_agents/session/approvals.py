@@ -17,7 +17,6 @@ from dex import (
 )
 from dex import Step as DexStep
 
-from dex_agents.session.events import SessionEventWriter
 from dex_agents.session.interrupt_rules import (
     apply_approval_resolution,
     apply_approval_timer,
@@ -25,7 +24,7 @@ from dex_agents.session.interrupt_rules import (
 )
 from dex_agents.session.store import (
     SessionDefinition,
-    apply_changes,
+    commit_changes,
     read_pending_interrupts,
     read_record,
 )
@@ -87,11 +86,7 @@ class AwaitToolApproval(DexStep[str]):
         else:
             pending = read_pending_interrupts(context, persistence)
             outcome = apply_approval_timer(record, pending, datetime.now(UTC))
-        events = SessionEventWriter(context, persistence.agent_events, turn_id=record.turn_id)
-        try:
-            apply_changes(context, persistence, outcome.changes, events)
-        finally:
-            events.close()
+        commit_changes(context, persistence, outcome.changes, turn_id=record.turn_id)
         if outcome.next_step is not None:
             return go_to_many(tool_step_movement(session, outcome.next_step, input))
         if outcome.wait_again:

@@ -14,7 +14,12 @@ from datetime import datetime, timedelta
 from typing import Any, cast
 
 from dex_agents.builtin_tools import ASK_USER, DURABLE_WAIT
-from dex_agents.session.pending import find_interrupt, is_past_deadline, without_interrupt
+from dex_agents.session.pending import (
+    InterruptDecision,
+    find_interrupt,
+    is_past_deadline,
+    without_interrupt,
+)
 from dex_agents.values import (
     AgentInterrupt,
     AgentInterruptResolution,
@@ -24,7 +29,6 @@ from dex_agents.values import (
 )
 
 __all__ = [
-    "AnswerDecision",
     "AskUserArguments",
     "DurableWaitArguments",
     "InvalidBuiltInArguments",
@@ -159,24 +163,17 @@ def answer_matches_question(interrupt: AgentInterrupt, answer: str) -> bool:
     return True
 
 
-@dataclass(frozen=True)
-class AnswerDecision:
-    accepted: bool
-    pending: tuple[AgentInterrupt, ...] = ()
-    resolution: AgentInterruptResolution | None = None
-
-
 def decide_answer_question(
     pending: Sequence[AgentInterrupt], request: AnswerQuestionInput, now: datetime
-) -> AnswerDecision:
+) -> InterruptDecision:
     """Accept an answer only for a pending question, before its deadline, that fits it."""
     interrupt = find_interrupt(pending, request.interrupt_id)
     if interrupt is None or interrupt.kind is not InterruptKind.QUESTION:
-        return AnswerDecision(False)
+        return InterruptDecision(False)
     if is_past_deadline(interrupt, now) or not answer_matches_question(interrupt, request.answer):
-        return AnswerDecision(False)
+        return InterruptDecision(False)
     remaining = without_interrupt(pending, request.interrupt_id)
     resolution = AgentInterruptResolution(
         interrupt_id=request.interrupt_id, approved=True, answer=request.answer
     )
-    return AnswerDecision(True, remaining, resolution)
+    return InterruptDecision(True, remaining, resolution)

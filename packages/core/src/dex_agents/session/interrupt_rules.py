@@ -8,6 +8,7 @@ from datetime import datetime
 
 from dex_agents.session.changes import EventSpec, SessionChanges
 from dex_agents.session.pending import (
+    InterruptDecision,
     find_interrupt,
     interrupt_resolved_payload,
     is_past_deadline,
@@ -30,7 +31,6 @@ from dex_agents.values import (
 __all__ = [
     "ApprovalOutcome",
     "ApprovalWait",
-    "ResolveDecision",
     "apply_approval_resolution",
     "apply_approval_timer",
     "approval_wait",
@@ -38,18 +38,9 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class ResolveDecision:
-    """What ``resolve_interrupt`` does: its answer and, when accepted, the writes."""
-
-    accepted: bool
-    pending: tuple[AgentInterrupt, ...] = ()
-    resolution: AgentInterruptResolution | None = None
-
-
 def decide_resolve_interrupt(
     pending: Sequence[AgentInterrupt], request: ResolveInterruptInput, now: datetime
-) -> ResolveDecision:
+) -> InterruptDecision:
     """Accept a resolution only for a pending interrupt before its deadline.
 
     A question cannot be approved, only declined (answer it with ``answer_question``).
@@ -58,16 +49,16 @@ def decide_resolve_interrupt(
     """
     interrupt = find_interrupt(pending, request.interrupt_id)
     if interrupt is None or is_past_deadline(interrupt, now):
-        return ResolveDecision(False)
+        return InterruptDecision(False)
     if interrupt.kind is InterruptKind.QUESTION and request.approved:
-        return ResolveDecision(False)
+        return InterruptDecision(False)
     remaining = without_interrupt(pending, request.interrupt_id)
     resolution = AgentInterruptResolution(
         interrupt_id=request.interrupt_id,
         approved=request.approved,
         rejection_message=None if request.approved else _message_or_none(request.rejection_message),
     )
-    return ResolveDecision(True, remaining, resolution)
+    return InterruptDecision(True, remaining, resolution)
 
 
 def _message_or_none(message: str | None) -> str | None:

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from dex_agents.values import AgentInterrupt, InterruptKind, parse_timestamp
+from dex_agents.values import (
+    AgentInterrupt,
+    AgentInterruptResolution,
+    InterruptKind,
+    parse_timestamp,
+)
 
 __all__ = [
+    "InterruptDecision",
     "find_interrupt",
     "interrupt_raised_payload",
     "interrupt_resolved_payload",
@@ -17,6 +24,16 @@ __all__ = [
     "timer_seconds_until",
     "without_interrupt",
 ]
+
+
+@dataclass(frozen=True)
+class InterruptDecision:
+    """What ``resolve_interrupt`` or ``answer_question`` does: its answer and, if accepted,
+    the pending interrupts left and the resolution to publish."""
+
+    accepted: bool
+    pending: tuple[AgentInterrupt, ...] = ()
+    resolution: AgentInterruptResolution | None = None
 
 
 def find_interrupt(pending: Sequence[AgentInterrupt], interrupt_id: str) -> AgentInterrupt | None:

@@ -18,7 +18,6 @@ from dex import (
 )
 
 from dex_agents.session.builtin_rules import is_ask_user_call, question_interrupt_id
-from dex_agents.session.events import SessionEventWriter
 from dex_agents.session.question_rules import (
     apply_question_resolution,
     apply_question_timer,
@@ -26,7 +25,7 @@ from dex_agents.session.question_rules import (
 )
 from dex_agents.session.store import (
     SessionDefinition,
-    apply_changes,
+    commit_changes,
     read_pending_interrupts,
     read_record,
     read_records,
@@ -113,11 +112,7 @@ class AwaitQuestionAnswer(Step[str]):
                 now=now,
                 interrupt_deadline_at=now + deadline if deadline is not None else None,
             )
-        events = SessionEventWriter(context, persistence.agent_events, turn_id=record.turn_id)
-        try:
-            apply_changes(context, persistence, outcome.changes, events)
-        finally:
-            events.close()
+        commit_changes(context, persistence, outcome.changes, turn_id=record.turn_id)
         if outcome.next_step is not None:
             return go_to_many(tool_step_movement(session, outcome.next_step, input))
         if outcome.wait_again:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from dex import Context, RPCResult
 
 from dex_agents.session.builtin_rules import decide_answer_question
 from dex_agents.session.interrupt_rules import decide_resolve_interrupt
+from dex_agents.session.pending import InterruptDecision
 from dex_agents.session.persistence import SessionPersistence
 from dex_agents.session.read_rules import accepts_user_message, build_snapshot, page_messages
 from dex_agents.session.store import (
@@ -18,6 +20,7 @@ from dex_agents.session.store import (
     read_usage,
 )
 from dex_agents.values import (
+    AgentInterrupt,
     AgentSnapshot,
     AgentUserMessage,
     AnswerQuestionInput,
@@ -52,16 +55,12 @@ def resolve_interrupt(
     context: Context, persistence: SessionPersistence, request: ResolveInterruptInput
 ) -> RPCResult[bool]:
     """Approve or reject a pending interrupt before its deadline (runs under its lock)."""
-    interrupt_id = request.interrupt_id
-    if not interrupt_id or "/" in interrupt_id:
-        return RPCResult(False)
-    pending = read_pending_interrupts(context, persistence)
-    decision = decide_resolve_interrupt(pending, request, datetime.now(UTC))
-    if not decision.accepted or decision.resolution is None:
-        return RPCResult(False)
-    persistence.pending_interrupts.set(context, decision.pending)
-    persistence.interrupt_resolutions.publish(context, interrupt_id, decision.resolution)
-    return RPCResult(True)
+    return _resolve(
+        context,
+        persistence,
+        request.interrupt_id,
+        lambda pending: decide_resolve_interrupt(pending, request, datetime.now(UTC)),
+    )
 
 
 def answer_question(
@@ -72,11 +71,24 @@ def answer_question(
     ``False`` when not pending, not a question, past its deadline, blank, or outside
     ``choices`` while free text is not allowed.
     """
-    interrupt_id = request.interrupt_id
+    return _resolve(
+        context,
+        persistence,
+        request.interrupt_id,
+        lambda pending: decide_answer_question(pending, request, datetime.now(UTC)),
+    )
+
+
+def _resolve(
+    context: Context,
+    persistence: SessionPersistence,
+    interrupt_id: str,
+    decide: Callable[[tuple[AgentInterrupt, ...]], InterruptDecision],
+) -> RPCResult[bool]:
+    """Remove the interrupt and publish its resolution when ``decide`` accepts the request."""
     if not interrupt_id or "/" in interrupt_id:
         return RPCResult(False)
-    pending = read_pending_interrupts(context, persistence)
-    decision = decide_answer_question(pending, request, datetime.now(UTC))
+    decision = decide(read_pending_interrupts(context, persistence))
     if not decision.accepted or decision.resolution is None:
         return RPCResult(False)
     persistence.pending_interrupts.set(context, decision.pending)

@@ -10,10 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypeVar
 
-from dex import Attribute, Context
+from dex import AsyncContext, Attribute, Context
 
 from dex_agents.runner import AgentEventWriter, AgentFrameworkRunner
 from dex_agents.session.changes import SessionChanges
+from dex_agents.session.events import SessionEventWriter
 from dex_agents.session.options import AgentSessionOptions
 from dex_agents.session.persistence import SessionPersistence
 from dex_agents.values import (
@@ -30,6 +31,7 @@ from dex_agents.values import (
 __all__ = [
     "SessionDefinition",
     "apply_changes",
+    "commit_changes",
     "read_messages",
     "read_optional",
     "read_pending_interrupts",
@@ -143,3 +145,16 @@ def apply_changes(
     if events is not None:
         for event in changes.events:
             events.write_event(event.type, event.payload)
+
+
+def commit_changes(
+    context: AsyncContext, persistence: SessionPersistence, changes: SessionChanges, *, turn_id: str
+) -> None:
+    """``apply_changes`` for a Step that runs no runner code: its events go to ``turn_id``
+    through a writer that is closed at once, so buffered deltas are written and later
+    writes are dropped."""
+    events = SessionEventWriter(context, persistence.agent_events, turn_id=turn_id)
+    try:
+        apply_changes(context, persistence, changes, events)
+    finally:
+        events.close()

@@ -19,9 +19,12 @@ from dex import (
 )
 
 from dex_agents.session.builtin_rules import durable_wait_output
-from dex_agents.session.events import SessionEventWriter
 from dex_agents.session.pending import timer_seconds_until
-from dex_agents.session.store import SessionDefinition, apply_changes, read_record
+from dex_agents.session.store import (
+    SessionDefinition,
+    commit_changes,
+    read_record,
+)
 from dex_agents.session.tool_rules import finish_tool_call
 from dex_agents.values import AgentToolCall, AgentToolCallStatus, parse_timestamp
 
@@ -86,9 +89,5 @@ class AwaitTimer(Step[str]):
         changes = finish_tool_call(
             record, AgentToolCallStatus.SUCCEEDED, output=durable_wait_output(duration, reason)
         )
-        events = SessionEventWriter(context, persistence.agent_events, turn_id=record.turn_id)
-        try:
-            apply_changes(context, persistence, changes, events)
-        finally:
-            events.close()
+        commit_changes(context, persistence, changes, turn_id=record.turn_id)
         return dead_end()

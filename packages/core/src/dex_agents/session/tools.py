@@ -31,7 +31,12 @@ from dex_agents.session.changes import SessionChanges
 from dex_agents.session.events import SessionEventWriter
 from dex_agents.session.heartbeats import BackgroundHeartbeats
 from dex_agents.session.question_rules import record_tool_question
-from dex_agents.session.store import SessionDefinition, apply_changes, read_record
+from dex_agents.session.store import (
+    SessionDefinition,
+    apply_changes,
+    commit_changes,
+    read_record,
+)
 from dex_agents.session.tool_rules import (
     finish_tool_call,
     idempotency_key,
@@ -234,11 +239,7 @@ class _RecordFailure(Step[str]):
         changes = record_failure_route(
             record, context.recovery_error, outcome_unknown_always=self.outcome_unknown_always
         )
-        events = SessionEventWriter(context, persistence.agent_events, turn_id=record.turn_id)
-        try:
-            apply_changes(context, persistence, changes, events)
-        finally:
-            events.close()
+        commit_changes(context, persistence, changes, turn_id=record.turn_id)
         return dead_end()
 
 

@@ -6,7 +6,8 @@ runner, and apply.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -31,6 +32,7 @@ from dex_agents.session.questions import question_movement
 from dex_agents.session.store import (
     SessionDefinition,
     apply_changes,
+    commit_changes,
     read_messages,
     read_pending_interrupts,
     read_records,
@@ -51,9 +53,11 @@ from dex_agents.session.turn_rules import (
 )
 from dex_agents.texts import build_turn_failure_note
 from dex_agents.values import (
+    AgentMessage,
     AgentSessionStartInput,
     AgentState,
     AgentStatus,
+    AgentToolCall,
     AgentUsage,
     FrameworkMessage,
 )
@@ -102,6 +106,42 @@ class _SessionStep:
     def _writer(self, context: AsyncContext, turn_id: str) -> SessionEventWriter:
         return SessionEventWriter(context, self._session.persistence.agent_events, turn_id=turn_id)
 
+    def _start_turn(self, context: AsyncContext, state: AgentState, text: str) -> StepDecision:
+        """Store the runner's user message for ``text`` as a new turn and run the model."""
+        user_message = self._session.runner.build_user_message(text)
+        changes, turn_id = start_turn(state, user_message)
+        commit_changes(context, self._session.persistence, changes, turn_id=turn_id)
+        return go_to(RunModel, None)
+
+    def _turn_context(
+        self,
+        context: AsyncContext,
+        turn_id: str,
+        *,
+        messages: Sequence[AgentMessage],
+        records: Sequence[AgentToolCall],
+        events: SessionEventWriter,
+        heartbeat: Callable[[], Awaitable[None]],
+    ) -> AgentTurnContext:
+        """What the runner sees in this attempt, from committed state only."""
+        options = self._session.options
+        return AgentTurnContext(
+            flow_id=context.flow_id,
+            turn_id=turn_id,
+            attempt=context.attempt,
+            messages=tuple(messages),
+            framework_run_state=read_run_state(context, self._session.persistence),
+            tool_calls=tuple(records),
+            events=events,
+            cancellation=ContextCancellation(context),
+            deadline=datetime.now(UTC) + MODEL_METHOD_TIMEOUT,
+            step_execution_id=context.step_execution_id,
+            tool_policies=options.tool_policies,
+            default_tool_effect=options.default_tool_effect,
+            heartbeat=heartbeat,
+            enabled_built_in_tools=options.built_in_tools,
+        )
+
 
 class StartAgentSession(_SessionStep, Step[AgentSessionStartInput]):
     """Initializes the session; starts ``turn-1`` when an initial message is set."""
@@ -121,14 +161,7 @@ class StartAgentSession(_SessionStep, Step[AgentSessionStartInput]):
         text = input.initial_message
         if text is None or not text.strip() or state.active_turn_id is not None:
             return go_to(AwaitUserMessage, None)
-        user_message = self._session.runner.build_user_message(text)
-        changes, turn_id = start_turn(state, user_message)
-        events = self._writer(context, turn_id)
-        try:
-            apply_changes(context, persistence, changes, events)
-        finally:
-            events.close()
-        return go_to(RunModel, None)
+        return self._start_turn(context, state, text)
 
 
 class AwaitUserMessage(_SessionStep, Step[None]):
@@ -153,14 +186,7 @@ class AwaitUserMessage(_SessionStep, Step[None]):
                 f"a user message arrived while {state.active_turn_id} is active; "
                 "AwaitUserMessage runs only between turns"
             )
-        user_message = self._session.runner.build_user_message(messages[0].text)
-        changes, turn_id = start_turn(state, user_message)
-        events = self._writer(context, turn_id)
-        try:
-            apply_changes(context, persistence, changes, events)
-        finally:
-            events.close()
-        return go_to(RunModel, None)
+        return self._start_turn(context, state, messages[0].text)
 
 
 class RunModel(_SessionStep, Step[None]):
@@ -192,21 +218,13 @@ class RunModel(_SessionStep, Step[None]):
         events = self._writer(context, turn_id)
         try:
             async with BackgroundHeartbeats(context) as heartbeats:
-                turn = AgentTurnContext(
-                    flow_id=context.flow_id,
-                    turn_id=turn_id,
-                    attempt=context.attempt,
-                    messages=tuple(messages),
-                    framework_run_state=read_run_state(context, persistence),
-                    tool_calls=tuple(records),
+                turn = self._turn_context(
+                    context,
+                    turn_id,
+                    messages=messages,
+                    records=records,
                     events=events,
-                    cancellation=ContextCancellation(context),
-                    deadline=datetime.now(UTC) + MODEL_METHOD_TIMEOUT,
-                    step_execution_id=context.step_execution_id,
-                    tool_policies=session.options.tool_policies,
-                    default_tool_effect=session.options.default_tool_effect,
                     heartbeat=heartbeats.beat,
-                    enabled_built_in_tools=session.options.built_in_tools,
                 )
                 outcome = await session.runner.run_model_step(turn)
             changes, routing = apply_model_outcome(
@@ -255,14 +273,8 @@ class ResumeTurn(_SessionStep, Step[int]):
         if state is None or state.active_turn_id is None:
             return go_to(AwaitUserMessage, None)
         if state.status is not AgentStatus.RUNNING_MODEL:
-            persistence.agent_state.set(context, _with_status(state, AgentStatus.RUNNING_MODEL))
+            persistence.agent_state.set(context, replace(state, status=AgentStatus.RUNNING_MODEL))
         return go_to(RunModel, None)
-
-
-def _with_status(state: AgentState, status: AgentStatus) -> AgentState:
-    from dataclasses import replace
-
-    return replace(state, status=status)
 
 
 def record_turn_failure_options(session: SessionDefinition) -> StepOptions:
@@ -328,7 +340,7 @@ class RecordTurnFailure(_SessionStep, Step[None]):
         self,
         context: AsyncContext,
         state: AgentState,
-        records: Sequence[object],
+        records: Sequence[AgentToolCall],
         events: SessionEventWriter,
     ) -> tuple[FrameworkMessage, ...]:
         runner = self._session.runner
@@ -336,23 +348,14 @@ class RecordTurnFailure(_SessionStep, Step[None]):
             return ()
         persistence = self._session.persistence
         assert state.active_turn_id is not None
-        turn = AgentTurnContext(
-            flow_id=context.flow_id,
-            turn_id=state.active_turn_id,
-            attempt=context.attempt,
-            messages=tuple(read_messages(context, persistence)),
-            framework_run_state=read_run_state(context, persistence),
-            tool_calls=tuple(read_records(context, persistence)),
+        turn = self._turn_context(
+            context,
+            state.active_turn_id,
+            messages=read_messages(context, persistence),
+            records=records,
             events=events,
-            cancellation=ContextCancellation(context),
-            deadline=datetime.now(UTC) + MODEL_METHOD_TIMEOUT,
-            step_execution_id=context.step_execution_id,
-            tool_policies=self._session.options.tool_policies,
-            default_tool_effect=self._session.options.default_tool_effect,
             heartbeat=context.heartbeat,
-            enabled_built_in_tools=self._session.options.built_in_tools,
         )
-        del records
         try:
             produced = runner.build_unfinished_turn_messages(turn)
             messages = tuple(produced)
