@@ -138,8 +138,8 @@ def messages_input(request: ModelRequest) -> list[JsonObject]:
                 "user",
                 [{"type": "tool_result", "tool_use_id": item.tool_call_id, "content": item.output}],
             )
-        elif item.provider == PROVIDER and item.api == API and _is_list(item.item):
-            add("assistant", list(cast("list[JsonObject]", item.item)))
+        elif (native := item.native_items(PROVIDER, API)) is not None:
+            add("assistant", native)
         else:
             blocks: list[JsonObject] = []
             if item.text:
@@ -165,10 +165,6 @@ def _tool_names_used(messages: list[JsonObject]) -> list[str]:
             if block.get("type") == "tool_use" and isinstance(name, str) and name not in names:
                 names.append(name)
     return names
-
-
-def _is_list(value: object) -> bool:
-    return isinstance(value, list)
 
 
 def _response_from_anthropic(message: Message, request_model: str) -> ModelResponse:

@@ -8,7 +8,7 @@ items, reasoning included, are replayed unchanged as the next call's input.
 from __future__ import annotations
 
 import re
-from typing import Any, cast
+from typing import Any
 
 from dex_agents.models._extras import missing_extra_error
 from dex_agents.models.types import (
@@ -158,8 +158,8 @@ def responses_input(request: ModelRequest) -> list[JsonObject]:
                     "output": item.output,
                 }
             )
-        elif item.provider == PROVIDER and item.api == API and _is_list(item.item):
-            items.extend(cast("list[JsonObject]", item.item))
+        elif (native := item.native_items(PROVIDER, API)) is not None:
+            items.extend(native)
         else:
             if item.text:
                 items.append({"role": "assistant", "content": item.text})
@@ -173,10 +173,6 @@ def responses_input(request: ModelRequest) -> list[JsonObject]:
                 for call in item.tool_calls
             )
     return items
-
-
-def _is_list(value: object) -> bool:
-    return isinstance(value, list)
 
 
 def _response_from_openai(response: Response, request_model: str) -> ModelResponse:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Literal, Protocol, TypeAlias, cast, runtime_checkable
 
 from dex_agents.runner import ModelCallMetadata
 from dex_agents.values import AgentUsage
@@ -66,6 +66,14 @@ class ModelOutputItem:
     text: str
     tool_calls: tuple[ModelToolCall, ...] = ()
     type: Literal["model_output"] = "model_output"
+
+    def native_items(self, provider: str, api: str) -> list[JsonObject] | None:
+        """The stored provider items, to replay unchanged, when this output came from
+        ``provider`` over ``api``; ``None`` for another provider's output."""
+        stored: object = self.item
+        if self.provider != provider or self.api != api or not isinstance(stored, list):
+            return None
+        return list(cast("list[JsonObject]", stored))
 
     def to_json(self) -> JsonObject:
         return {

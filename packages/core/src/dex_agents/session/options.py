@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from types import MappingProxyType
 
+from dex_agents.builtin_tools import BUILT_IN_TOOL_NAMES
 from dex_agents.runner import ToolPolicy
 from dex_agents.values import ToolEffect
 
@@ -19,7 +20,7 @@ __all__ = [
 
 DEFAULT_EVENT_STREAM_CAPACITY_BYTES = 10 * 1024 * 1024
 DEFAULT_MAX_DURABLE_WAIT = timedelta(days=365)
-KNOWN_BUILT_IN_TOOLS = frozenset({"ask_user", "durable_wait"})
+KNOWN_BUILT_IN_TOOLS = frozenset(BUILT_IN_TOOL_NAMES)
 
 
 @dataclass(frozen=True, kw_only=True)
