@@ -264,6 +264,16 @@ def _equal_arguments(
     return instance, expected, timeout
 
 
+SCALAR_KINDS = frozenset({"string_value", "bool_value", "int_value", "double_value"})
+
+
+def _require_scalar(client: Any, attribute: Any, expected: object) -> None:
+    # The old call checked the encoded value itself and said so in its own words.
+    encoded = client._values.encode(expected, client._values.codec(attribute.value_type))
+    if encoded.WhichOneof("kind") not in SCALAR_KINDS:
+        raise ValueError("wait_for_attribute_equal supports only string, boolean, or number values")
+
+
 def _long_poll_timeout(error: RequestTimeoutError, flow_id: str) -> LongPollTimeoutError:
     # The old call had a server-side wait time and reported its expiry as a long-poll timeout.
     return LongPollTimeoutError(
@@ -309,6 +319,7 @@ def _sync_wait_equal(
     self: Client, flow_id: str, attribute: Any, *args: object, **kwargs: object
 ) -> None:
     instance, expected, timeout = _equal_arguments(attribute, args, dict(kwargs))
+    _require_scalar(self, attribute, expected)
     match: AttributeMatch[Any] = AttributeMatch[Any].equal_to(expected)
     options = WaitForAttributeOptions(request_timeout=timeout)
     try:
@@ -359,6 +370,7 @@ async def _async_wait_equal(
     self: AsyncClient, flow_id: str, attribute: Any, *args: object, **kwargs: object
 ) -> None:
     instance, expected, timeout = _equal_arguments(attribute, args, dict(kwargs))
+    _require_scalar(self, attribute, expected)
     match: AttributeMatch[Any] = AttributeMatch[Any].equal_to(expected)
     options = WaitForAttributeOptions(request_timeout=timeout)
     try:

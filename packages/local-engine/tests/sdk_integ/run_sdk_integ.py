@@ -70,6 +70,8 @@ UNSUPPORTED: dict[str, str] = {
 # they were written. Only the temporary copy is patched.
 TEXT_PATCHES: tuple[tuple[str, str], ...] = (
     ("go_to_multi requires a movement", "go_to_many requires a movement"),
+    # 1.23.0 reserves '/' in AttributeMap/ChannelMap instance names; the old SDK allowed it.
+    ('"special / key"', '"special key"'),
 )
 
 # 1.23.0 wants coroutine Step handlers and timeout handlers to annotate
