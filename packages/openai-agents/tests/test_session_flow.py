@@ -1,23 +1,32 @@
-"""The real session Flow on the real local engine, with an SDK agent and its own ScriptedModel."""
+"""The real session Flow on the real local engine, with an SDK agent and function tools."""
 
 from __future__ import annotations
 
+import copy
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from agents import Agent, function_tool
-from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 
 from dex_agents import AgentToolCallStatus, ToolEffect
 from dex_agents.session import AgentSessionOptions
-from dex_agents.testing import AgentSessionTestClient, AgentTestEnvironment
+from dex_agents.testing import (
+    AgentSessionTestClient,
+    AgentTestEnvironment,
+    ModelScript,
+    ModelTurn,
+    ToolCallSpec,
+)
 from dex_agents_openai_agents import (
     create_openai_agents_session_flow,
     declare_tool_effect,
     get_deferred_tool_execution,
+    get_model_step_context,
 )
+from dex_agents_openai_agents.conformance import ScenarioModel
 from dex_local_engine import LocalEngine
 
 ran: list[str] = []
@@ -47,18 +56,37 @@ def engine() -> Iterator[LocalEngine]:
         yield running
 
 
-async def test_approval_turn_and_a_second_turn_on_the_engine(engine: LocalEngine) -> None:
-    model = ScriptedModel(
-        [
-            ModelStep(
-                output=[
-                    function_call("charge_card", {"amount": 5}, call_id="call_charge"),
-                    function_call("lookup_order", {"order_id": "42"}, call_id="call_lookup"),
-                ]
-            ),
-            ModelStep(output=[assistant_message("Charged 5; order 42 shipped.")]),
-            ModelStep(output=[assistant_message("You are welcome.")]),
-        ]
+class RecordingModel(ScenarioModel):
+    """The conformance model (deterministic on retries), remembering each call's input."""
+
+    def __init__(self, script: ModelScript, state_directory: Path) -> None:
+        super().__init__(script, state_directory)
+        self.inputs: dict[str, list[Any]] = {}
+
+    async def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        turn = get_model_step_context()
+        self.inputs.setdefault(turn.turn_id, []).append(copy.deepcopy(args[1]))
+        async for event in super().stream_response(*args, **kwargs):
+            yield event
+
+
+async def test_approval_turn_and_a_second_turn_on_the_engine(
+    engine: LocalEngine, tmp_path: Path
+) -> None:
+    model = RecordingModel(
+        ModelScript(
+            [
+                ModelTurn(
+                    tool_calls=[
+                        ToolCallSpec("charge_card", {"amount": 5}, "call_charge"),
+                        ToolCallSpec("lookup_order", {"order_id": "42"}, "call_lookup"),
+                    ]
+                ),
+                ModelTurn(text="Charged 5; order 42 shipped."),
+                ModelTurn(text="You are welcome."),
+            ]
+        ),
+        tmp_path,
     )
     agent = Agent[Any](
         name="support", instructions="Help.", model=model, tools=[lookup_order, charge_card]
@@ -99,7 +127,5 @@ async def test_approval_turn_and_a_second_turn_on_the_engine(engine: LocalEngine
         "You are welcome.",
     ]
     assert snapshot.usage.model_calls == 3
-    assert len(model.calls) == 3
-    third_input = model.calls[2].input
-    assert isinstance(third_input, list)
+    third_input = model.inputs["turn-2"][-1]
     assert third_input[:-1] == items[:6], "the next turn replays the stored items unchanged"

@@ -190,6 +190,11 @@ class OpenAIAgentsRunner:
         await _forward_stream(result, turn)
 
         all_items = cast(list[InputItem], result.to_input_list())
+        if len(all_items) < stored_count:
+            raise RuntimeError(
+                f"the SDK's input list has {len(all_items)} items but {stored_count} are stored;"
+                " the run state does not match the stored messages"
+            )
         new_messages = [framework_message_of(item) for item in all_items[stored_count:]]
         responses = result.raw_responses[earlier_responses:]
         usage = _usage_of(responses)
@@ -230,12 +235,16 @@ class OpenAIAgentsRunner:
             call = _function_call_of(item)
             by_call_id[call.call_id] = item
         # The model's order, as the session wants it, from the function call items.
-        order = [
-            str(item["call_id"])
-            for item in all_items
-            if item.get("type") == "function_call" and item.get("call_id") in by_call_id
-        ]
-        order.extend(call_id for call_id in by_call_id if call_id not in order)
+        order = list(
+            dict.fromkeys(
+                [
+                    str(item["call_id"])
+                    for item in all_items
+                    if item.get("type") == "function_call" and item.get("call_id") in by_call_id
+                ]
+                + list(by_call_id)
+            )
+        )
         calls: list[DeferredToolCall] = []
         for call_id in order:
             approval = by_call_id[call_id]
