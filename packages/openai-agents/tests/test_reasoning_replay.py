@@ -62,10 +62,24 @@ def _response(number: int, output: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _sse(response: dict[str, Any]) -> bytes:
     created = {**response, "status": "in_progress", "output": []}
-    events = [
-        {"type": "response.created", "sequence_number": 0, "response": created},
-        {"type": "response.completed", "sequence_number": 1, "response": response},
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "sequence_number": 0, "response": created}
     ]
+    for index, item in enumerate(response["output"]):
+        if item["type"] == "reasoning":
+            events.append(
+                {
+                    "type": "response.reasoning_summary_text.delta",
+                    "sequence_number": len(events),
+                    "item_id": item["id"],
+                    "output_index": index,
+                    "summary_index": 0,
+                    "delta": item["summary"][0]["text"],
+                }
+            )
+    events.append(
+        {"type": "response.completed", "sequence_number": len(events), "response": response}
+    )
     return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
 
 
@@ -109,6 +123,7 @@ async def test_encrypted_reasoning_is_stored_and_replayed_unchanged() -> None:
 
     first = await session.run_model()
     assert isinstance(first, ToolCallsRequested)
+    assert session.events.reasoning == ["Need the order."], "reasoning summary deltas stream"
     stored_reasoning = json.loads(session.messages[1].framework_item)
     assert stored_reasoning["encrypted_content"] == REASONING["encrypted_content"]
     assert stored_reasoning["id"] == "rs_1"
