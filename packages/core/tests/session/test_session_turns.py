@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import uuid
 
+import pytest
 from core_session_support import (
     ScriptRunner,
     assistant_calls,
@@ -192,3 +193,55 @@ async def test_a_registry_with_the_session_codecs_runs_the_same_session(harness_
 
 async def _lookup(call) -> str:
     return "shipped"
+
+
+async def test_bad_rpc_inputs_return_false_or_raise_and_change_nothing(harness_factory) -> None:
+    from dex_agents import (
+        AgentUserMessage,
+        AnswerQuestionInput,
+        ResolveInterruptInput,
+    )
+
+    def script(turn: AgentTurnContext):
+        return TurnCompleted(new_messages=[assistant_text("done")], usage=usage())
+
+    flow = create_agent_session_flow(ScriptRunner(script), "StrictAgent")
+    sid = session_id()
+    async with harness_factory(flow) as harness:
+        client = harness.client
+        await harness.start(flow, sid, "hello")
+        before = await harness.wait_for_turns(flow, sid, 1)
+
+        refused = [
+            await client.invoke_rpc(flow.send_user_message, sid, AgentUserMessage(text="\u3000\n")),
+            await client.invoke_rpc(
+                flow.send_user_message, sid, AgentUserMessage(text="plan it", plan_mode=True)
+            ),
+            await harness.resolve(flow, sid, ResolveInterruptInput("no-such-call", True)),
+            await harness.resolve(flow, sid, ResolveInterruptInput("", False)),
+            await harness.resolve(flow, sid, ResolveInterruptInput("a/b", False)),
+            await client.invoke_rpc(
+                flow.answer_question, sid, AnswerQuestionInput("no-such-call", "yes")
+            ),
+        ]
+        assert refused == [False] * len(refused)
+
+        # A value that never passed its own checks (as another client could send it)
+        # fails the RPC with an error that names the field.
+        bad_page = ListAgentMessagesInput()
+        object.__setattr__(bad_page, "limit", "ten")
+        with pytest.raises(Exception, match="limit"):
+            await client.invoke_rpc(flow.list_agent_messages, sid, bad_page)
+
+        clamped = await client.invoke_rpc(
+            flow.list_agent_messages, sid, ListAgentMessagesInput(limit=-5)
+        )
+        empty = await client.invoke_rpc(
+            flow.list_agent_messages, sid, ListAgentMessagesInput(before_sequence=0)
+        )
+        after = await harness.snapshot(flow, sid)
+
+    assert [m.sequence for m in clamped.messages] == [2]
+    assert empty.messages == ()
+    assert empty.next_before_sequence is None
+    assert after == before
