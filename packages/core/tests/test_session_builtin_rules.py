@@ -23,6 +23,7 @@ from dex_agents import (
     ToolEffect,
     ToolInputRequested,
 )
+from dex_agents.runner import RunnerDefectError
 from dex_agents.session.builtin_rules import (
     InvalidBuiltInArguments,
     decide_answer_question,
@@ -35,9 +36,8 @@ from dex_agents.session.question_rules import (
     question_wait_seconds,
     record_tool_question,
 )
+from dex_agents.session.routing import ToolStepKind
 from dex_agents.session.turn_rules import (
-    RunnerDefectError,
-    ToolStepKind,
     request_tool_calls,
     start_turn,
 )

@@ -32,6 +32,7 @@ from dex_agents import (
     describe_tool_call_outcome,
     resolve_tool_policy,
 )
+from dex_agents.runner import RunnerDefectError
 from dex_agents.session.interrupt_rules import (
     apply_approval_resolution,
     apply_approval_timer,
@@ -39,6 +40,7 @@ from dex_agents.session.interrupt_rules import (
     decide_resolve_interrupt,
 )
 from dex_agents.session.read_rules import accepts_user_message, page_messages
+from dex_agents.session.routing import ToolStepKind
 from dex_agents.session.tool_rules import (
     finish_tool_call,
     idempotency_key,
@@ -46,8 +48,6 @@ from dex_agents.session.tool_rules import (
     record_failure_route,
 )
 from dex_agents.session.turn_rules import (
-    RunnerDefectError,
-    ToolStepKind,
     apply_model_outcome,
     fail_turn,
     start_turn,

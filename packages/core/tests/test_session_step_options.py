@@ -22,6 +22,7 @@ from dex_agents import (
 )
 from dex_agents.session.approvals import AwaitToolApproval
 from dex_agents.session.questions import AwaitQuestionAnswer
+from dex_agents.session.routing import ToolStepKind, ToolStepMove, TurnRouting
 from dex_agents.session.timers import AwaitTimer
 from dex_agents.session.tools import (
     CallSingleAttemptTool,
@@ -34,7 +35,6 @@ from dex_agents.session.turn import (
     ResumeTurn,
     route,
 )
-from dex_agents.session.turn_rules import ToolStepKind, ToolStepMove, TurnRouting
 
 
 class Runner:
@@ -174,7 +174,7 @@ def test_waiting_steps_lock_pending_interrupts(flow: Any) -> None:
 
 
 def test_tool_step_kind_follows_the_effect() -> None:
-    from dex_agents.session.turn_rules import tool_step_kind
+    from dex_agents.session.routing import tool_step_kind
 
     assert tool_step_kind(ToolEffect.READ) is ToolStepKind.CALL_TOOL
     assert tool_step_kind(ToolEffect.IDEMPOTENT_WRITE) is ToolStepKind.CALL_TOOL

@@ -44,6 +44,7 @@ __all__ = [
     "DeferredToolOutcome",
     "ModelCallMetadata",
     "ResolvedToolPolicy",
+    "RunnerDefectError",
     "SupportsUnfinishedTurnMessages",
     "ToolCallsRequested",
     "ToolExecutionError",
@@ -231,6 +232,10 @@ class ToolInputRequested:
 
 
 DeferredToolOutcome = ToolExecutionResult | ToolInputRequested
+
+
+class RunnerDefectError(ValueError):
+    """The runner broke the contract; the session fails the Step attempt with this message."""
 
 
 class ToolExecutionError(Exception):

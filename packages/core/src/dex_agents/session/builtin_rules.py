@@ -1,6 +1,7 @@
 """Pure rules of the built-in tools the session handles: ``ask_user`` and ``durable_wait``.
 
-``RunModel`` checks a built-in call's arguments in its own commit; an invalid call
+``RunModel`` routes a built-in call here (``route_built_in_call``) and checks its
+arguments in its own commit; an invalid call
 records ``failed`` with ``invalid <tool> arguments: <reason>``. A ``null`` optional
 argument counts as absent, and blank means empty after Python's ``str.strip()``.
 """
@@ -9,26 +10,36 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, cast
 
 from dex_agents.builtin_tools import ASK_USER, DURABLE_WAIT
+from dex_agents.runner import ResolvedToolPolicy
+from dex_agents.session.changes import SessionChanges
 from dex_agents.session.pending import (
     InterruptDecision,
     find_interrupt,
+    interrupt_raised_payload,
     is_past_deadline,
     without_interrupt,
 )
+from dex_agents.session.routing import ToolStepKind, ToolStepMove
+from dex_agents.session.tool_rules import finish_tool_call
+from dex_agents.texts import invalid_built_in_arguments_error
 from dex_agents.values import (
     AgentInterrupt,
     AgentInterruptResolution,
     AgentToolCall,
+    AgentToolCallStatus,
     AnswerQuestionInput,
     InterruptKind,
+    ToolEffect,
+    format_timestamp,
 )
 
 __all__ = [
+    "BUILT_IN_TOOL_POLICY",
     "AskUserArguments",
     "DurableWaitArguments",
     "InvalidBuiltInArguments",
@@ -41,6 +52,7 @@ __all__ = [
     "parse_ask_user",
     "parse_durable_wait",
     "question_interrupt_id",
+    "route_built_in_call",
     "tool_question_interrupt_id",
 ]
 
@@ -177,3 +189,69 @@ def decide_answer_question(
         interrupt_id=request.interrupt_id, approved=True, answer=request.answer
     )
     return InterruptDecision(True, remaining, resolution)
+
+
+BUILT_IN_TOOL_POLICY = ResolvedToolPolicy(ToolEffect.READ, False)
+
+
+def route_built_in_call(
+    changes: SessionChanges,
+    record: AgentToolCall,
+    interrupts: list[AgentInterrupt],
+    *,
+    now: datetime,
+    deadline: str | None,
+    max_wait: timedelta,
+) -> ToolStepMove | None:
+    """Route a built-in call: a question, a durable wait, or a failure for bad arguments."""
+    try:
+        if record.tool_name == ASK_USER:
+            asked = parse_ask_user(record.arguments)
+            waiting = replace(
+                record,
+                status=AgentToolCallStatus.AWAITING_ANSWER,
+                input_question=asked.question,
+                input_choices=asked.choices,
+                input_allows_free_text=asked.allows_free_text,
+            )
+            interrupt = AgentInterrupt(
+                interrupt_id=record.tool_call_id,
+                kind=InterruptKind.QUESTION,
+                turn_id=record.turn_id,
+                tool_call_id=record.tool_call_id,
+                tool_name=record.tool_name,
+                arguments=record.arguments,
+                deadline=deadline,
+                question=asked.question,
+                choices=asked.choices,
+                allows_free_text=asked.allows_free_text,
+            )
+            changes.written_records[-1] = waiting
+            interrupts.append(interrupt)
+            changes.event("interrupt_raised", **interrupt_raised_payload(interrupt))
+            return ToolStepMove(record.tool_call_id, ToolStepKind.AWAIT_QUESTION)
+        if record.tool_name == DURABLE_WAIT:
+            wait = parse_durable_wait(record.arguments, max_wait)
+            wait_until = format_timestamp(now + timedelta(seconds=wait.duration_seconds))
+            changes.written_records[-1] = replace(
+                record, status=AgentToolCallStatus.WAITING_FOR_TIMER, wait_until=wait_until
+            )
+            changes.event(
+                "timer_started",
+                tool_call_id=record.tool_call_id,
+                wait_until=wait_until,
+                reason=wait.reason,
+            )
+            return ToolStepMove(record.tool_call_id, ToolStepKind.AWAIT_TIMER)
+        raise InvalidBuiltInArguments(f"{record.tool_name} is not a built-in tool")
+    except InvalidBuiltInArguments as invalid:
+        changes.written_records.pop()
+        failed = finish_tool_call(
+            record,
+            AgentToolCallStatus.FAILED,
+            error=invalid_built_in_arguments_error(record.tool_name, str(invalid)),
+        )
+        changes.written_records.extend(failed.written_records)
+        changes.completed_tool_calls.extend(failed.completed_tool_calls)
+        changes.events.extend(failed.events)
+        return None

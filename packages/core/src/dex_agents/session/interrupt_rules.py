@@ -15,8 +15,8 @@ from dex_agents.session.pending import (
     timer_seconds_until,
     without_interrupt,
 )
+from dex_agents.session.routing import ToolStepKind, tool_step_kind
 from dex_agents.session.tool_rules import finish_tool_call
-from dex_agents.session.turn_rules import ToolStepKind, tool_step_kind
 from dex_agents.texts import APPROVAL_DEADLINE_PASSED
 from dex_agents.values import (
     AgentInterrupt,

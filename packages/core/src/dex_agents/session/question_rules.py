@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from dex_agents.runner import ToolInputRequested
+from dex_agents.runner import RunnerDefectError, ToolInputRequested
 from dex_agents.session.builtin_rules import ask_user_answer_output, question_interrupt_id
 from dex_agents.session.changes import EventSpec, SessionChanges
 from dex_agents.session.pending import (
@@ -23,8 +23,8 @@ from dex_agents.session.pending import (
     timer_seconds_until,
     without_interrupt,
 )
+from dex_agents.session.routing import ToolStepKind, tool_step_kind
 from dex_agents.session.tool_rules import finish_tool_call
-from dex_agents.session.turn_rules import RunnerDefectError, ToolStepKind, tool_step_kind
 from dex_agents.texts import QUESTION_DEADLINE_PASSED, QUESTION_DECLINED, question_id_in_use_error
 from dex_agents.values import (
     AgentInterrupt,

@@ -23,6 +23,7 @@ from dex import (
 
 from dex_agents.runner import (
     DeferredToolExecution,
+    RunnerDefectError,
     ToolExecutionError,
     ToolExecutionResult,
     ToolInputRequested,
@@ -31,6 +32,7 @@ from dex_agents.session.changes import SessionChanges
 from dex_agents.session.events import SessionEventWriter
 from dex_agents.session.heartbeats import BackgroundHeartbeats
 from dex_agents.session.question_rules import record_tool_question
+from dex_agents.session.routing import ToolStepKind
 from dex_agents.session.store import (
     SessionDefinition,
     apply_changes,
@@ -42,7 +44,6 @@ from dex_agents.session.tool_rules import (
     idempotency_key,
     record_failure_route,
 )
-from dex_agents.session.turn_rules import RunnerDefectError, ToolStepKind
 from dex_agents.values import AgentToolCall, AgentToolCallStatus
 
 __all__ = [

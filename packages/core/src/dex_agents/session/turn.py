@@ -29,6 +29,7 @@ from dex_agents.session.approvals import approval_movement
 from dex_agents.session.events import SessionEventWriter
 from dex_agents.session.heartbeats import BackgroundHeartbeats
 from dex_agents.session.questions import question_movement
+from dex_agents.session.routing import ToolStepKind, TurnRouting
 from dex_agents.session.store import (
     SessionDefinition,
     apply_changes,
@@ -44,13 +45,7 @@ from dex_agents.session.store import (
 from dex_agents.session.timers import timer_movement
 from dex_agents.session.tool_rules import open_record_count, recovery_error_text
 from dex_agents.session.tools import ContextCancellation, tool_step_movement
-from dex_agents.session.turn_rules import (
-    ToolStepKind,
-    TurnRouting,
-    apply_model_outcome,
-    fail_turn,
-    start_turn,
-)
+from dex_agents.session.turn_rules import apply_model_outcome, fail_turn, start_turn
 from dex_agents.texts import build_turn_failure_note
 from dex_agents.values import (
     AgentMessage,

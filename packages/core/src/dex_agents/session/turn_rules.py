@@ -7,27 +7,21 @@ Nothing here touches Dex; each function takes committed values and returns the
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
-from enum import Enum
 
-from dex_agents.builtin_tools import ASK_USER, DURABLE_WAIT
 from dex_agents.runner import (
     DeferredToolCall,
     ResolvedToolPolicy,
+    RunnerDefectError,
     ToolCallsRequested,
     TurnCompleted,
 )
-from dex_agents.session.builtin_rules import (
-    InvalidBuiltInArguments,
-    parse_ask_user,
-    parse_durable_wait,
-)
+from dex_agents.session.builtin_rules import BUILT_IN_TOOL_POLICY, route_built_in_call
 from dex_agents.session.changes import SessionChanges
 from dex_agents.session.options import DEFAULT_MAX_DURABLE_WAIT
 from dex_agents.session.pending import interrupt_raised_payload
-from dex_agents.session.tool_rules import finish_tool_call
-from dex_agents.texts import invalid_built_in_arguments_error
+from dex_agents.session.routing import ToolStepKind, ToolStepMove, TurnRouting, tool_step_kind
 from dex_agents.values import (
     AgentInterrupt,
     AgentMessage,
@@ -39,7 +33,6 @@ from dex_agents.values import (
     FrameworkMessage,
     InteractionMode,
     InterruptKind,
-    ToolEffect,
     TurnReplySequence,
     add_agent_usage,
     format_timestamp,
@@ -47,64 +40,13 @@ from dex_agents.values import (
 )
 
 __all__ = [
-    "RunnerDefectError",
-    "ToolStepKind",
-    "ToolStepMove",
-    "TurnRouting",
     "apply_model_outcome",
     "complete_turn",
     "fail_turn",
     "request_tool_calls",
     "start_turn",
-    "tool_step_kind",
     "turn_message_count",
 ]
-
-
-class RunnerDefectError(ValueError):
-    """The runner broke the contract; the Step attempt fails with this message."""
-
-
-class ToolStepKind(Enum):
-    """Which Step a deferred tool call goes to first."""
-
-    AWAIT_APPROVAL = "AwaitToolApproval"
-    AWAIT_QUESTION = "AwaitQuestionAnswer"
-    AWAIT_TIMER = "AwaitTimer"
-    CALL_TOOL = "CallTool"
-    CALL_SINGLE_ATTEMPT_TOOL = "CallSingleAttemptTool"
-
-
-@dataclass(frozen=True)
-class ToolStepMove:
-    """Start ``kind`` for ``tool_call_id``."""
-
-    tool_call_id: str
-    kind: ToolStepKind
-
-
-@dataclass(frozen=True)
-class TurnRouting:
-    """Where the session goes after a transition.
-
-    ``tool_steps`` with ``resume_count``: one Step per call plus ``ResumeTurn``.
-    Otherwise ``run_model`` (``RunModel``) or neither (``AwaitUserMessage``).
-    """
-
-    run_model: bool = False
-    tool_steps: tuple[ToolStepMove, ...] = ()
-    resume_count: int = 0
-
-    @staticmethod
-    def await_user_message() -> TurnRouting:
-        return TurnRouting()
-
-
-def tool_step_kind(effect: ToolEffect) -> ToolStepKind:
-    """``CallTool`` for effects that may repeat, ``CallSingleAttemptTool`` for the rest."""
-    if effect in (ToolEffect.READ, ToolEffect.IDEMPOTENT_WRITE):
-        return ToolStepKind.CALL_TOOL
-    return ToolStepKind.CALL_SINGLE_ATTEMPT_TOOL
 
 
 def start_turn(state: AgentState, user_message: FrameworkMessage) -> tuple[SessionChanges, str]:
@@ -341,7 +283,7 @@ def request_tool_calls(
             requires_approval=policy.requires_approval,
         )
         if built_in:
-            move = _defer_built_in(
+            move = route_built_in_call(
                 changes, record, interrupts, now=now, deadline=deadline, max_wait=max_durable_wait
             )
             if move is not None:
@@ -363,72 +305,6 @@ def request_tool_calls(
             moves.append(ToolStepMove(call.tool_call_id, tool_step_kind(policy.effect)))
     changes.pending_interrupts = tuple(interrupts)
     return changes, TurnRouting(tool_steps=tuple(moves), resume_count=len(calls))
-
-
-BUILT_IN_TOOL_POLICY = ResolvedToolPolicy(ToolEffect.READ, False)
-
-
-def _defer_built_in(
-    changes: SessionChanges,
-    record: AgentToolCall,
-    interrupts: list[AgentInterrupt],
-    *,
-    now: datetime,
-    deadline: str | None,
-    max_wait: timedelta,
-) -> ToolStepMove | None:
-    """Route a built-in call: a question, a durable wait, or a failure for bad arguments."""
-    try:
-        if record.tool_name == ASK_USER:
-            asked = parse_ask_user(record.arguments)
-            waiting = replace(
-                record,
-                status=AgentToolCallStatus.AWAITING_ANSWER,
-                input_question=asked.question,
-                input_choices=asked.choices,
-                input_allows_free_text=asked.allows_free_text,
-            )
-            interrupt = AgentInterrupt(
-                interrupt_id=record.tool_call_id,
-                kind=InterruptKind.QUESTION,
-                turn_id=record.turn_id,
-                tool_call_id=record.tool_call_id,
-                tool_name=record.tool_name,
-                arguments=record.arguments,
-                deadline=deadline,
-                question=asked.question,
-                choices=asked.choices,
-                allows_free_text=asked.allows_free_text,
-            )
-            changes.written_records[-1] = waiting
-            interrupts.append(interrupt)
-            changes.event("interrupt_raised", **interrupt_raised_payload(interrupt))
-            return ToolStepMove(record.tool_call_id, ToolStepKind.AWAIT_QUESTION)
-        if record.tool_name == DURABLE_WAIT:
-            wait = parse_durable_wait(record.arguments, max_wait)
-            wait_until = format_timestamp(now + timedelta(seconds=wait.duration_seconds))
-            changes.written_records[-1] = replace(
-                record, status=AgentToolCallStatus.WAITING_FOR_TIMER, wait_until=wait_until
-            )
-            changes.event(
-                "timer_started",
-                tool_call_id=record.tool_call_id,
-                wait_until=wait_until,
-                reason=wait.reason,
-            )
-            return ToolStepMove(record.tool_call_id, ToolStepKind.AWAIT_TIMER)
-        raise InvalidBuiltInArguments(f"{record.tool_name} is not a built-in tool")
-    except InvalidBuiltInArguments as invalid:
-        changes.written_records.pop()
-        failed = finish_tool_call(
-            record,
-            AgentToolCallStatus.FAILED,
-            error=invalid_built_in_arguments_error(record.tool_name, str(invalid)),
-        )
-        changes.written_records.extend(failed.written_records)
-        changes.completed_tool_calls.extend(failed.completed_tool_calls)
-        changes.events.extend(failed.events)
-        return None
 
 
 def apply_model_outcome(
