@@ -221,7 +221,7 @@ class FailureFlow(Flow[str]):
 
 class Hog(Step[str]):
     def execute(self, context: Context, input: str) -> StepDecision:
-        time.sleep(2.5)
+        time.sleep(3)
         return dead_end()
 
 
@@ -237,7 +237,7 @@ class Starved(Step[str]):
 
 class StarveStart(Step[str]):
     def execute(self, context: Context, input: str) -> StepDecision:
-        return go_to_many(StepMovement.of(Hog, "h"), StepMovement.of(Starved, "s"))
+        return go_to(Hog, "h")
 
 
 class StarveFlow(Flow[str]):
@@ -245,6 +245,11 @@ class StarveFlow(Flow[str]):
 
     def get_steps(self) -> StepList[str]:
         return StepList.start_step(StarveStart()).other_steps(Hog(), Starved(), Recover())
+
+    @rpc
+    def starve(self, context: Context) -> RPCResult[None]:
+        # RPCs run in the Worker's reserved slot while Hog holds the Step slot.
+        return RPCResult(None, next_steps=(StepMovement.of(Starved, "s"),))
 
 
 # Method and heartbeat timeouts ---------------------------------------------------------

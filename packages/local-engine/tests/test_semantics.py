@@ -226,7 +226,15 @@ def test_attempt_that_never_reached_a_worker_is_not_started(
     thread.start()
     try:
         worker.wait_pull_registered(30)
-        made.client.start_flow(made.flow(s.StarveFlow), "starve", "x")
+        starve = made.flow(s.StarveFlow)
+        made.client.start_flow(starve, "starve", "x")
+        made.client.wait_for_step_completion(
+            "starve",
+            StepExecutionId("StarveStart", 1),
+            WaitForStepCompletionOptions(request_timeout=timedelta(seconds=10)),
+        )
+        time.sleep(0.5)  # Hog is running
+        made.client.invoke_rpc(starve.starve, "starve")
         result = made.client.wait_for_flow("starve")
         assert result.status is FlowStatus.COMPLETED
         output = result.completions[0].decode(str)

@@ -37,7 +37,11 @@ TaskKind = Literal["wait_for", "execute", "rpc"]
 Payload = pb.InvokeWaitForMethodRequest | pb.InvokeExecuteMethodRequest | pb.InvokeWorkerRPCRequest
 
 PROBE_SECONDS = 0.3  # how long a stream that ended with a task assigned is watched
+SIBLING_CHECK_SECONDS = 0.03  # after this, a live sibling stream proves the Worker is alive
 REJECT_EXCLUSION_SECONDS = 0.25  # a stream that rejected a task gets no task for this long
+# A stream that just finished a task often retires at once; with a backlog it waits this
+# long before its next task, so the task is not sent into a half-closing stream.
+SETTLE_SECONDS = 0.004
 UNKNOWN_NAME_EXCLUSION_SECONDS = 2.0
 
 _EOF: Any = cast(Any, grpc).aio.EOF
@@ -70,6 +74,7 @@ class WorkerStream:
     queue: str
     app_worker_id: str
     flow_types: tuple[str, ...]
+    peer: str = ""
     out: asyncio.Queue[pb.PollWorkerTaskResponse] = field(default_factory=lambda: asyncio.Queue())
     task: Task | None = None
     closing: bool = False
@@ -93,7 +98,7 @@ class Dispatcher:
         self._idle: dict[str, dict[WorkerStream, None]] = {}
         self._streams: set[WorkerStream] = set()
         self._push_channels: dict[str, Any] = {}
-        self._pump_scheduled: set[str] = set()
+        self._pump_scheduled: dict[str, float] = {}
 
     # Tasks ------------------------------------------------------------------------
 
@@ -188,13 +193,21 @@ class Dispatcher:
             self._schedule_pump(stream.queue)
 
     def _schedule_pump(self, queue: str) -> None:
-        if queue in self._pump_scheduled:
+        """Run _pump when the first excluded idle stream of the queue is usable again."""
+        idle = self._idle.get(queue) or {}
+        now = time.monotonic()
+        waits = [s.excluded_until - now for s in idle if s.excluded_until > now]
+        delay = max(0.0, min(waits)) if waits else REJECT_EXCLUSION_SECONDS
+        due = now + delay
+        scheduled = self._pump_scheduled.get(queue)
+        if scheduled is not None and scheduled <= due:
             return
-        self._pump_scheduled.add(queue)
-        asyncio.get_running_loop().call_later(REJECT_EXCLUSION_SECONDS, self._pump, queue)
+        self._pump_scheduled[queue] = due
+        asyncio.get_running_loop().call_later(delay, self._pump, queue, due)
 
-    def _pump(self, queue: str) -> None:
-        self._pump_scheduled.discard(queue)
+    def _pump(self, queue: str, due: float) -> None:
+        if self._pump_scheduled.get(queue) == due:
+            del self._pump_scheduled[queue]
         pending = self._pending.get(queue)
         while pending:
             task = pending[0]
@@ -228,6 +241,7 @@ class Dispatcher:
             queue=register.queue,
             app_worker_id=register.app_worker_id,
             flow_types=tuple(register.flow_types),
+            peer=str(context.peer()),
         )
         await context.write(
             pb.PollWorkerTaskResponse(
@@ -249,11 +263,17 @@ class Dispatcher:
             if task is None or task.done:
                 died = False
             elif task.frames == 0:
-                # Retired cleanly, or died before its first frame: watch the call.
-                await asyncio.sleep(PROBE_SECONDS)
-                stream.send(pb.PollWorkerTaskResponse(ping=pb.PollWorkerTaskPing()))
-                await asyncio.sleep(0.02)
-                died = bool(context.cancelled()) or writer.done()
+                # Retired cleanly, or died before its first frame. A Worker that died
+                # ends all its streams at once, so a sibling stream still open on the
+                # same connection shows it is alive; otherwise watch the call.
+                await asyncio.sleep(SIBLING_CHECK_SECONDS)
+                if not context.cancelled() and self._peer_alive(stream):
+                    died = False
+                else:
+                    await asyncio.sleep(PROBE_SECONDS - SIBLING_CHECK_SECONDS)
+                    stream.send(pb.PollWorkerTaskResponse(ping=pb.PollWorkerTaskPing()))
+                    await asyncio.sleep(0.02)
+                    died = bool(context.cancelled()) or writer.done()
         finally:
             self._close_stream(stream)
             writer.cancel()
@@ -265,6 +285,12 @@ class Dispatcher:
                     task.on_lost(task, True, "the Worker stream ended while it ran the task")
                 else:
                     self._requeue(task)
+
+    def _peer_alive(self, stream: WorkerStream) -> bool:
+        return any(
+            other is not stream and other.peer == stream.peer and not other.closing
+            for other in self._streams
+        )
 
     def _close_stream(self, stream: WorkerStream) -> None:
         stream.closing = True
@@ -296,6 +322,9 @@ class Dispatcher:
                     task.done = True
                 task.on_frame(task, frame)
             if final:
+                pending = self._pending.get(stream.queue)
+                if pending:
+                    stream.excluded_until = time.monotonic() + SETTLE_SECONDS
                 self._stream_idle(stream)
         elif kind == "reject":
             task = stream.task
