@@ -39,8 +39,9 @@ from dex_agents import (
 from dex_agents_pydantic_ai import (
     IDEMPOTENCY_KEY_METADATA_KEY,
     PydanticAIRunner,
-    current_tool_execution,
+    current_deferred_tool_execution,
     dex_tool_metadata,
+    get_deferred_tool_execution,
 )
 
 
@@ -308,8 +309,7 @@ async def test_a_tool_reads_the_session_call_it_serves() -> None:
 
     @agent.tool_plain(metadata=dex_tool_metadata(ToolEffect.IDEMPOTENT_WRITE))
     def probe() -> str:
-        call = current_tool_execution()
-        seen.append(None if call is None else call.idempotency_key)
+        seen.append(get_deferred_tool_execution().idempotency_key)
         return "ok"
 
     session = Session(PydanticAIRunner(agent))
@@ -318,7 +318,9 @@ async def test_a_tool_reads_the_session_call_it_serves() -> None:
     await session.run_tools()
 
     assert seen == ["s-1/turn-1/c1"]
-    assert current_tool_execution() is None
+    assert current_deferred_tool_execution() is None
+    with pytest.raises(LookupError, match="only available inside a tool"):
+        get_deferred_tool_execution()
 
 
 async def test_model_retry_and_tool_failed_reach_the_model_as_failed_calls() -> None:

@@ -16,8 +16,10 @@ from dex_agents_pydantic_ai.policies import (
 from dex_agents_pydantic_ai.runner import PydanticAIRunner
 from dex_agents_pydantic_ai.session_context import (
     IDEMPOTENCY_KEY_METADATA_KEY,
-    current_model_step,
-    current_tool_execution,
+    current_deferred_tool_execution,
+    current_model_step_context,
+    get_deferred_tool_execution,
+    get_model_step_context,
 )
 
 __version__ = _version("dex-agents-pydantic-ai")
@@ -29,7 +31,9 @@ __all__ = [
     "PydanticAIRunner",
     "__version__",
     "create_pydantic_ai_agent_session_flow",
-    "current_model_step",
-    "current_tool_execution",
+    "current_deferred_tool_execution",
+    "current_model_step_context",
     "dex_tool_metadata",
+    "get_deferred_tool_execution",
+    "get_model_step_context",
 ]

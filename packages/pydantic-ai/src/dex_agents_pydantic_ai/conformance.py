@@ -7,7 +7,7 @@ metadata (``dex_tool_metadata``), so the suite also checks how the runner reads
 a tool's declaration. The agent then runs under the real ``PydanticAIRunner``.
 
 The scripted model takes the turn and the position in it from the model step's
-turn context (``current_model_step()``; the position is the number of model
+turn context (``get_model_step_context()``; the position is the number of model
 responses the turn has stored), never from process memory,
 so a model call that reruns after a crash gives the same answer.
 """
@@ -48,7 +48,10 @@ from dex_agents.testing import (
 )
 from dex_agents_pydantic_ai.flow import create_pydantic_ai_agent_session_flow
 from dex_agents_pydantic_ai.policies import dex_tool_metadata
-from dex_agents_pydantic_ai.session_context import current_model_step, current_tool_execution
+from dex_agents_pydantic_ai.session_context import (
+    get_deferred_tool_execution,
+    get_model_step_context,
+)
 
 __all__ = ["CONFORMANCE_FACTORY", "build_flow"]
 
@@ -66,9 +69,7 @@ class _ScriptedModel:
         self.state_directory = state_directory
 
     async def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        turn = current_model_step()
-        if turn is None:
-            raise RuntimeError("the scripted model runs only inside the session's model step")
+        turn = get_model_step_context()
         position = _position_in_turn(turn)
         received = _received_tool_results(messages)
         record_model_call(
@@ -132,9 +133,7 @@ def build_flow(
 
 def _pydantic_ai_tool(tool: ScenarioTool, state_directory: Path) -> Tool[Any]:
     async def run(**arguments: Any) -> str:
-        call = current_tool_execution()
-        if call is None:
-            raise RuntimeError(f"scenario tool {tool.name} runs only inside a session tool Step")
+        call = get_deferred_tool_execution()
         return await run_scenario_tool(
             tool,
             json.dumps(arguments),

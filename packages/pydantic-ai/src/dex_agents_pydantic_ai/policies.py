@@ -8,7 +8,8 @@ A tool declares its effect in its Pydantic AI ``metadata`` under
 its approval with Pydantic AI's own ``requires_approval=True`` or under
 ``"dex_requires_approval"`` (a bool, which wins over ``requires_approval``).
 A tool that declares no approval gets the default of its effect: approval for
-``non_idempotent_write`` and ``unclassified``, none otherwise.
+``non_idempotent_write`` and ``unclassified``, none otherwise. The keys and the
+precedence are the same in every dex-agents adapter (``dex_agents.adapter_support``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,14 @@ from typing import Any
 from pydantic_ai.tools import ToolDefinition
 
 from dex_agents import AgentTurnContext, ResolvedToolPolicy, ToolEffect
+from dex_agents.adapter_support import (
+    DEX_EFFECT_METADATA_KEY,
+    DEX_REQUIRES_APPROVAL_METADATA_KEY,
+    declared_approval_in,
+    declared_effect_in,
+    resolve_declared_tool_policy,
+    tool_declaration_metadata,
+)
 
 __all__ = [
     "DEX_EFFECT_METADATA_KEY",
@@ -27,54 +36,27 @@ __all__ = [
     "resolve_call_policy",
 ]
 
-DEX_EFFECT_METADATA_KEY = "dex_effect"
-"""Tool metadata key of the tool's ``ToolEffect``."""
-
-DEX_REQUIRES_APPROVAL_METADATA_KEY = "dex_requires_approval"
-"""Tool metadata key of whether the tool's calls wait for approval (a bool)."""
-
 
 def dex_tool_metadata(
-    effect: ToolEffect, *, requires_approval: bool | None = None
+    effect: ToolEffect | str, *, requires_approval: bool | None = None
 ) -> dict[str, Any]:
     """Tool metadata that declares ``effect`` (and approval, when given) to the session.
 
     Pass it as ``metadata=`` to ``@agent.tool``, ``Tool(...)`` or a toolset's
-    ``tool`` decorator.
+    ``tool`` decorator; merge it into metadata of your own with ``|``.
     """
-    if not isinstance(effect, ToolEffect):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise TypeError(f"effect must be a ToolEffect, got {effect!r}")
-    metadata: dict[str, Any] = {DEX_EFFECT_METADATA_KEY: effect.value}
-    if requires_approval is not None:
-        if not isinstance(requires_approval, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise TypeError("requires_approval must be a bool or None")
-        metadata[DEX_REQUIRES_APPROVAL_METADATA_KEY] = requires_approval
-    return metadata
+    return tool_declaration_metadata(effect, requires_approval=requires_approval)
 
 
 def declared_effect(tool: ToolDefinition) -> ToolEffect | None:
     """The effect ``tool`` declares in its metadata, or ``None``."""
-    value = (tool.metadata or {}).get(DEX_EFFECT_METADATA_KEY)
-    if value is None:
-        return None
-    try:
-        return ToolEffect(value)
-    except ValueError:
-        choices = ", ".join(repr(effect.value) for effect in ToolEffect)
-        raise ValueError(
-            f"tool {tool.name} declares {DEX_EFFECT_METADATA_KEY}={value!r}; use one of {choices}"
-        ) from None
+    return declared_effect_in(tool.metadata, tool.name)
 
 
 def _declared_approval(tool: ToolDefinition) -> bool | None:
-    value = (tool.metadata or {}).get(DEX_REQUIRES_APPROVAL_METADATA_KEY)
-    if value is not None:
-        if not isinstance(value, bool):
-            raise ValueError(
-                f"tool {tool.name} declares {DEX_REQUIRES_APPROVAL_METADATA_KEY}={value!r};"
-                " use True or False"
-            )
-        return value
+    approval = declared_approval_in(tool.metadata, tool.name)
+    if approval is not None:
+        return approval
     # Pydantic AI marks a tool declared with requires_approval=True as 'unapproved'.
     return True if tool.kind == "unapproved" else None
 
@@ -82,11 +64,14 @@ def _declared_approval(tool: ToolDefinition) -> bool | None:
 def resolve_call_policy(
     turn: AgentTurnContext, tool_name: str, declared: ToolDefinition | None
 ) -> ResolvedToolPolicy:
-    """The policy of a call to ``tool_name``; ``declared`` is the tool as its toolset listed it."""
-    if tool_name in turn.tool_policies or declared is None:
+    """The policy of a call to ``tool_name``; ``declared`` is the tool as its toolset listed it.
+
+    A name no toolset listed gets the session's policy or default effect: a
+    toolset may list it again when the tool Step runs (an MCP server that was
+    down), so its call still waits for approval when the default effect asks.
+    """
+    if declared is None:
         return turn.resolve_tool_policy(tool_name)
-    resolved = turn.resolve_tool_policy(tool_name, declared_effect(declared))
-    approval = _declared_approval(declared)
-    if approval is None:
-        return resolved
-    return ResolvedToolPolicy(resolved.effect, approval)
+    return resolve_declared_tool_policy(
+        turn, tool_name, declared_effect(declared), _declared_approval(declared)
+    )

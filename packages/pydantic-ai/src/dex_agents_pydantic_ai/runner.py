@@ -51,7 +51,6 @@ from pydantic_ai.tools import (
 from pydantic_ai.toolsets import AbstractToolset, ExternalToolset
 
 from dex_agents import (
-    AgentToolCall,
     AgentToolCallStatus,
     AgentTurnContext,
     AgentTurnOutcome,
@@ -61,9 +60,7 @@ from dex_agents import (
     DeferredToolOutcome,
     FrameworkMessage,
     ModelCallMetadata,
-    ResolvedToolPolicy,
     ToolCallsRequested,
-    ToolEffect,
     ToolExecutionError,
     ToolExecutionResult,
     TurnCompleted,
@@ -72,8 +69,13 @@ from dex_agents import (
     empty_agent_usage,
     model_call_metadata,
 )
+from dex_agents.adapter_support import (
+    BUILT_IN_TOOL_POLICY,
+    answer_tool_call,
+    check_model_tool_call_id,
+    single_response_usage,
+)
 from dex_agents.builtin_tools import enabled_builtin_tool_definitions
-from dex_agents.texts import OUTCOME_UNKNOWN_TOOL_RESULT
 from dex_agents_pydantic_ai.deferral import DeferEveryToolCall, RefuseToolDeferral
 from dex_agents_pydantic_ai.messages import (
     ToolReturnOutcome,
@@ -86,8 +88,8 @@ from dex_agents_pydantic_ai.messages import (
 from dex_agents_pydantic_ai.policies import resolve_call_policy
 from dex_agents_pydantic_ai.session_context import (
     IDEMPOTENCY_KEY_METADATA_KEY,
+    serving_deferred_tool_execution,
     serving_model_step,
-    serving_tool_execution,
 )
 
 __all__ = ["PydanticAIRunner"]
@@ -95,7 +97,6 @@ __all__ = ["PydanticAIRunner"]
 DepsT = TypeVar("DepsT")
 
 _RUN_STATE_FORMAT = "dex-agents-pydantic-ai/1"
-_BUILT_IN_POLICY = ResolvedToolPolicy(ToolEffect.READ, False)
 
 
 class PydanticAIRunner(Generic[DepsT]):
@@ -144,11 +145,8 @@ class PydanticAIRunner(Generic[DepsT]):
             return []
         results: list[tuple[ToolCallPart, str, ToolReturnOutcome]] = []
         for call in calls:
-            record = turn.recorded_tool_call(call.tool_call_id)
-            if record is None or not record.is_final:
-                results.append((call, OUTCOME_UNKNOWN_TOOL_RESULT, "failed"))
-            else:
-                results.append((call, describe_tool_call_outcome(record), _return_outcome(record)))
+            answer = answer_tool_call(turn, call.tool_call_id)
+            results.append((call, answer.text, _return_outcome(answer.status)))
         return project_message(tool_results_request(results))
 
     # --- the model step ------------------------------------------------------------
@@ -242,13 +240,9 @@ class PydanticAIRunner(Generic[DepsT]):
     def _deferred_call(
         self, turn: AgentTurnContext, declared: dict[str, ToolDefinition], call: ToolCallPart
     ) -> DeferredToolCall:
-        if not call.tool_call_id or "/" in call.tool_call_id:
-            raise RuntimeError(
-                f"the model's call of {call.tool_name} has tool call ID {call.tool_call_id!r};"
-                " the session needs a non-empty ID without '/'"
-            )
+        check_model_tool_call_id(call.tool_name, call.tool_call_id)
         if call.tool_name in turn.enabled_built_in_tools:
-            policy = _BUILT_IN_POLICY
+            policy = BUILT_IN_TOOL_POLICY
         else:
             policy = resolve_call_policy(turn, call.tool_name, declared.get(call.tool_name))
         return DeferredToolCall(
@@ -333,7 +327,7 @@ class PydanticAIRunner(Generic[DepsT]):
         # The call alone, approved: Pydantic AI validates and runs it, then would ask
         # the model again, which is where the run stops.
         history: list[ModelMessage] = [ModelResponse(parts=[tool_call])]
-        with serving_tool_execution(call):
+        with serving_deferred_tool_execution(call):
             try:
                 tool_return = await self._run_tool(history, tool_call, deps, call)
             except UnexpectedModelBehavior as error:
@@ -447,10 +441,10 @@ def _model_calls_of(run_state: str | None) -> int:
         ) from error
 
 
-def _return_outcome(record: AgentToolCall) -> ToolReturnOutcome:
-    if record.status is AgentToolCallStatus.SUCCEEDED:
+def _return_outcome(status: AgentToolCallStatus | None) -> ToolReturnOutcome:
+    if status is AgentToolCallStatus.SUCCEEDED:
         return "success"
-    if record.status is AgentToolCallStatus.REJECTED:
+    if status is AgentToolCallStatus.REJECTED:
         return "denied"
     return "failed"
 
@@ -473,7 +467,7 @@ def _results_of_previous_response(
                 " resume from"
             )
         text = describe_tool_call_outcome(record)
-        outcome = _return_outcome(record)
+        outcome = _return_outcome(record.status)
         if outcome == "denied":
             results.approvals[call.tool_call_id] = ToolDenied(text)
         elif outcome == "failed":
@@ -504,11 +498,9 @@ def _usage_of(responses: Sequence[ModelResponse]) -> AgentUsage:
         usage = response.usage
         total = add_agent_usage(
             total,
-            AgentUsage(
-                model_calls=1,
+            single_response_usage(
                 input_tokens=usage.input_tokens,
                 output_tokens=usage.output_tokens,
-                total_tokens=usage.input_tokens + usage.output_tokens,
                 cache_read_tokens=usage.cache_read_tokens,
                 cache_write_tokens=usage.cache_write_tokens,
                 reasoning_tokens=usage.output_reasoning_tokens,
