@@ -82,6 +82,10 @@ class AgentFlow(Flow[str]):
         time.sleep(seconds)
         return RPCResult(0)
 
+    @rpc(lock_attributes=[AttributeLock(counter)])
+    def locked_peek(self, context: Context) -> RPCResult[int]:
+        return RPCResult(self.counter.get(context) or 0)
+
     @rpc
     def boom(self, context: Context, text: str) -> RPCResult[str]:
         raise ValueError(f"{text}!")

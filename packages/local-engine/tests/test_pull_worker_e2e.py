@@ -64,7 +64,7 @@ def test_rpc_errors_map_to_sdk_exceptions(app: App, worker: ThreadWorker) -> Non
     conflict: RpcLockConflictError | None = None
     while conflict is None and time.monotonic() < deadline:
         try:
-            client.invoke_rpc(app.agent.bump, "agent-2", 1)
+            client.invoke_rpc(app.agent.locked_peek, "agent-2")
             time.sleep(0.02)
         except RpcLockConflictError as error:
             conflict = error
