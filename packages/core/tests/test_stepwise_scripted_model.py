@@ -91,3 +91,35 @@ async def test_a_script_returning_something_else_fails() -> None:
     client = ScriptedModelClient(lambda req: 42)  # type: ignore[arg-type, return-value]
     with pytest.raises(TypeError, match="ScriptedModelReply"):
         await client.generate(request(UserTextItem("x")), DiscardingStreamSink())
+
+
+def test_bad_client_arguments_are_refused_by_name() -> None:
+    import anthropic
+    import openai
+
+    from dex_agents.models import AnthropicModelClient, OpenAIResponsesModelClient
+
+    with pytest.raises(TypeError, match="script must be a function"):
+        ScriptedModelClient("hello")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_recorded_requests"):
+        ScriptedModelClient(lambda request: "x", max_recorded_requests=-1)
+    with pytest.raises(ValueError, match="stream_chunk_size"):
+        ScriptedModelClient(lambda request: "x", stream_chunk_size=0)
+
+    with pytest.raises(ValueError, match="model must be a non-empty model name"):
+        OpenAIResponsesModelClient(" ", client=openai.AsyncOpenAI(api_key="k"))
+    with pytest.raises(TypeError, match=r"client must be an openai\.AsyncOpenAI"):
+        OpenAIResponsesModelClient("gpt-5-mini", client=anthropic.AsyncAnthropic(api_key="k"))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="include_encrypted_reasoning"):
+        OpenAIResponsesModelClient(
+            "gpt-5-mini",
+            client=openai.AsyncOpenAI(api_key="k"),
+            include_encrypted_reasoning="yes",  # type: ignore[arg-type]
+        )
+
+    with pytest.raises(ValueError, match="max_output_tokens"):
+        AnthropicModelClient(
+            "claude", client=anthropic.AsyncAnthropic(api_key="k"), max_output_tokens="8"
+        )  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"client must be an anthropic\.AsyncAnthropic"):
+        AnthropicModelClient("claude", client=openai.AsyncOpenAI(api_key="k"))  # type: ignore[arg-type]

@@ -54,10 +54,14 @@ class AnthropicModelClient:
         client: anthropic.AsyncAnthropic | None = None,
         max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
     ) -> None:
-        if not model:
+        if not isinstance(model, str) or not model.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ValueError("model must be a non-empty model name")
-        if max_output_tokens < 1:
-            raise ValueError("max_output_tokens must be at least 1")
+        if type(max_output_tokens) is not int or max_output_tokens < 1:
+            raise ValueError("max_output_tokens must be an integer of at least 1")
+        if client is not None and not isinstance(client, anthropic.AsyncAnthropic):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(
+                f"client must be an anthropic.AsyncAnthropic, got {type(client).__name__}"
+            )
         self.model = model
         base = client if client is not None else anthropic.AsyncAnthropic(max_retries=0)
         self._client = base.with_options(max_retries=0)

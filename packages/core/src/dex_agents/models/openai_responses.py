@@ -68,8 +68,14 @@ class OpenAIResponsesModelClient:
         client: openai.AsyncOpenAI | None = None,
         include_encrypted_reasoning: bool | None = None,
     ) -> None:
-        if not model:
+        if not isinstance(model, str) or not model.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ValueError("model must be a non-empty model name")
+        if client is not None and not isinstance(client, openai.AsyncOpenAI):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"client must be an openai.AsyncOpenAI, got {type(client).__name__}")
+        if include_encrypted_reasoning is not None and not isinstance(  # pyright: ignore[reportUnnecessaryIsInstance]
+            include_encrypted_reasoning, bool
+        ):
+            raise TypeError("include_encrypted_reasoning must be a bool or None")
         self.model = model
         base = client if client is not None else openai.AsyncOpenAI(max_retries=0)
         self._client = base.with_options(max_retries=0)

@@ -78,10 +78,14 @@ class ScriptedModelClient:
         max_recorded_requests: int = DEFAULT_MAX_RECORDED_REQUESTS,
         stream_chunk_size: int | None = None,
     ) -> None:
-        if max_recorded_requests < 0:
-            raise ValueError("max_recorded_requests must not be negative")
-        if stream_chunk_size is not None and stream_chunk_size < 1:
-            raise ValueError("stream_chunk_size must be at least 1")
+        if not callable(script):
+            raise TypeError("script must be a function of the ModelRequest")
+        if type(max_recorded_requests) is not int or max_recorded_requests < 0:
+            raise ValueError("max_recorded_requests must be an integer, not negative")
+        if stream_chunk_size is not None and (
+            type(stream_chunk_size) is not int or stream_chunk_size < 1
+        ):
+            raise ValueError("stream_chunk_size must be an integer of at least 1")
         self._script = script
         self._stream_chunk_size = stream_chunk_size
         self.requests: deque[ModelRequest] = deque(maxlen=max_recorded_requests)
