@@ -8,7 +8,12 @@ function tool runs; each tool call runs in its own Step.
 from importlib.metadata import version as _version
 
 from dex_agents_openai_agents.declarations import ToolDeclaration, declare_tool_effect
-from dex_agents_openai_agents.execution import get_deferred_tool_execution, get_model_step_context
+from dex_agents_openai_agents.execution import (
+    current_deferred_tool_execution,
+    current_model_step_context,
+    get_deferred_tool_execution,
+    get_model_step_context,
+)
 from dex_agents_openai_agents.flow import create_openai_agents_session_flow
 from dex_agents_openai_agents.runner import (
     ContextFactory,
@@ -25,6 +30,8 @@ __all__ = [
     "UnsupportedInterruptionError",
     "__version__",
     "create_openai_agents_session_flow",
+    "current_deferred_tool_execution",
+    "current_model_step_context",
     "declare_tool_effect",
     "get_deferred_tool_execution",
     "get_model_step_context",

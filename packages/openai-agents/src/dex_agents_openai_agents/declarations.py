@@ -14,7 +14,8 @@ from typing import Any, TypeVar, cast
 
 from agents import FunctionTool, RunContextWrapper
 
-from dex_agents import ResolvedToolPolicy, ToolEffect, default_requires_approval
+from dex_agents import ResolvedToolPolicy, ToolEffect
+from dex_agents.adapter_support import resolve_declared_tool_policy
 from dex_agents.runner import AgentTurnContext
 
 __all__ = [
@@ -113,9 +114,4 @@ def resolve_call_policy(
     requires_approval: bool | None,
 ) -> ResolvedToolPolicy:
     """Session ``ToolPolicy`` first, then the tool's declaration, then the default effect."""
-    if tool_name in turn.tool_policies:
-        return turn.resolve_tool_policy(tool_name)
-    resolved = turn.resolve_tool_policy(tool_name, effect)
-    if requires_approval is None:
-        return ResolvedToolPolicy(resolved.effect, default_requires_approval(resolved.effect))
-    return ResolvedToolPolicy(resolved.effect, requires_approval)
+    return resolve_declared_tool_policy(turn, tool_name, effect, requires_approval)

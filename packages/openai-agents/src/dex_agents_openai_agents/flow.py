@@ -20,15 +20,17 @@ def create_openai_agents_session_flow(
     run_config: RunConfig | None = None,
     context_factory: ContextFactory | None = None,
     tracing: bool = False,
+    **option_values: Any,
 ) -> AgentSessionFlow:
     """A new session Flow of ``flow_type`` that runs ``agent`` with an ``OpenAIAgentsRunner``.
 
-    ``options`` are the session options (tool policies, default effect, interrupt
-    deadline, built-in tools, event stream capacity). ``run_config``,
+    ``options`` (or the same fields as keywords, such as ``tool_policies=``) are
+    the session options (tool policies, default effect, interrupt deadline,
+    built-in tools, event stream capacity). ``run_config``,
     ``context_factory`` and ``tracing`` go to the runner; tracing is off unless
     you turn it on.
     """
     runner = OpenAIAgentsRunner(
         agent, run_config=run_config, context_factory=context_factory, tracing=tracing
     )
-    return create_agent_session_flow(runner, flow_type, options)
+    return create_agent_session_flow(runner, flow_type, options, **option_values)

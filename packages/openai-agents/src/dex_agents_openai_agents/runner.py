@@ -43,12 +43,19 @@ from dex_agents import (
     FrameworkMessage,
     ResolvedToolPolicy,
     ToolCallsRequested,
-    ToolEffect,
     ToolExecutionError,
     ToolExecutionResult,
     ToolInputRequested,
     TurnCompleted,
+    add_agent_usage,
     describe_tool_call_outcome,
+    empty_agent_usage,
+)
+from dex_agents.adapter_support import (
+    BUILT_IN_TOOL_POLICY,
+    serving_deferred_tool_execution,
+    serving_model_step,
+    single_response_usage,
 )
 from dex_agents.builtin_tools import enabled_builtin_tool_definitions
 from dex_agents.runner import AgentTurnOutcome, DeferredToolOutcome, model_call_metadata
@@ -63,7 +70,6 @@ from dex_agents_openai_agents.deferral import (
     build_deferring_graph,
     handoff_target,
 )
-from dex_agents_openai_agents.execution import deferred_tool_execution_var, model_step_var
 from dex_agents_openai_agents.items import (
     InputItem,
     framework_message_of,
@@ -79,8 +85,6 @@ _log = logging.getLogger(__name__)
 
 ContextFactory = Callable[[], Any]
 """Builds the SDK run context value (``RunContextWrapper.context``) for one step."""
-
-_BUILT_IN_POLICY = ResolvedToolPolicy(ToolEffect.READ, False)
 
 
 class UnsupportedInterruptionError(RuntimeError):
@@ -148,11 +152,8 @@ class OpenAIAgentsRunner:
     # --- the model step ------------------------------------------------------------
 
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
-        token = model_step_var.set(turn)
-        try:
+        with serving_model_step(turn):
             return await self._run_model_step(turn)
-        finally:
-            model_step_var.reset(token)
 
     async def _run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
         context_value = self.context_factory() if self.context_factory is not None else None
@@ -270,7 +271,7 @@ class OpenAIAgentsRunner:
         raw: ResponseFunctionToolCall,
     ) -> ResolvedToolPolicy:
         if raw.name in graph.built_in_names:
-            return _BUILT_IN_POLICY
+            return BUILT_IN_TOOL_POLICY
         tool = graph.real_tool(agent_name, raw.name)
         if tool is None:
             return turn.resolve_tool_policy(raw.name)
@@ -306,8 +307,7 @@ class OpenAIAgentsRunner:
             agent=agent,
             run_config=self.run_config,
         )
-        token = deferred_tool_execution_var.set(call)
-        try:
+        with serving_deferred_tool_execution(call):
             await check_tool_input(tool, tool_context, agent)
             try:
                 output = await invoke_function_tool(
@@ -320,8 +320,6 @@ class OpenAIAgentsRunner:
                 raise ToolExecutionError(str(error)) from error
             if not isinstance(output, ToolInputRequested):
                 output = await check_tool_output(tool, tool_context, agent, output)
-        finally:
-            deferred_tool_execution_var.reset(token)
         if isinstance(output, ToolInputRequested):
             return output
         return ToolExecutionResult(_output_text(tool, tool_call, output))
@@ -453,22 +451,21 @@ async def _forward_stream(result: RunResultStreaming, turn: AgentTurnContext) ->
 
 def _usage_of(responses: Sequence[ModelResponse]) -> AgentUsage:
     """Usage of this step's own responses, never the run's running totals."""
-    total = AgentUsage()
+    total = empty_agent_usage()
     for response in responses:
         usage = response.usage
         input_details: Any = usage.input_tokens_details
         output_details: Any = usage.output_tokens_details
-        total = AgentUsage(
-            model_calls=total.model_calls + 1,
-            input_tokens=total.input_tokens + usage.input_tokens,
-            output_tokens=total.output_tokens + usage.output_tokens,
-            total_tokens=total.total_tokens + usage.total_tokens,
-            cache_read_tokens=total.cache_read_tokens
-            + int(getattr(input_details, "cached_tokens", 0) or 0),
-            cache_write_tokens=total.cache_write_tokens
-            + int(getattr(input_details, "cache_write_tokens", 0) or 0),
-            reasoning_tokens=total.reasoning_tokens
-            + int(getattr(output_details, "reasoning_tokens", 0) or 0),
+        total = add_agent_usage(
+            total,
+            single_response_usage(
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                total_tokens=usage.total_tokens,
+                cache_read_tokens=getattr(input_details, "cached_tokens", None),
+                cache_write_tokens=getattr(input_details, "cache_write_tokens", None),
+                reasoning_tokens=getattr(output_details, "reasoning_tokens", None),
+            ),
         )
     return total
 
