@@ -253,3 +253,13 @@ def test_unresolvable_annotations_are_refused_with_a_clear_message() -> None:
     local_types.__annotations__["value"] = "NotDefinedAnywhere"
     with pytest.raises(TypeError, match="cannot resolve its annotations"):
         function_tool(local_types)
+
+
+def test_enum_uses_python_equality_as_the_other_core_does() -> None:
+    from dex_agents.stepwise.function_tool import parse_tool_arguments
+
+    schema = {"type": "object", "properties": {"level": {"enum": [1, 2]}}}
+    assert parse_tool_arguments("t", schema, '{"level": true}') == {"level": True}
+    assert parse_tool_arguments("t", schema, '{"level": 2.0}') == {"level": 2.0}
+    with pytest.raises(ToolExecutionError, match=r"at level: 3 is not one of \[1, 2\]"):
+        parse_tool_arguments("t", schema, '{"level": 3}')

@@ -10,13 +10,14 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast, get_type_hints, overload
 
 import jsonschema
 import jsonschema.exceptions
+import jsonschema.validators
 import pydantic
 import pydantic_core
 
@@ -159,9 +160,23 @@ def parse_tool_arguments(
     return decoded
 
 
+def _enum_by_python_equality(
+    validator: Any, enums: Any, instance: Any, schema: Any
+) -> Iterator[jsonschema.exceptions.ValidationError]:
+    # Python's ``==``, as the other core checks ``enum``: ``true`` matches ``1``.
+    del validator, schema
+    if instance not in enums:
+        yield jsonschema.exceptions.ValidationError(f"{instance!r} is not one of {enums!r}")
+
+
+_ArgumentValidator: Any = jsonschema.validators.extend(  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    jsonschema.Draft202012Validator, {"enum": _enum_by_python_equality}
+)
+
+
 def _first_schema_error(schema: Mapping[str, Any], value: dict[str, Any]) -> tuple[str, str] | None:
     """The most relevant schema violation as ``(path, message)``, or ``None``."""
-    validator: Any = jsonschema.Draft202012Validator(dict(schema))
+    validator: Any = _ArgumentValidator(dict(schema))
     best_match: Any = jsonschema.exceptions.best_match  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
     error: Any = best_match(validator.iter_errors(value))
     if error is None:
