@@ -89,6 +89,15 @@ def test_durable_wait_arguments() -> None:
     ]:
         with pytest.raises(InvalidBuiltInArguments, match=reason):
             parse_durable_wait(arguments, YEAR)
+    minute = timedelta(minutes=1)
+    assert (
+        parse_durable_wait('{"duration_seconds": 60, "reason": ""}', minute).duration_seconds == 60
+    )
+    with pytest.raises(InvalidBuiltInArguments, match="from 1 to 60"):
+        parse_durable_wait('{"duration_seconds": 61, "reason": ""}', minute)
+    nulls = '{"duration_seconds": null, "reason": "r"}'
+    with pytest.raises(InvalidBuiltInArguments, match="whole number"):
+        parse_durable_wait(nulls, YEAR)
 
 
 def _question(
