@@ -44,9 +44,11 @@ from dex_agents import (
 )
 from dex_agents_langgraph import (
     LangGraphAgentRunner,
+    declare_tool_effect,
+    dex_tool_metadata,
+    get_deferred_tool_execution,
     idempotency_key_of,
     tool_execution_of,
-    with_tool_policy,
 )
 
 with warnings.catch_warnings():
@@ -138,8 +140,8 @@ def broken(reason: str) -> str:
     raise ToolException(f"cannot do it: {reason}")
 
 
-READ_LOOKUP = with_tool_policy(lookup_order, ToolEffect.READ)
-WRITE_REFUND = with_tool_policy(refund_order, ToolEffect.NON_IDEMPOTENT_WRITE)
+READ_LOOKUP = declare_tool_effect(lookup_order, ToolEffect.READ)
+WRITE_REFUND = declare_tool_effect(refund_order, ToolEffect.NON_IDEMPOTENT_WRITE)
 
 
 @pytest.fixture(autouse=True)
@@ -470,7 +472,7 @@ async def test_provider_content_blocks_are_stored_and_replayed_unchanged() -> No
 async def test_session_policy_wins_then_tool_metadata_then_default_effect() -> None:
     plain = tool("plain_tool", description="No declaration.")(lambda: "ok")
     assert isinstance(plain, BaseTool)
-    approving_read = with_tool_policy(lookup_order, "read", requires_approval=True)
+    approving_read = declare_tool_effect(lookup_order, "read", requires_approval=True)
     model = recording_model(
         ai_calls(
             ("c1", "lookup_order", {"order_id": "1"}),
@@ -639,3 +641,58 @@ async def test_a_streaming_model_writes_each_delta_once() -> None:
     assert len(session.events.text) > 1  # it really streamed
     assert "".join(session.events.text) == answer
     assert outcome.new_messages[-1].text == answer
+
+
+async def test_a_tool_reads_its_call_with_the_shared_helper_in_sync_and_async_tools() -> None:
+    seen: list[tuple[str, str]] = []
+
+    @tool
+    def sync_probe() -> str:
+        """Runs in LangChain's thread pool."""
+        seen.append(("sync", get_deferred_tool_execution().idempotency_key))
+        return "ok"
+
+    @tool
+    async def async_probe() -> str:
+        """Runs on the event loop."""
+        seen.append(("async", get_deferred_tool_execution().idempotency_key))
+        return "ok"
+
+    model = recording_model(
+        ai_calls(("c1", "sync_probe", {}), ("c2", "async_probe", {})), AIMessage(content="done")
+    )
+    session = Session(
+        LangGraphAgentRunner.from_chat_model(
+            model,
+            [
+                declare_tool_effect(sync_probe, ToolEffect.READ),
+                declare_tool_effect(async_probe, ToolEffect.READ),
+            ],
+        )
+    )
+    session.start_turn("probe")
+    await session.run_model()
+    await session.run_tools()
+
+    assert seen == [("sync", "s-1/turn-1/c1"), ("async", "s-1/turn-1/c2")]
+    with pytest.raises(LookupError):
+        get_deferred_tool_execution()
+
+
+def test_declarations_use_the_shared_metadata_keys_and_keep_other_metadata() -> None:
+    tagged = lookup_order.model_copy(update={"metadata": {"team": "orders"}})
+    declared = declare_tool_effect(tagged, "idempotent_write", requires_approval=True)
+    assert declared.metadata == {
+        "team": "orders",
+        "dex_effect": "idempotent_write",
+        "dex_requires_approval": True,
+    }
+    assert declare_tool_effect(declared, ToolEffect.READ).metadata == {
+        "team": "orders",
+        "dex_effect": "read",
+    }
+    assert dex_tool_metadata(ToolEffect.READ) == {"dex_effect": "read"}
+    with pytest.raises(ValueError, match="effect must be a ToolEffect"):
+        declare_tool_effect(lookup_order, "sometimes")
+    with pytest.raises(TypeError, match="BaseTool"):
+        declare_tool_effect(lambda: "x", ToolEffect.READ)  # type: ignore[type-var]

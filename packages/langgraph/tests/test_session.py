@@ -26,8 +26,8 @@ from dex_agents.testing import (
 )
 from dex_agents_langgraph import (
     create_langgraph_agent_session_flow,
+    declare_tool_effect,
     idempotency_key_of,
-    with_tool_policy,
 )
 from dex_local_engine import LocalEngine
 
@@ -118,8 +118,8 @@ async def test_prebuilt_agent_session_with_a_read_and_a_rejected_write(engine: L
         ]
     )
     tools = [
-        with_tool_policy(check_balance, ToolEffect.READ),
-        with_tool_policy(charge_card, ToolEffect.NON_IDEMPOTENT_WRITE),
+        declare_tool_effect(check_balance, ToolEffect.READ),
+        declare_tool_effect(charge_card, ToolEffect.NON_IDEMPOTENT_WRITE),
     ]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

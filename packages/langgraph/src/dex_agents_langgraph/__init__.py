@@ -9,11 +9,18 @@ one ``RunModel`` Step and every tool call its own tool Step.
 
 from importlib.metadata import version as _version
 
+from dex_agents.adapter_support import (
+    current_deferred_tool_execution,
+    current_model_step_context,
+    get_deferred_tool_execution,
+    get_model_step_context,
+)
 from dex_agents_langgraph.flow import create_langgraph_agent_session_flow
 from dex_agents_langgraph.policies import (
-    EFFECT_METADATA_KEY,
-    REQUIRES_APPROVAL_METADATA_KEY,
-    with_tool_policy,
+    DEX_EFFECT_METADATA_KEY,
+    DEX_REQUIRES_APPROVAL_METADATA_KEY,
+    declare_tool_effect,
+    dex_tool_metadata,
 )
 from dex_agents_langgraph.runner import (
     DEX_TOOL_EXECUTION_KEY,
@@ -26,14 +33,19 @@ from dex_agents_langgraph.runner import (
 __version__ = _version("dex-agents-langgraph")
 
 __all__ = [
+    "DEX_EFFECT_METADATA_KEY",
+    "DEX_REQUIRES_APPROVAL_METADATA_KEY",
     "DEX_TOOL_EXECUTION_KEY",
-    "EFFECT_METADATA_KEY",
     "IDEMPOTENCY_KEY_CONFIG_KEY",
-    "REQUIRES_APPROVAL_METADATA_KEY",
     "LangGraphAgentRunner",
     "__version__",
     "create_langgraph_agent_session_flow",
+    "current_deferred_tool_execution",
+    "current_model_step_context",
+    "declare_tool_effect",
+    "dex_tool_metadata",
+    "get_deferred_tool_execution",
+    "get_model_step_context",
     "idempotency_key_of",
     "tool_execution_of",
-    "with_tool_policy",
 ]

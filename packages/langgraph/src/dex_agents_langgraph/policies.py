@@ -2,81 +2,76 @@
 
 A tool declares its effect in its ``metadata`` under ``"dex_effect"`` (a
 ``ToolEffect`` or its wire value, such as ``"read"``) and may set
-``"dex_requires_approval"``. ``with_tool_policy`` writes both. The session's
-``ToolPolicy`` for the tool's name wins over the declaration, and a tool that
-declares nothing gets the session's default effect.
+``"dex_requires_approval"``. ``declare_tool_effect(tool, effect)`` returns a copy
+of a tool that declares both; ``dex_tool_metadata(effect)`` is the metadata for
+a tool you build yourself (``StructuredTool.from_function(metadata=...)``). The
+session's ``ToolPolicy`` for the tool's name wins over the declaration, and a
+tool that declares nothing gets the session's default effect. The keys and the
+precedence are the same in every dex-agents adapter (``dex_agents.adapter_support``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from langchain_core.tools import BaseTool
 
-from dex_agents import (
-    AgentTurnContext,
-    ResolvedToolPolicy,
-    ToolEffect,
-    default_requires_approval,
+from dex_agents import AgentTurnContext, ResolvedToolPolicy, ToolEffect
+from dex_agents.adapter_support import (
+    BUILT_IN_TOOL_POLICY,
+    DEX_EFFECT_METADATA_KEY,
+    DEX_REQUIRES_APPROVAL_METADATA_KEY,
+    UNKNOWN_TOOL_POLICY,
+    declared_approval_in,
+    declared_effect_in,
+    resolve_declared_tool_policy,
+    tool_declaration_metadata,
 )
 
 __all__ = [
-    "EFFECT_METADATA_KEY",
-    "REQUIRES_APPROVAL_METADATA_KEY",
+    "DEX_EFFECT_METADATA_KEY",
+    "DEX_REQUIRES_APPROVAL_METADATA_KEY",
+    "declare_tool_effect",
     "declared_approval",
     "declared_effect",
+    "dex_tool_metadata",
     "tool_call_policy",
-    "with_tool_policy",
 ]
-
-EFFECT_METADATA_KEY = "dex_effect"
-REQUIRES_APPROVAL_METADATA_KEY = "dex_requires_approval"
-
-_BUILT_IN_POLICY = ResolvedToolPolicy(ToolEffect.READ, False)
-_UNKNOWN_TOOL_POLICY = ResolvedToolPolicy(ToolEffect.UNCLASSIFIED, False)
 
 ToolT = TypeVar("ToolT", bound=BaseTool)
 
 
-def with_tool_policy(
+def dex_tool_metadata(
+    effect: ToolEffect | str, *, requires_approval: bool | None = None
+) -> dict[str, Any]:
+    """Tool metadata that declares ``effect`` (and approval, when given) to the session."""
+    return tool_declaration_metadata(effect, requires_approval=requires_approval)
+
+
+def declare_tool_effect(
     tool: ToolT, effect: ToolEffect | str, *, requires_approval: bool | None = None
 ) -> ToolT:
-    """A copy of ``tool`` that declares ``effect`` (and approval, when given) in its metadata."""
+    """A copy of ``tool`` that declares ``effect`` (and approval, when given) in its metadata.
+
+    The tool's other metadata is kept; an earlier ``dex_requires_approval`` is
+    dropped unless ``requires_approval`` is given again.
+    """
+    if not isinstance(tool, BaseTool):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(f"tool must be a LangChain BaseTool, got {type(tool).__name__}")
     metadata: dict[str, Any] = dict(tool.metadata or {})
-    metadata[EFFECT_METADATA_KEY] = ToolEffect(effect).value
-    if requires_approval is not None:
-        if not isinstance(requires_approval, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise TypeError("requires_approval must be a bool or None")
-        metadata[REQUIRES_APPROVAL_METADATA_KEY] = requires_approval
-    else:
-        metadata.pop(REQUIRES_APPROVAL_METADATA_KEY, None)
+    metadata.pop(DEX_REQUIRES_APPROVAL_METADATA_KEY, None)
+    metadata.update(tool_declaration_metadata(effect, requires_approval=requires_approval))
     return tool.model_copy(update={"metadata": metadata})
 
 
 def declared_effect(tool: BaseTool) -> ToolEffect | None:
     """The effect ``tool`` declares in its metadata, or ``None``."""
-    value = _metadata(tool).get(EFFECT_METADATA_KEY)
-    if value is None:
-        return None
-    try:
-        return ToolEffect(value)
-    except ValueError:
-        raise ValueError(
-            f"tool {tool.name!r} declares metadata[{EFFECT_METADATA_KEY!r}] = {value!r};"
-            f" use one of {[effect.value for effect in ToolEffect]}"
-        ) from None
+    return declared_effect_in(tool.metadata, tool.name)
 
 
 def declared_approval(tool: BaseTool) -> bool | None:
     """Whether ``tool`` declares that its calls need approval, or ``None`` when it does not say."""
-    value = _metadata(tool).get(REQUIRES_APPROVAL_METADATA_KEY)
-    if value is not None and not isinstance(value, bool):
-        raise ValueError(
-            f"tool {tool.name!r} declares metadata[{REQUIRES_APPROVAL_METADATA_KEY!r}] ="
-            f" {value!r}; use true or false"
-        )
-    return value
+    return declared_approval_in(tool.metadata, tool.name)
 
 
 def check_tool_declarations(tool: BaseTool) -> None:
@@ -95,18 +90,11 @@ def tool_call_policy(
     it asks no approval.
     """
     if tool_name in turn.enabled_built_in_tools:
-        return _BUILT_IN_POLICY
+        return BUILT_IN_TOOL_POLICY
     if tool_name in turn.tool_policies:
         return turn.resolve_tool_policy(tool_name)
     if tool is None:
-        return _UNKNOWN_TOOL_POLICY
-    resolved = turn.resolve_tool_policy(tool_name, declared_effect(tool))
-    approval = declared_approval(tool)
-    return ResolvedToolPolicy(
-        resolved.effect,
-        approval if approval is not None else default_requires_approval(resolved.effect),
+        return UNKNOWN_TOOL_POLICY
+    return resolve_declared_tool_policy(
+        turn, tool_name, declared_effect(tool), declared_approval(tool)
     )
-
-
-def _metadata(tool: BaseTool) -> Mapping[str, Any]:
-    return tool.metadata or {}

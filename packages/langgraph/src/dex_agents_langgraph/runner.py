@@ -50,6 +50,15 @@ from dex_agents import (
     TurnCompleted,
     model_call_metadata,
 )
+from dex_agents.adapter_support import (
+    DEX_IDEMPOTENCY_KEY,
+    check_model_tool_call_id,
+    decode_model_call_count,
+    encode_model_call_count,
+    serving_deferred_tool_execution,
+    serving_model_step,
+    single_response_usage,
+)
 from dex_agents.builtin_tools import enabled_builtin_tool_definitions
 from dex_agents_langgraph.messages import (
     RequestedToolCall,
@@ -72,7 +81,7 @@ __all__ = [
     "tool_execution_of",
 ]
 
-IDEMPOTENCY_KEY_CONFIG_KEY = "dex_idempotency_key"
+IDEMPOTENCY_KEY_CONFIG_KEY = DEX_IDEMPOTENCY_KEY
 """``config["configurable"]`` key of the call's idempotency key, in a tool's config."""
 DEX_TOOL_EXECUTION_KEY = "dex_tool_execution"
 """``config["configurable"]`` key of the whole ``DeferredToolExecution``, in a tool's config."""
@@ -81,7 +90,6 @@ BUILT_IN_TOOLS_CONFIG_KEY = "dex_built_in_tools"
 
 MODEL_NODE = "model"
 TOOLS_NODE = "tools"
-_RUN_STATE_VERSION = 1
 
 
 def idempotency_key_of(config: RunnableConfig | None) -> str | None:
@@ -201,7 +209,7 @@ class LangGraphAgentRunner:
     # --- the model step ------------------------------------------------------------
 
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
-        model_calls = _decode_run_state(turn.framework_run_state)
+        model_calls = decode_model_call_count(turn.framework_run_state)
         new_results = self._new_results(turn) if turn.is_resuming else []
         # Stored forms are taken before the graph runs: its reducer gives messages ids.
         stored_results = [framework_message_of(result) for result in new_results]
@@ -209,16 +217,17 @@ class LangGraphAgentRunner:
 
         stream = _ModelStream(turn.events)
         final_state: Any = None
-        async for mode, data in self.graph.astream(  # pyright: ignore[reportUnknownMemberType]
-            {self.messages_key: inputs},
-            self._model_config(turn, model_calls),
-            stream_mode=["messages", "values"],
-        ):
-            if mode == "messages":
-                message, metadata = cast(tuple[BaseMessage, Mapping[str, Any]], data)
-                stream.on_message(message, metadata)
-            else:
-                final_state = data
+        with serving_model_step(turn):
+            async for mode, data in self.graph.astream(  # pyright: ignore[reportUnknownMemberType]
+                {self.messages_key: inputs},
+                self._model_config(turn, model_calls),
+                stream_mode=["messages", "values"],
+            ):
+                if mode == "messages":
+                    message, metadata = cast(tuple[BaseMessage, Mapping[str, Any]], data)
+                    stream.on_message(message, metadata)
+                else:
+                    final_state = data
         produced = self._produced_messages(final_state, len(inputs))
         response = _single_response(produced)
 
@@ -231,7 +240,7 @@ class LangGraphAgentRunner:
                 new_messages=new_messages, usage=usage, model_call_metadata=metadata
             )
         return ToolCallsRequested(
-            framework_run_state=_encode_run_state(model_calls + 1),
+            framework_run_state=encode_model_call_count(model_calls + 1),
             tool_calls=[self._deferred_call(turn, call) for call in calls],
             usage=usage,
             new_messages=new_messages,
@@ -279,11 +288,7 @@ class LangGraphAgentRunner:
         return produced
 
     def _deferred_call(self, turn: AgentTurnContext, call: RequestedToolCall) -> DeferredToolCall:
-        if not call.call_id or "/" in call.call_id:
-            raise RuntimeError(
-                f"the model's call of {call.name!r} has tool call ID {call.call_id!r}; the"
-                " session needs a non-empty ID without '/'"
-            )
+        check_model_tool_call_id(call.name, call.call_id)
         return DeferredToolCall(
             tool_call_id=call.call_id,
             tool_name=call.name,
@@ -319,7 +324,8 @@ class LangGraphAgentRunner:
             "type": "tool_call",
         }
         try:
-            result = await tool.ainvoke(tool_call, config)
+            with serving_deferred_tool_execution(call):
+                result = await tool.ainvoke(tool_call, config)
         except ToolException as error:
             raise ToolExecutionError(str(error) or type(error).__name__) from error
         if not isinstance(result, ToolMessage):
@@ -411,32 +417,14 @@ def _usage_of(response: AIMessage) -> AgentUsage:
         return AgentUsage(model_calls=1)
     input_details: Mapping[str, Any] = usage.get("input_token_details") or {}
     output_details: Mapping[str, Any] = usage.get("output_token_details") or {}
-    return AgentUsage(
-        model_calls=1,
+    return single_response_usage(
         input_tokens=usage["input_tokens"],
         output_tokens=usage["output_tokens"],
         total_tokens=usage["total_tokens"],
-        cache_read_tokens=int(input_details.get("cache_read") or 0),
-        cache_write_tokens=int(input_details.get("cache_creation") or 0),
-        reasoning_tokens=int(output_details.get("reasoning") or 0),
+        cache_read_tokens=input_details.get("cache_read"),
+        cache_write_tokens=input_details.get("cache_creation"),
+        reasoning_tokens=output_details.get("reasoning"),
     )
-
-
-def _encode_run_state(model_calls: int) -> str:
-    return json.dumps({"version": _RUN_STATE_VERSION, "model_calls": model_calls})
-
-
-def _decode_run_state(text: str | None) -> int:
-    if text is None:
-        return 0
-    try:
-        data: Any = json.loads(text)
-        model_calls = data["model_calls"]
-    except (ValueError, KeyError, TypeError) as error:
-        raise ValueError(f"unreadable LangGraph run state {text!r}: {error}") from error
-    if not isinstance(model_calls, int) or model_calls < 0:
-        raise ValueError(f"unreadable LangGraph run state {text!r}")
-    return model_calls
 
 
 def _tools_of_node(graph: Pregel[Any, Any, Any, Any], node_name: str) -> list[BaseTool]:

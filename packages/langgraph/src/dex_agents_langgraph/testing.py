@@ -40,7 +40,7 @@ from dex_agents.testing import (
     record_model_call,
     run_scenario_tool,
 )
-from dex_agents_langgraph.policies import with_tool_policy
+from dex_agents_langgraph.policies import declare_tool_effect
 from dex_agents_langgraph.runner import idempotency_key_of, tool_execution_of
 
 __all__ = ["SCRIPTED_USAGE_METADATA", "ScriptedChatModel", "scenario_tool"]
@@ -246,4 +246,6 @@ def scenario_tool(tool: ScenarioTool, state_directory: Path) -> BaseTool:
         scenario=tool,
         state_directory=state_directory,
     )
-    return with_tool_policy(langchain_tool, tool.effect, requires_approval=tool.requires_approval)
+    return declare_tool_effect(
+        langchain_tool, tool.effect, requires_approval=tool.requires_approval
+    )
