@@ -33,7 +33,7 @@ from dex_agents import (
     resolve_tool_policy,
 )
 from dex_agents.runner import RunnerDefectError
-from dex_agents.session.interrupt_rules import (
+from dex_agents.session.approval_rules import (
     apply_approval_resolution,
     apply_approval_timer,
     approval_wait,

@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from dex_agents.session.changes import EventSpec, SessionChanges
-from dex_agents.session.pending import (
+from dex_agents.session.interrupts import (
     InterruptDecision,
     find_interrupt,
     interrupt_resolved_payload,

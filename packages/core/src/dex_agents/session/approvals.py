@@ -17,7 +17,7 @@ from dex import (
 )
 from dex import Step as DexStep
 
-from dex_agents.session.interrupt_rules import (
+from dex_agents.session.approval_rules import (
     apply_approval_resolution,
     apply_approval_timer,
     approval_wait,

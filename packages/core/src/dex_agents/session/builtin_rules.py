@@ -17,7 +17,7 @@ from typing import Any, cast
 from dex_agents.builtin_tools import ASK_USER, DURABLE_WAIT
 from dex_agents.runner import ResolvedToolPolicy
 from dex_agents.session.changes import SessionChanges
-from dex_agents.session.pending import (
+from dex_agents.session.interrupts import (
     InterruptDecision,
     find_interrupt,
     interrupt_raised_payload,

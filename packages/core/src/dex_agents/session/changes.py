@@ -1,6 +1,6 @@
 """What a session transition changes, as plain data.
 
-The pure rules modules (``turn_rules``, ``tool_rules``, ``interrupt_rules``) return
+The pure rules modules (``turn_rules``, ``tool_rules``, ``approval_rules``, ...) return
 ``SessionChanges``; the Step glue applies them to Dex in one handler result. Keeping
 the changes as data lets the rules be unit-tested without an engine.
 """

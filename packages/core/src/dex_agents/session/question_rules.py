@@ -15,7 +15,7 @@ from datetime import datetime
 from dex_agents.runner import RunnerDefectError, ToolInputRequested
 from dex_agents.session.builtin_rules import ask_user_answer_output, question_interrupt_id
 from dex_agents.session.changes import EventSpec, SessionChanges
-from dex_agents.session.pending import (
+from dex_agents.session.interrupts import (
     find_interrupt,
     interrupt_raised_payload,
     interrupt_resolved_payload,

@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 
 from dex import Context, RPCResult
 
+from dex_agents.session.approval_rules import decide_resolve_interrupt
 from dex_agents.session.builtin_rules import decide_answer_question
-from dex_agents.session.interrupt_rules import decide_resolve_interrupt
-from dex_agents.session.pending import InterruptDecision
+from dex_agents.session.interrupts import InterruptDecision
 from dex_agents.session.persistence import SessionPersistence
 from dex_agents.session.read_rules import accepts_user_message, build_snapshot, page_messages
 from dex_agents.session.store import (

@@ -19,7 +19,7 @@ from dex import (
 )
 
 from dex_agents.session.builtin_rules import durable_wait_output
-from dex_agents.session.pending import timer_seconds_until
+from dex_agents.session.interrupts import timer_seconds_until
 from dex_agents.session.store import (
     SessionDefinition,
     commit_changes,

@@ -19,8 +19,8 @@ from dex_agents.runner import (
 )
 from dex_agents.session.builtin_rules import BUILT_IN_TOOL_POLICY, route_built_in_call
 from dex_agents.session.changes import SessionChanges
+from dex_agents.session.interrupts import interrupt_raised_payload
 from dex_agents.session.options import DEFAULT_MAX_DURABLE_WAIT
-from dex_agents.session.pending import interrupt_raised_payload
 from dex_agents.session.routing import ToolStepKind, ToolStepMove, TurnRouting, tool_step_kind
 from dex_agents.values import (
     AgentInterrupt,
