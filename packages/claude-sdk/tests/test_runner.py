@@ -32,8 +32,7 @@ from dex_agents import (
 from dex_agents_claude_sdk import (
     ClaudeAgentRunner,
     claude_tool,
-    current_idempotency_key,
-    current_tool_execution,
+    get_deferred_tool_execution,
 )
 from dex_agents_claude_sdk.testing import (
     error_response,
@@ -74,14 +73,14 @@ runs: list[tuple[str, Any, str]] = []
 @claude_tool(effect=ToolEffect.READ)
 def lookup_order(order_id: str) -> str:
     """Look up an order by its ID."""
-    runs.append(("lookup_order", order_id, current_idempotency_key()))
+    runs.append(("lookup_order", order_id, get_deferred_tool_execution().idempotency_key))
     return f"order {order_id} shipped"
 
 
 @claude_tool(effect=ToolEffect.NON_IDEMPOTENT_WRITE)
 async def refund_order(order_id: str, amount: int) -> str:
     """Refund part of an order."""
-    execution = current_tool_execution()
+    execution = get_deferred_tool_execution()
     runs.append(("refund_order", (order_id, amount), execution.idempotency_key))
     return f"refunded {amount} on {order_id}"
 

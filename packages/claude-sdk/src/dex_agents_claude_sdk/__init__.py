@@ -7,31 +7,27 @@ session Flow: every model call is one streamed ``messages`` request in its own
 
 from importlib.metadata import version as _version
 
+from dex_agents.adapter_support import (
+    current_deferred_tool_execution,
+    current_model_step_context,
+    get_deferred_tool_execution,
+    get_model_step_context,
+)
 from dex_agents_claude_sdk.flow import create_claude_agent_session_flow
-from dex_agents_claude_sdk.runner import (
-    DEFAULT_MAX_TOKENS,
-    ClaudeAgentRunner,
-    ClaudeModelStep,
-    current_model_step,
-)
-from dex_agents_claude_sdk.tools import (
-    ClaudeTool,
-    claude_tool,
-    current_idempotency_key,
-    current_tool_execution,
-)
+from dex_agents_claude_sdk.runner import DEFAULT_MAX_TOKENS, ClaudeAgentRunner
+from dex_agents_claude_sdk.tools import ClaudeTool, claude_tool
 
 __version__ = _version("dex-agents-claude-sdk")
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
     "ClaudeAgentRunner",
-    "ClaudeModelStep",
     "ClaudeTool",
     "__version__",
     "claude_tool",
     "create_claude_agent_session_flow",
-    "current_idempotency_key",
-    "current_model_step",
-    "current_tool_execution",
+    "current_deferred_tool_execution",
+    "current_model_step_context",
+    "get_deferred_tool_execution",
+    "get_model_step_context",
 ]

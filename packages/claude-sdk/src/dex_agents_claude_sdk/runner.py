@@ -12,12 +12,10 @@ new ``RunModel`` attempt.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import json
 import os
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, cast
 
 import anthropic
@@ -38,6 +36,13 @@ from dex_agents import (
     TurnCompleted,
     model_call_metadata,
 )
+from dex_agents.adapter_support import (
+    check_model_tool_call_id,
+    decode_model_call_count,
+    encode_model_call_count,
+    serving_model_step,
+    single_response_usage,
+)
 from dex_agents.builtin_tools import enabled_builtin_tool_definitions
 from dex_agents_claude_sdk.messages import (
     ToolUse,
@@ -51,32 +56,13 @@ from dex_agents_claude_sdk.messages import (
 )
 from dex_agents_claude_sdk.tools import ClaudeTool, ToolLike, as_claude_tool, policy_of_call
 
-__all__ = ["DEFAULT_MAX_TOKENS", "ClaudeAgentRunner", "ClaudeModelStep", "current_model_step"]
+__all__ = ["DEFAULT_MAX_TOKENS", "ClaudeAgentRunner"]
 
 PROVIDER = "anthropic"
 DEFAULT_MAX_TOKENS = 4096
-_RUN_STATE_VERSION = 1
 _RESERVED_REQUEST_KEYS = frozenset({"model", "messages", "system", "tools", "max_tokens", "stream"})
 
 ClientFactory = Callable[[], anthropic.AsyncAnthropic]
-
-
-@dataclass(frozen=True)
-class ClaudeModelStep:
-    """The model step whose request is being sent: its turn and its model call index in the turn."""
-
-    turn: AgentTurnContext
-    model_call_index: int
-
-
-_current_step: contextvars.ContextVar[ClaudeModelStep] = contextvars.ContextVar(
-    "dex_agents_claude_sdk_model_step"
-)
-
-
-def current_model_step() -> ClaudeModelStep | None:
-    """The model step sending a request now (visible to an httpx2 transport), or ``None``."""
-    return _current_step.get(None)
 
 
 def client_from_environment(api_key_env: str) -> ClientFactory:
@@ -171,14 +157,14 @@ class ClaudeAgentRunner:
     # --- the model step ------------------------------------------------------------
 
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
-        model_calls = _decode_run_state(turn.framework_run_state)
+        model_calls = decode_model_call_count(turn.framework_run_state)
         new_results = self._new_results(turn) if turn.is_resuming else []
         items = [decode_item(m.framework_item) for m in turn.messages]
         items.extend(decode_item(m.framework_item) for m in new_results)
         request = self._request(turn, request_messages(items))
 
-        token = _current_step.set(ClaudeModelStep(turn, model_calls))
-        try:
+        # The turn is visible to the client's transport (get_model_step_context()).
+        with serving_model_step(turn):
             async with self.client().messages.stream(**request) as stream:
                 async for event in stream:
                     if event.type == "text":
@@ -186,8 +172,6 @@ class ClaudeAgentRunner:
                     elif event.type == "thinking":
                         turn.events.write_reasoning_delta(event.thinking)
                 message = await stream.get_final_message()
-        finally:
-            _current_step.reset(token)
 
         # Stored exactly as returned (absent fields left out), so it replays unchanged.
         content = [block.model_dump(mode="json", exclude_none=True) for block in message.content]
@@ -201,7 +185,7 @@ class ClaudeAgentRunner:
                 new_messages=new_messages, usage=usage, model_call_metadata=metadata
             )
         return ToolCallsRequested(
-            framework_run_state=_encode_run_state(model_calls + 1),
+            framework_run_state=encode_model_call_count(model_calls + 1),
             tool_calls=[self._deferred_call(turn, use) for use in uses],
             usage=usage,
             new_messages=new_messages,
@@ -257,11 +241,7 @@ class ClaudeAgentRunner:
         return results
 
     def _deferred_call(self, turn: AgentTurnContext, use: ToolUse) -> DeferredToolCall:
-        if not use.call_id or "/" in use.call_id:
-            raise RuntimeError(
-                f"the model's call of {use.name!r} has tool_use ID {use.call_id!r}; the session"
-                " needs a non-empty ID without '/'"
-            )
+        check_model_tool_call_id(use.name, use.call_id)
         return DeferredToolCall(
             tool_call_id=use.call_id,
             tool_name=use.name,
@@ -289,29 +269,9 @@ def _usage_of(usage: Usage) -> AgentUsage:
     """This response's usage. Anthropic counts cached input apart; the whole input is reported."""
     cache_read = usage.cache_read_input_tokens or 0
     cache_write = usage.cache_creation_input_tokens or 0
-    input_tokens = usage.input_tokens + cache_read + cache_write
-    return AgentUsage(
-        model_calls=1,
-        input_tokens=input_tokens,
+    return single_response_usage(
+        input_tokens=usage.input_tokens + cache_read + cache_write,
         output_tokens=usage.output_tokens,
-        total_tokens=input_tokens + usage.output_tokens,
         cache_read_tokens=cache_read,
         cache_write_tokens=cache_write,
     )
-
-
-def _encode_run_state(model_calls: int) -> str:
-    return json.dumps({"version": _RUN_STATE_VERSION, "model_calls": model_calls})
-
-
-def _decode_run_state(text: str | None) -> int:
-    if text is None:
-        return 0
-    try:
-        data: Any = json.loads(text)
-        model_calls = data["model_calls"]
-    except (ValueError, KeyError, TypeError) as error:
-        raise ValueError(f"unreadable Claude run state {text!r}: {error}") from error
-    if not isinstance(model_calls, int) or model_calls < 0:
-        raise ValueError(f"unreadable Claude run state {text!r}")
-    return model_calls

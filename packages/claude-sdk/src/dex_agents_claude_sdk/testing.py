@@ -5,7 +5,7 @@ API does (``message_start``, content block start/delta/stop events,
 ``message_delta``, ``message_stop``), so the real SDK parses it.
 ``mock_client_factory(handler)`` builds ``AsyncAnthropic`` clients over a
 ``MockTransport``. ``ScriptedMessagesEndpoint`` plays a neutral conformance
-``ModelScript`` as that endpoint; it reads the turn from ``current_model_step()``.
+``ModelScript`` as that endpoint; it reads the turn from ``get_model_step_context()``.
 """
 
 from __future__ import annotations
@@ -19,6 +19,11 @@ import anthropic
 import httpx2
 from anthropic.lib.tools import beta_async_tool
 
+from dex_agents.adapter_support import (
+    current_model_step_context,
+    decode_model_call_count,
+    get_deferred_tool_execution,
+)
 from dex_agents.testing import (
     FileGate,
     ModelScript,
@@ -27,8 +32,8 @@ from dex_agents.testing import (
     record_model_call,
     run_scenario_tool,
 )
-from dex_agents_claude_sdk.runner import ClientFactory, current_model_step
-from dex_agents_claude_sdk.tools import ClaudeTool, current_tool_execution
+from dex_agents_claude_sdk.runner import ClientFactory
+from dex_agents_claude_sdk.tools import ClaudeTool
 
 __all__ = [
     "SCRIPTED_MODEL",
@@ -162,8 +167,9 @@ def response_message(
 class ScriptedMessagesEndpoint:
     """Plays a ``ModelScript`` as the Messages API (an async ``MockTransport`` handler).
 
-    The turn, attempt and model call index come from ``current_model_step()``,
-    which the runner sets while it sends a request. Each request is recorded
+    The turn and attempt come from ``get_model_step_context()``, which the
+    runner sets while it sends a request, and the model call index from the
+    turn's framework run state. Each request is recorded
     with ``record_model_call``; a gated response writes ``text_before_gate`` as a
     live text delta (not part of the answer) and waits on its ``FileGate``; a
     failing attempt answers HTTP 500, which the SDK raises as an API error.
@@ -174,23 +180,23 @@ class ScriptedMessagesEndpoint:
         self.state_directory = Path(state_directory)
 
     async def __call__(self, request: httpx2.Request) -> httpx2.Response:
-        step = current_model_step()
-        if step is None:
+        turn = current_model_step_context()
+        if turn is None:
             raise RuntimeError(
                 "ScriptedMessagesEndpoint answers only requests of ClaudeAgentRunner"
             )
+        position = decode_model_call_count(turn.framework_run_state)
         body: JsonObject = json.loads(request.content)
         messages = cast(list[JsonObject], body["messages"])
-        turn = step.turn
         record_model_call(
             self.state_directory,
             turn_id=turn.turn_id,
-            position=step.model_call_index,
+            position=position,
             attempt=turn.attempt,
             history=[line for message in messages for line in _history_lines(message)],
             tool_results=_last_results(messages),
         )
-        response = self.script.response_for(_turn_number(turn.turn_id), step.model_call_index)
+        response = self.script.response_for(_turn_number(turn.turn_id), position)
         if response.gate is not None:
             if response.text_before_gate is not None:
                 turn.events.write_text_delta(response.text_before_gate)
@@ -198,8 +204,8 @@ class ScriptedMessagesEndpoint:
         if turn.attempt <= response.fail_attempts:
             return error_response(500, "api_error", f"scripted failure on attempt {turn.attempt}")
         message = response_message(
-            _content(response, step.model_call_index, messages),
-            message_id=f"msg_{turn.turn_id}_{step.model_call_index}",
+            _content(response, position, messages),
+            message_id=f"msg_{turn.turn_id}_{position}",
         )
         return sse_response(message) if body.get("stream") else httpx2.Response(200, json=message)
 
@@ -296,7 +302,7 @@ def scenario_tool(tool: ScenarioTool, state_directory: Path) -> ClaudeTool:
     directory = Path(state_directory)
 
     async def run(**arguments: Any) -> str:
-        execution = current_tool_execution()
+        execution = get_deferred_tool_execution()
         return await run_scenario_tool(
             tool,
             json.dumps(arguments, sort_keys=True),

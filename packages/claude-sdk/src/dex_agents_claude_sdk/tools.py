@@ -3,15 +3,14 @@
 A tool is a function decorated with the SDK's ``beta_tool`` / ``beta_async_tool``
 (or a plain typed function, which is wrapped the same way) plus what the
 session needs to know: its effect and whether its calls need approval.
-``claude_tool`` builds one. While a call runs, ``current_tool_execution()``
-gives the function the call's ``DeferredToolExecution``, and
-``current_idempotency_key()`` its idempotency key.
+``claude_tool`` builds one. While a call runs, ``get_deferred_tool_execution()``
+(``dex_agents.adapter_support``, the same function in every adapter) gives the
+function the call's ``DeferredToolExecution``, its idempotency key included.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import inspect
 import json
 from collections.abc import Callable, Iterable, Mapping
@@ -34,39 +33,20 @@ from dex_agents import (
     ResolvedToolPolicy,
     ToolEffect,
     ToolExecutionError,
-    default_requires_approval,
+)
+from dex_agents.adapter_support import (
+    BUILT_IN_TOOL_POLICY,
+    UNKNOWN_TOOL_POLICY,
+    resolve_declared_tool_policy,
+    serving_deferred_tool_execution,
 )
 
 __all__ = [
     "ClaudeTool",
     "claude_tool",
-    "current_idempotency_key",
-    "current_tool_execution",
 ]
 
 FunctionTool = BetaFunctionTool[Any] | BetaAsyncFunctionTool[Any]
-
-_current_execution: contextvars.ContextVar[DeferredToolExecution] = contextvars.ContextVar(
-    "dex_agents_claude_sdk_tool_execution"
-)
-
-_BUILT_IN_POLICY = ResolvedToolPolicy(ToolEffect.READ, False)
-_UNKNOWN_TOOL_POLICY = ResolvedToolPolicy(ToolEffect.UNCLASSIFIED, False)
-
-
-def current_tool_execution() -> DeferredToolExecution:
-    """The ``DeferredToolExecution`` of the tool call running now; ``LookupError`` outside one."""
-    try:
-        return _current_execution.get()
-    except LookupError:
-        raise LookupError(
-            "current_tool_execution() is only available while a dex-agents tool call runs"
-        ) from None
-
-
-def current_idempotency_key() -> str:
-    """``<session>/<turn>/<call>``, the same on every attempt of the running call."""
-    return current_tool_execution().idempotency_key
 
 
 @dataclass(frozen=True)
@@ -99,14 +79,7 @@ class ClaudeTool:
 
     def policy(self, turn: AgentTurnContext) -> ResolvedToolPolicy:
         """Session ``ToolPolicy`` first, then this tool's declaration, then the default effect."""
-        if self.name in turn.tool_policies:
-            return turn.resolve_tool_policy(self.name)
-        resolved = turn.resolve_tool_policy(self.name, self.effect)
-        approval = self.requires_approval
-        return ResolvedToolPolicy(
-            resolved.effect,
-            approval if approval is not None else default_requires_approval(resolved.effect),
-        )
+        return resolve_declared_tool_policy(turn, self.name, self.effect, self.requires_approval)
 
     async def run(self, arguments: Mapping[str, Any], execution: DeferredToolExecution) -> str:
         """Run the function; a failure the model should see raises ``ToolExecutionError``."""
@@ -116,13 +89,9 @@ class ClaudeTool:
             raise ToolExecutionError(
                 f"invalid arguments for {self.name}: {error.message}"
             ) from error
-        token = _current_execution.set(execution)
         try:
-            if isinstance(self.function_tool, BetaAsyncFunctionTool):
-                result = await self.function_tool.call(dict(arguments))
-            else:
-                # to_thread copies the context, so the thread sees the execution too.
-                result = await asyncio.to_thread(self.function_tool.call, dict(arguments))
+            with serving_deferred_tool_execution(execution):
+                result = await self._call(arguments)
         except ToolError as error:
             raise ToolExecutionError(_result_text(error.content)) from error
         except ValueError as error:
@@ -131,9 +100,13 @@ class ClaudeTool:
                     f"invalid arguments for {self.name}: {error.__cause__}"
                 ) from error
             raise
-        finally:
-            _current_execution.reset(token)
         return _result_text(result)
+
+    async def _call(self, arguments: Mapping[str, Any]) -> Any:
+        if isinstance(self.function_tool, BetaAsyncFunctionTool):
+            return await self.function_tool.call(dict(arguments))
+        # to_thread copies the context, so the thread sees the execution too.
+        return await asyncio.to_thread(self.function_tool.call, dict(arguments))
 
 
 def policy_of_call(
@@ -141,13 +114,13 @@ def policy_of_call(
 ) -> ResolvedToolPolicy:
     """The policy of one call, including built-in and unknown tools."""
     if tool_name in turn.enabled_built_in_tools:
-        return _BUILT_IN_POLICY
+        return BUILT_IN_TOOL_POLICY
     if tool is not None:
         return tool.policy(turn)
     if tool_name in turn.tool_policies:
         return turn.resolve_tool_policy(tool_name)
     # An unknown tool fails in its Step without any effect, so it asks no approval.
-    return _UNKNOWN_TOOL_POLICY
+    return UNKNOWN_TOOL_POLICY
 
 
 def _result_text(result: Any) -> str:
