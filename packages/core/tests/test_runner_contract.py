@@ -15,6 +15,7 @@ from dex_agents import (
     DeferredToolExecution,
     FrameworkMessage,
     ModelCallMetadata,
+    ResolvedToolPolicy,
     ToolEffect,
     ToolExecutionError,
     ToolExecutionResult,
@@ -112,6 +113,17 @@ def test_turn_context_reads_its_records_and_policies() -> None:
     assert (other.effect, other.requires_approval) == (ToolEffect.READ, False)
     unknown = turn.resolve_tool_policy("unknown")
     assert (unknown.effect, unknown.requires_approval) == (ToolEffect.UNCLASSIFIED, True)
+    as_text = turn.resolve_tool_policy("other", "idempotent_write")
+    assert (as_text.effect, as_text.requires_approval) == (ToolEffect.IDEMPOTENT_WRITE, False)
+    with pytest.raises(ValueError, match="unknown tool effect 'write'; use one of 'read'"):
+        turn.resolve_tool_policy("other", "write")
+
+
+def test_resolved_policy_checks_its_fields() -> None:
+    with pytest.raises(TypeError, match=r"ResolvedToolPolicy\.effect must be a ToolEffect"):
+        ResolvedToolPolicy("read", False)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="requires_approval must be a bool"):
+        ResolvedToolPolicy(ToolEffect.READ, None)  # type: ignore[arg-type]
 
 
 # --- a tool Step writes tool_call_started and sends a heartbeat before the tool runs ----

@@ -94,10 +94,25 @@ class ResolvedToolPolicy:
     effect: ToolEffect
     requires_approval: bool
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.effect, ToolEffect):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"ResolvedToolPolicy.effect must be a ToolEffect, got {self.effect!r}")
+        if not isinstance(self.requires_approval, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError("ResolvedToolPolicy.requires_approval must be a bool")
+
+
+def _tool_effect(value: ToolEffect | str) -> ToolEffect:
+    """``value`` as a ``ToolEffect``; a framework may report the effect's text, such as "read"."""
+    try:
+        return ToolEffect(value)
+    except ValueError:
+        allowed = ", ".join(repr(effect.value) for effect in ToolEffect)
+        raise ValueError(f"unknown tool effect {value!r}; use one of {allowed}") from None
+
 
 def resolve_tool_policy(
     tool_name: str,
-    framework_effect: ToolEffect | None,
+    framework_effect: ToolEffect | str | None,
     tool_policies: Mapping[str, ToolPolicy],
     default_tool_effect: ToolEffect,
 ) -> ResolvedToolPolicy:
@@ -113,7 +128,7 @@ def resolve_tool_policy(
             else default_requires_approval(policy.effect)
         )
         return ResolvedToolPolicy(policy.effect, requires_approval)
-    effect = framework_effect if framework_effect is not None else default_tool_effect
+    effect = _tool_effect(framework_effect) if framework_effect is not None else default_tool_effect
     return ResolvedToolPolicy(effect, default_requires_approval(effect))
 
 
@@ -330,9 +345,13 @@ class AgentTurnContext:
         return None
 
     def resolve_tool_policy(
-        self, tool_name: str, framework_effect: ToolEffect | None = None
+        self, tool_name: str, framework_effect: ToolEffect | str | None = None
     ) -> ResolvedToolPolicy:
-        """The policy of ``tool_name``: session policy, then ``framework_effect``, then default."""
+        """The policy of ``tool_name``: session policy, then ``framework_effect``, then default.
+
+        ``framework_effect`` may be a ``ToolEffect`` or its text (``"read"``); other text
+        raises ``ValueError``.
+        """
         return resolve_tool_policy(
             tool_name, framework_effect, self.tool_policies, self.default_tool_effect
         )
