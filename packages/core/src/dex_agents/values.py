@@ -9,6 +9,7 @@ JSON codec, which yields the same JSON.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -552,8 +553,6 @@ class AgentEvent(WireValue):
 
     def payload_data(self) -> Any:
         """The payload parsed from JSON."""
-        import json
-
         return json.loads(self.payload)
 
 
