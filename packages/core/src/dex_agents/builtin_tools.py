@@ -14,9 +14,13 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Final
 
+from dex_agents.runner import ResolvedToolPolicy
+from dex_agents.values import ToolEffect
+
 __all__ = [
     "ASK_USER",
     "BUILT_IN_TOOL_NAMES",
+    "BUILT_IN_TOOL_POLICY",
     "DURABLE_WAIT",
     "BuiltInToolDefinition",
     "builtin_tool_definitions",
@@ -26,6 +30,9 @@ __all__ = [
 
 ASK_USER: Final = "ask_user"
 DURABLE_WAIT: Final = "durable_wait"
+
+BUILT_IN_TOOL_POLICY: Final = ResolvedToolPolicy(ToolEffect.READ, False)
+"""The fixed policy of every built-in tool call: it runs in the session, needs no approval."""
 
 
 @dataclass(frozen=True)

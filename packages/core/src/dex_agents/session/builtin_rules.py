@@ -15,7 +15,6 @@ from datetime import datetime, timedelta
 from typing import Any, cast
 
 from dex_agents.builtin_tools import ASK_USER, DURABLE_WAIT
-from dex_agents.runner import ResolvedToolPolicy
 from dex_agents.session.changes import SessionChanges
 from dex_agents.session.interrupts import (
     InterruptDecision,
@@ -34,12 +33,10 @@ from dex_agents.values import (
     AgentToolCallStatus,
     AnswerQuestionInput,
     InterruptKind,
-    ToolEffect,
     format_timestamp,
 )
 
 __all__ = [
-    "BUILT_IN_TOOL_POLICY",
     "AskUserArguments",
     "DurableWaitArguments",
     "InvalidBuiltInArguments",
@@ -189,9 +186,6 @@ def decide_answer_question(
         interrupt_id=request.interrupt_id, approved=True, answer=request.answer
     )
     return InterruptDecision(True, remaining, resolution)
-
-
-BUILT_IN_TOOL_POLICY = ResolvedToolPolicy(ToolEffect.READ, False)
 
 
 def route_built_in_call(

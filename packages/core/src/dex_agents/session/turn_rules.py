@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+from dex_agents.builtin_tools import BUILT_IN_TOOL_POLICY
 from dex_agents.runner import (
     DeferredToolCall,
     ResolvedToolPolicy,
@@ -17,7 +18,7 @@ from dex_agents.runner import (
     ToolCallsRequested,
     TurnCompleted,
 )
-from dex_agents.session.builtin_rules import BUILT_IN_TOOL_POLICY, route_built_in_call
+from dex_agents.session.builtin_rules import route_built_in_call
 from dex_agents.session.changes import SessionChanges
 from dex_agents.session.interrupts import interrupt_raised_payload
 from dex_agents.session.options import DEFAULT_MAX_DURABLE_WAIT

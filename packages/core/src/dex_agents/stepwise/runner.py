@@ -16,7 +16,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dex_agents.builtin_tools import enabled_builtin_tool_definitions
+from dex_agents.builtin_tools import BUILT_IN_TOOL_POLICY, enabled_builtin_tool_definitions
 from dex_agents.models.types import (
     ModelRequest,
     ModelSettings,
@@ -62,7 +62,6 @@ __all__ = ["StepwiseAgentRunner"]
 
 logger = logging.getLogger(__name__)
 
-_BUILT_IN_POLICY = ResolvedToolPolicy(ToolEffect.READ, False)
 _UNKNOWN_TOOL_POLICY = ResolvedToolPolicy(ToolEffect.UNCLASSIFIED, False)
 
 
@@ -248,7 +247,7 @@ class StepwiseAgentRunner:
     ) -> DeferredToolCall:
         name = call.name
         if name in offered.built_ins:
-            return DeferredToolCall(call.call_id, name, call.arguments, _BUILT_IN_POLICY)
+            return DeferredToolCall(call.call_id, name, call.arguments, BUILT_IN_TOOL_POLICY)
         tool = offered.function_tools.get(name)
         if tool is not None:
             return DeferredToolCall(
