@@ -125,6 +125,8 @@ class PydanticAIRunner(Generic[DepsT]):
             raise ValueError("give deps or deps_factory, not both")
         if deps_factory is not None and not callable(deps_factory):
             raise TypeError("deps_factory must be callable")
+        if not isinstance(stream_text, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"stream_text must be a bool, got {stream_text!r}")
         self.agent = agent
         self._deps = deps
         self._deps_factory = deps_factory
