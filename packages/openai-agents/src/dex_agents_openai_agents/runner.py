@@ -114,6 +114,8 @@ class OpenAIAgentsRunner:
             raise TypeError("run_config must be an agents.RunConfig")
         if context_factory is not None and not callable(context_factory):
             raise TypeError("context_factory must be callable")
+        if not isinstance(tracing, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"tracing must be a bool, got {tracing!r}")
         self.agent = agent
         self.run_config = dataclasses.replace(
             run_config if run_config is not None else RunConfig(), tracing_disabled=not tracing
