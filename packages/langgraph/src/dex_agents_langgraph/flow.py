@@ -46,6 +46,10 @@ def create_langgraph_agent_session_flow(
         runner = LangGraphAgentRunner(graph, tools, messages_key=messages_key)
     else:
         assert model is not None
+        if messages_key != "messages":
+            raise ValueError(
+                "messages_key applies to graph=; the model's one-node graph sets its own"
+            )
         runner = LangGraphAgentRunner.from_chat_model(
             model,
             tools or (),

@@ -145,7 +145,9 @@ class LangGraphAgentRunner:
                     f" interrupt_before=[{tools_node!r}] so that every tool call is deferred"
                     " to its own durable Step"
                 )
-        resolved = list(tools) if tools is not None else _tools_of_node(graph, tools_node)
+        if not isinstance(messages_key, str) or not messages_key:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"messages_key must be a non-empty str, got {messages_key!r}")
+        resolved = _tool_list(tools) if tools is not None else _tools_of_node(graph, tools_node)
         by_name: dict[str, BaseTool] = {}
         for tool in resolved:
             if not isinstance(tool, BaseTool):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -177,7 +179,16 @@ class LangGraphAgentRunner:
         """
         if not isinstance(model, BaseChatModel):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"model must be a LangChain chat model, got {type(model).__name__}")
-        tool_list = list(tools)
+        if system_prompt is not None and not isinstance(system_prompt, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(
+                f"system_prompt must be a str or None, got {type(system_prompt).__name__}"
+            )
+        if bind_tools_options is not None and not isinstance(bind_tools_options, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(
+                "bind_tools_options must be a mapping of bind_tools keyword arguments,"
+                f" got {type(bind_tools_options).__name__}"
+            )
+        tool_list = _tool_list(tools)
         options = dict(bind_tools_options or {})
 
         async def call_model(state: MessagesState, config: RunnableConfig) -> dict[str, Any]:
@@ -425,6 +436,16 @@ def _usage_of(response: AIMessage) -> AgentUsage:
         cache_write_tokens=input_details.get("cache_creation"),
         reasoning_tokens=output_details.get("reasoning"),
     )
+
+
+def _tool_list(tools: Sequence[BaseTool]) -> list[BaseTool]:
+    """``tools`` as a list; one tool or a string given instead of a sequence is refused."""
+    if isinstance(tools, BaseTool | str) or not isinstance(tools, Sequence):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(
+            f"tools must be a list of LangChain tools, got {type(tools).__name__}; wrap a"
+            " single tool in a list"
+        )
+    return list(tools)
 
 
 def _tools_of_node(graph: Pregel[Any, Any, Any, Any], node_name: str) -> list[BaseTool]:
