@@ -106,8 +106,34 @@ class ClaudeAgentRunner:
     ) -> None:
         if not isinstance(model, str) or not model:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ValueError("model must be a non-empty model name")
-        if not isinstance(max_tokens, int) or max_tokens < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ValueError("max_tokens must be a positive integer")
+        if type(max_tokens) is not int or max_tokens < 1:
+            raise ValueError(f"max_tokens must be a positive integer, got {max_tokens!r}")
+        _check_optional_type("thinking", thinking, Mapping, "a mapping such as {'type': 'enabled'}")
+        _check_optional_type("request_options", request_options, Mapping, "a mapping")
+        if temperature is not None and (
+            isinstance(temperature, bool) or not isinstance(temperature, int | float)  # pyright: ignore[reportUnnecessaryIsInstance]
+        ):
+            raise TypeError(f"temperature must be a number or None, got {temperature!r}")
+        if system_prompt is not None and (
+            not isinstance(system_prompt, str | Sequence)  # pyright: ignore[reportUnnecessaryIsInstance]
+            or (
+                not isinstance(system_prompt, str)
+                and not all(isinstance(block, Mapping) for block in system_prompt)  # pyright: ignore[reportUnnecessaryIsInstance]
+            )
+        ):
+            raise TypeError(
+                "system_prompt must be a str or a list of text block dicts,"
+                f" got {type(system_prompt).__name__}"
+            )
+        if client_factory is not None and not callable(client_factory):
+            raise TypeError("client_factory must be callable (returning anthropic.AsyncAnthropic)")
+        if not isinstance(api_key_env, str) or not api_key_env:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValueError("api_key_env must be the name of an environment variable")
+        if isinstance(tools, str | Mapping) or not isinstance(tools, Sequence):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(
+                f"tools must be a list of tools, got {type(tools).__name__}; wrap a single"
+                " tool in a list"
+            )
         extra = dict(request_options or {})
         reserved = sorted(_RESERVED_REQUEST_KEYS & extra.keys())
         if reserved:
@@ -263,6 +289,11 @@ class ClaudeAgentRunner:
         if not isinstance(arguments, dict):
             raise ToolExecutionError("the tool input must be a JSON object")
         return ToolExecutionResult(await tool.run(cast(dict[str, Any], arguments), call))
+
+
+def _check_optional_type(name: str, value: object, kind: type, described: str) -> None:
+    if value is not None and not isinstance(value, kind):
+        raise TypeError(f"{name} must be {described} or None, got {type(value).__name__}")
 
 
 def _usage_of(usage: Usage) -> AgentUsage:
