@@ -10,7 +10,8 @@ or an operator who runs several, now sees the same names and the same behaviour:
 * the metadata keys a tool declares its effect and approval with
   (``dex_effect``, ``dex_requires_approval``) and the policy precedence:
   session ``ToolPolicy``, then the tool's declaration, then the default effect;
-* the fixed policies of enabled built-in tools and of tools the runner does not have;
+* the fixed policies of enabled built-in tools (``BUILT_IN_TOOL_POLICY``, defined
+  in ``dex_agents.builtin_tools``) and of tools the runner does not have;
 * the answer each tool call of a stored response gets before the next model
   call: its final record's text, or the outcome-unknown text when it has none;
 * the usage of one model response and the turn's model call counter kept in
@@ -26,6 +27,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+from dex_agents.builtin_tools import BUILT_IN_TOOL_POLICY
 from dex_agents.runner import (
     AgentTurnContext,
     DeferredToolExecution,
@@ -69,9 +71,6 @@ DEX_REQUIRES_APPROVAL_METADATA_KEY = "dex_requires_approval"
 
 DEX_IDEMPOTENCY_KEY = "dex_idempotency_key"
 """Key of the call's idempotency key where a framework hands a tool a mapping (metadata, config)."""
-
-BUILT_IN_TOOL_POLICY = ResolvedToolPolicy(ToolEffect.READ, False)
-"""Policy of a call of an enabled built-in tool: the session handles it, nothing to approve."""
 
 UNKNOWN_TOOL_POLICY = ResolvedToolPolicy(ToolEffect.UNCLASSIFIED, False)
 """Policy of a call of a tool the runner surely does not have: it fails without any effect."""
