@@ -27,6 +27,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
 from dex_agents import (
+    OUTCOME_UNKNOWN_TOOL_RESULT,
     AgentToolCallStatus,
     ResolvedToolPolicy,
     ToolCallsRequested,
@@ -402,6 +403,30 @@ async def test_unfinished_turn_messages_answer_every_stored_call() -> None:
     script.responses.append(answer("ok"))
     session.start_turn("and now?")
     assert isinstance(await session.run_model(), TurnCompleted)
+
+
+async def test_a_stored_call_without_a_stored_result_is_answered_as_outcome_unknown() -> None:
+    script = ScriptedModel(calls(lookup("1", "c1"), lookup("2", "c2")), answer("sorry"))
+    session = Session(PydanticAIRunner(shop_agent(script), deps=Shop("ann", [])))
+    session.start_turn("look")
+    await session.run_model()
+    # The turn failed and its calls' results were never stored.
+    stored_before = [m.framework_item for m in session.messages]
+    session.start_turn("and now?")
+
+    outcome = await session.run_model()
+
+    assert isinstance(outcome, TurnCompleted)
+    returns = script.tool_returns(1)
+    assert [(p.tool_call_id, p.content, p.outcome) for p in returns.values()] == [
+        ("c1", OUTCOME_UNKNOWN_TOOL_RESULT, "failed"),
+        ("c2", OUTCOME_UNKNOWN_TOOL_RESULT, "failed"),
+    ]
+    last = script.calls[1][0][-1]
+    assert isinstance(last, ModelRequest)
+    assert isinstance(last.parts[-1], UserPromptPart)  # the new prompt follows the results
+    # Nothing stored was rewritten: the results exist only in the request.
+    assert [m.framework_item for m in session.messages][: len(stored_before)] == stored_before
 
 
 async def test_system_prompts_reach_every_model_call_without_changing_stored_items() -> None:

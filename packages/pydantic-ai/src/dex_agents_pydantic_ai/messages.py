@@ -13,6 +13,7 @@ the concatenation of every stored item, in sequence order, replayed unchanged
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any, Literal, cast
 
 from pydantic_ai.messages import (
@@ -29,9 +30,11 @@ from pydantic_ai.messages import (
 from pydantic_core import to_json
 
 from dex_agents import AgentMessage, FrameworkMessage
+from dex_agents.texts import OUTCOME_UNKNOWN_TOOL_RESULT
 
 __all__ = [
     "EMPTY_FRAMEWORK_ITEM",
+    "answer_orphaned_tool_calls",
     "decode_history",
     "encode_framework_item",
     "project_message",
@@ -63,6 +66,32 @@ def decode_history(messages: Iterable[AgentMessage]) -> list[ModelMessage]:
                 f" session was not written by the Pydantic AI runner ({error})"
             ) from error
     return history
+
+
+def answer_orphaned_tool_calls(history: Sequence[ModelMessage]) -> list[ModelMessage]:
+    """``history`` in which every tool call of a response has a result in the next request.
+
+    A stored call whose result was never stored (a turn that failed and whose
+    unfinished messages could not be built) gets a failed tool return with the
+    outcome-unknown text at the front of the request after it, since providers
+    refuse a call without a result. The stored items stay as they are; a
+    response that ends the history is left alone (its calls are being resumed).
+    """
+    paired: list[ModelMessage] = []
+    for message in history:
+        previous = paired[-1] if paired else None
+        if isinstance(message, ModelRequest) and isinstance(previous, ModelResponse):
+            # Tool returns and retry prompts answer a call by its ID (older stored
+            # histories hold Pydantic AI's deprecated retry prompt parts).
+            answered = {getattr(part, "tool_call_id", None) for part in message.parts}
+            missing = [call for call in previous.tool_calls if call.tool_call_id not in answered]
+            if missing:
+                unknown = tool_results_request(
+                    [(call, OUTCOME_UNKNOWN_TOOL_RESULT, "failed") for call in missing]
+                )
+                message = replace(message, parts=[*unknown.parts, *message.parts])
+        paired.append(message)
+    return paired
 
 
 def user_prompt_message(text: str) -> FrameworkMessage:

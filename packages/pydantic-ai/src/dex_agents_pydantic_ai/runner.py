@@ -79,6 +79,7 @@ from dex_agents.builtin_tools import enabled_builtin_tool_definitions
 from dex_agents_pydantic_ai.deferral import DeferEveryToolCall, RefuseToolDeferral
 from dex_agents_pydantic_ai.messages import (
     ToolReturnOutcome,
+    answer_orphaned_tool_calls,
     decode_history,
     project_message,
     project_messages,
@@ -154,7 +155,7 @@ class PydanticAIRunner(Generic[DepsT]):
     # --- the model step ------------------------------------------------------------
 
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
-        history = decode_history(turn.messages)
+        history = answer_orphaned_tool_calls(decode_history(turn.messages))
         model_calls = _model_calls_of(turn.framework_run_state)
         results: DeferredToolResults | None = None
         if turn.is_resuming:
