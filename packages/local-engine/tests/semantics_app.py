@@ -399,8 +399,11 @@ class LockFlow(Flow[str]):
         return RPCResult(self.guarded.get(context) or "")
 
 
+ALL_FLOWS: list[type[Flow[Any]]] = []
+
+
 def flows() -> list[Flow[Any]]:
-    return [
+    return [kind() for kind in ALL_FLOWS] + [
         TimerFlow(),
         ControlFlow(),
         FailureFlow(),
@@ -409,3 +412,54 @@ def flows() -> list[Flow[Any]]:
         QueueFlow(),
         LockFlow(),
     ]
+
+
+# Canceling a running Step ------------------------------------------------------------
+
+
+class Blocker(Step[str]):
+    def get_step_options(self) -> StepOptions | None:
+        return StepOptions(execute_method_timeout=timedelta(seconds=15))
+
+    def execute(self, context: Context, input: str) -> StepDecision:
+        RunningCancelFlow.events.append("blocker-started")
+        for _ in range(60):
+            if context.is_cancellation_requested():
+                RunningCancelFlow.events.append("blocker-saw-cancel")
+                break
+            time.sleep(0.05)
+        RunningCancelFlow.late.set(context, "late")
+        RunningCancelFlow.events.append("blocker-returned")
+        return force_fail("a canceled Step's decision was applied")
+
+
+class Winner(Step[str]):
+    def wait_for(self, context: Context, input: str) -> Wait:
+        return Wait.until(Timer.by_duration(timedelta(seconds=1)))
+
+    def execute(self, context: Context, input: str) -> StepDecision:
+        return go_to(Final, "final").with_canceling_steps(Blocker)
+
+
+class Final(Step[str]):
+    def execute(self, context: Context, input: str) -> StepDecision:
+        return graceful_complete(input)
+
+
+class RaceStart(Step[str]):
+    def execute(self, context: Context, input: str) -> StepDecision:
+        return go_to_many(StepMovement.of(Blocker, "b"), StepMovement.of(Winner, "w"))
+
+
+class RunningCancelFlow(Flow[str]):
+    late = Attribute("late", str)
+    events: list[str] = []  # noqa: RUF012 - filled by the in-process Worker
+
+    def get_steps(self) -> StepList[str]:
+        return StepList.start_step(RaceStart()).other_steps(Blocker(), Winner(), Final())
+
+    def get_persistence_schema(self) -> PersistenceSchema:
+        return PersistenceSchema.of(self.late)
+
+
+ALL_FLOWS.append(RunningCancelFlow)

@@ -256,11 +256,23 @@ def test_method_timeout_cancels_the_task(sem: Sem) -> None:
     _wait_until(lambda: s.TimeoutFlow.saw_cancel == [True])
 
 
-def test_heartbeat_timeout_fails_the_attempt(sem: Sem) -> None:
-    sem.client.start_flow(sem.flow(s.TimeoutFlow), "hb", "heartbeat")
-    result = sem.client.wait_for_flow("hb")
-    output = result.completions[0].decode(str)
-    assert "from=SilentStep-1|dex_local_engine.HeartbeatTimeout|" in output
+def test_heartbeat_timeout_fails_the_attempt(
+    monkeypatch: pytest.MonkeyPatch, cache_dir: str
+) -> None:
+    # Dex raises explicit heartbeat timeouts to ten seconds; lower that floor for speed.
+    monkeypatch.setenv("DEX_LOCAL_ENGINE_MIN_HEARTBEAT_TIMEOUT", "0")
+    with LocalEngine() as engine:
+        made = Sem(engine.address, cache_dir)
+        worker = ThreadWorker(made.registry, made.cache, engine.address).start()
+        try:
+            made.client.start_flow(made.flow(s.TimeoutFlow), "hb", "heartbeat")
+            result = made.client.wait_for_flow("hb")
+            output = result.completions[0].decode(str)
+            assert "from=SilentStep-1|dex_local_engine.HeartbeatTimeout|" in output
+            assert "no heartbeat within the 1-second heartbeat timeout" in output
+        finally:
+            worker.stop()
+            made.cache.close()
 
 
 def test_channels_maps_and_close_if_channels_empty(sem: Sem) -> None:
@@ -303,3 +315,14 @@ def test_execute_locks_serialize_steps_and_fail_rpcs_fast(sem: Sem) -> None:
     assert conflict
     _wait_until(lambda: len(client.invoke_rpc(locks.read, "locks")) == 8)
     assert client.invoke_rpc(locks.read, "locks") in ("[aa][bb]", "[bb][aa]")
+
+
+def test_canceled_running_step_result_is_discarded(sem: Sem) -> None:
+    s.RunningCancelFlow.events.clear()
+    sem.client.start_flow(sem.flow(s.RunningCancelFlow), "race", "x")
+    result = sem.client.wait_for_flow("race")
+    assert result.status is FlowStatus.COMPLETED
+    assert result.completions[0].decode(str) == "final"
+    # Without a heartbeat timeout the running handler is not interrupted; its result is dropped.
+    _wait_until(lambda: "blocker-returned" in s.RunningCancelFlow.events, 10)
+    assert "blocker-saw-cancel" not in s.RunningCancelFlow.events

@@ -36,8 +36,6 @@ _LOG = logging.getLogger("dex_local_engine.dispatch")
 TaskKind = Literal["wait_for", "execute", "rpc"]
 Payload = pb.InvokeWaitForMethodRequest | pb.InvokeExecuteMethodRequest | pb.InvokeWorkerRPCRequest
 
-PROBE_SECONDS = 0.3  # how long a stream that ended with a task assigned is watched
-SIBLING_CHECK_SECONDS = 0.03  # after this, a live sibling stream proves the Worker is alive
 REJECT_EXCLUSION_SECONDS = 0.25  # a stream that rejected a task gets no task for this long
 # A stream that just finished a task often retires at once; with a backlog it waits this
 # long before its next task, so the task is not sent into a half-closing stream.
@@ -127,14 +125,16 @@ class Dispatcher:
             if pending is not None and task in pending:
                 pending.remove(task)
 
-    def request_cancel(self, task: Task) -> None:
-        """Ask the Worker to stop the task but keep waiting for its final frame."""
-        if task.stream is not None and not task.done:
-            task.stream.send(
-                pb.PollWorkerTaskResponse(
-                    cancel_task=pb.PollWorkerTaskCancelTask(task_id=task.task_id)
-                )
-            )
+    def abandon(self, task: Task) -> None:
+        """Stop waiting for a task without interrupting it: a running one runs to its end
+        on the Worker and its result is dropped."""
+        if task.done:
+            return
+        task.done = True
+        if task.stream is None and task.push_call is None:
+            pending = self._pending.get(task.flow_type)
+            if pending is not None and task in pending:
+                pending.remove(task)
 
     def has_streams(self, flow_type: str) -> bool:
         return any(flow_type == s.queue for s in self._streams if not s.closing)
@@ -263,17 +263,9 @@ class Dispatcher:
             if task is None or task.done:
                 died = False
             elif task.frames == 0:
-                # Retired cleanly, or died before its first frame. A Worker that died
-                # ends all its streams at once, so a sibling stream still open on the
-                # same connection shows it is alive; otherwise watch the call.
-                await asyncio.sleep(SIBLING_CHECK_SECONDS)
-                if not context.cancelled() and self._peer_alive(stream):
-                    died = False
-                else:
-                    await asyncio.sleep(PROBE_SECONDS - SIBLING_CHECK_SECONDS)
-                    stream.send(pb.PollWorkerTaskResponse(ping=pb.PollWorkerTaskPing()))
-                    await asyncio.sleep(0.02)
-                    died = bool(context.cancelled()) or writer.done()
+                # Dex treats a stream that ends before any output as one whose task never
+                # ran: the attempt goes back to pending with the same number, for free.
+                died = bool(context.cancelled())
         finally:
             self._close_stream(stream)
             writer.cancel()
@@ -285,12 +277,6 @@ class Dispatcher:
                     task.on_lost(task, True, "the Worker stream ended while it ran the task")
                 else:
                     self._requeue(task)
-
-    def _peer_alive(self, stream: WorkerStream) -> bool:
-        return any(
-            other is not stream and other.peer == stream.peer and not other.closing
-            for other in self._streams
-        )
 
     def _close_stream(self, stream: WorkerStream) -> None:
         stream.closing = True

@@ -27,7 +27,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from dex_local_engine import errors
 from dex_local_engine.attempt_progress import StepAttemptProgress, with_attempt_progress
-from dex_local_engine.conditions import WaitState, evaluate_wait
+from dex_local_engine.conditions import WaitState, evaluate_wait, validate_waiting_condition
 from dex_local_engine.dispatch import Dispatcher, Task
 from dex_local_engine.errors import DexError
 from dex_local_engine.model import (
@@ -39,7 +39,7 @@ from dex_local_engine.model import (
     StaleSkip,
     StepExec,
 )
-from dex_local_engine.retry import next_retry_delay
+from dex_local_engine.retry import effective_retry_policy, next_retry_delay
 from dex_local_engine.store import Store
 from dex_local_engine.streams import StreamStore
 
@@ -113,6 +113,10 @@ class Engine:
         self._notify: set[str] = set()
         self._depth = 0
         self._hostname = os.uname().nodename
+        # Dex raises explicit heartbeat timeouts to a server minimum of ten seconds.
+        self.min_heartbeat_timeout = float(
+            os.environ.get("DEX_LOCAL_ENGINE_MIN_HEARTBEAT_TIMEOUT", "10")
+        )
 
     # Transactions ------------------------------------------------------------------
 
@@ -228,8 +232,7 @@ class Engine:
             raise errors.invalid("StartFlow needs a flow_id")
         if not request.flow_type:
             raise errors.invalid("StartFlow needs a flow_type")
-        if not request.start_step_type:
-            raise errors.invalid("StartFlow needs a start_step_type")
+        validate_step_options(request.step_options)
         options = request.flow_start_options
         existing = self.flows.get(request.flow_id)
         policy = options.id_reuse_policy or pb.ID_REUSE_POLICY_ALLOW_IF_NO_RUNNING
@@ -288,12 +291,13 @@ class Engine:
             )
             self._record(flow, event)
             self._arm_flow_timeout(flow)
-            movement = pb.StepMovement(
-                step_type=request.start_step_type,
-                step_input=step_input,
-                step_options=request.step_options,
-            )
-            self._start_steps(flow, [movement], from_id="")
+            if request.start_step_type:  # a Flow may start without a Step and wait for RPCs
+                movement = pb.StepMovement(
+                    step_type=request.start_step_type,
+                    step_input=step_input,
+                    step_options=request.step_options,
+                )
+                self._start_steps(flow, [movement], from_id="")
         return flow.run_id
 
     def _already_started(self, flow_id: str) -> DexError:
@@ -339,13 +343,18 @@ class Engine:
             return
         with self._tx():
             if flow.timeout_policy == pb.FLOW_TIMEOUT_POLICY_CANCEL:
-                self._close_flow(flow, pb.FLOW_STATUS_CANCELED, 0, "the Flow timed out")
+                self._close_flow(
+                    flow,
+                    pb.FLOW_STATUS_CANCELED,
+                    0,
+                    f"Flow timed out after {flow.timeout_seconds} seconds",
+                )
             else:
                 self._close_flow(
                     flow,
                     pb.FLOW_STATUS_FAILED,
                     pb.FLOW_ERROR_TYPE_FLOW_TIMEOUT,
-                    f"the Flow timed out after {flow.timeout_seconds} seconds",
+                    f"Flow timed out after {flow.timeout_seconds} seconds",
                 )
 
     def _close_flow(self, flow: Flow, status: int, error_type: int, message: str) -> None:
@@ -364,6 +373,12 @@ class Engine:
         flow.close_time = time.time()
         flow.error_type = error_type
         flow.error_message = message if error_type else ""
+        _LOG.info(
+            "flow %s closed: %s %s",
+            flow.flow_id,
+            pb.FlowStatus.Name(cast(pb.FlowStatus, status)),
+            message,
+        )
         self._record(
             flow,
             pb.FlowHistoryEvent(
@@ -475,11 +490,24 @@ class Engine:
         self._touch(flow, step)
 
     def _drop_runtime(self, flow: Flow, step: StepExec) -> None:
-        """Stop every timer and task of a Step execution and free its locks."""
+        """Stop every timer and task of a Step execution and free its locks.
+
+        As in Dex, a running method hears about the cancellation only when the Step has a
+        heartbeat timeout or the method has ASYNC durability; otherwise it runs to its end
+        and its result is dropped.
+        """
         attempt = self._attempts.pop((flow.flow_id, step.sid), None)
         if attempt is not None:
             attempt.cancel_timers()
-            self.dispatch.cancel(attempt.task)
+            durability = (
+                step.options.wait_for_durability_override
+                if step.phase is Phase.WAIT_FOR
+                else step.options.execute_durability_override
+            )
+            if step.options.heartbeat_timeout_seconds > 0 or durability == pb.STEP_DURABILITY_ASYNC:
+                self.dispatch.cancel(attempt.task)
+            else:
+                self.dispatch.abandon(attempt.task)
         wake = self._wakes.pop((flow.flow_id, step.sid), None)
         if wake is not None:
             wake.cancel()
@@ -703,6 +731,7 @@ class Engine:
         seconds = attempt.step.options.heartbeat_timeout_seconds
         if seconds <= 0:
             return
+        seconds = max(seconds, self.min_heartbeat_timeout)
         if attempt.heartbeat_timer is not None:
             attempt.heartbeat_timer.cancel()
         attempt.heartbeat_timer = asyncio.get_running_loop().call_later(
@@ -716,10 +745,10 @@ class Engine:
             "dex_local_engine.MethodTimeout",
         )
 
-    def _on_heartbeat_timeout(self, attempt: _Attempt, seconds: int) -> None:
+    def _on_heartbeat_timeout(self, attempt: _Attempt, seconds: float) -> None:
         self._time_out(
             attempt,
-            f"no heartbeat within the {seconds}-second heartbeat timeout",
+            f"no heartbeat within the {seconds:g}-second heartbeat timeout",
             "dex_local_engine.HeartbeatTimeout",
         )
 
@@ -783,6 +812,22 @@ class Engine:
                 )
             self._arm_heartbeat(attempt)
         elif which == "result":
+            problem = result_problem(frame)
+            if problem is not None:
+                # Dex rejects such a result: the attempt fails and the Step's policy applies.
+                with self._tx():
+                    self._attempt_failed(
+                        flow,
+                        step,
+                        pb.WorkerErrorResponse(
+                            detail=problem,
+                            error_type="dex_local_engine.InvalidResult",
+                            grpc_status=grpc.StatusCode.INVALID_ARGUMENT.value[0],
+                        ),
+                        started=True,
+                    )
+                    self._after_change(flow)
+                return
             self._attempts.pop((flow.flow_id, step.sid), None)
             attempt.cancel_timers()
             with self._tx():
@@ -815,13 +860,17 @@ class Engine:
             else None
         )
         now = time.time()
-        delay = next_retry_delay(
-            policy,
-            attempt=method.attempt,
-            first_attempt_at=method.first_attempt_at,
-            now=now,
-            retry_after_seconds=float(error.retry_after_seconds) or None,
-        )
+        try:
+            delay = next_retry_delay(
+                policy,
+                attempt=method.attempt,
+                first_attempt_at=method.first_attempt_at,
+                now=now,
+                retry_after_seconds=float(error.retry_after_seconds) or None,
+            )
+        except ValueError as invalid_policy:  # accepted before validation existed
+            _LOG.warning("flow %s step %s: %s", flow.flow_id, step.sid, invalid_policy)
+            delay = None
         _LOG.info(
             "flow %s step %s %s attempt %d failed: %s",
             flow.flow_id,
@@ -903,14 +952,10 @@ class Engine:
                 )
                 self._start_steps(flow, [movement], from_id=step.sid, recovery=recovery)
                 return
-        method_name = "wait_for" if is_wait_for else "execute"
         self._end_step(flow, step, Phase.FAILED)
+        # As in Dex, the Flow's error message is the Worker error's detail, unchanged.
         self._close_flow(
-            flow,
-            pb.FLOW_STATUS_FAILED,
-            pb.FLOW_ERROR_TYPE_WORKER_API_FAIL,
-            f"{step.sid} {method_name} failed after {method.attempt} attempt(s): "
-            f"{error.error_type}: {error.detail}",
+            flow, pb.FLOW_STATUS_FAILED, pb.FLOW_ERROR_TYPE_WORKER_API_FAIL, error.detail
         )
 
     def _event_context(self, step: StepExec) -> pb.StepMethodEventContext:
@@ -1247,6 +1292,12 @@ class Engine:
                     pb.ERROR_SUB_STATUS_FLOW_CLOSING,
                     f"Flow {flow.flow_id!r} closed while RPC {request.rpc_name!r} ran",
                 )
+            for movement in response.step_decision.next_steps:
+                if not movement.step_type:
+                    raise errors.invalid(
+                        f"RPC {request.rpc_name!r} returned a movement without a Step type"
+                    )
+                validate_step_options(movement.step_options)
             with self._tx():
                 self._apply_effects(
                     flow,
@@ -1367,6 +1418,37 @@ class Engine:
         for handle in list(self._wakes.values()) + list(self._flow_timers.values()):
             handle.cancel()
         await self.dispatch.close()
+
+
+def validate_step_options(options: pb.StepOptions) -> None:
+    """Reject StepOptions Dex would reject (bad retry policies), as INVALID_ARGUMENT."""
+    try:
+        for field in ("wait_for_retry_policy", "execute_retry_policy"):
+            if options.HasField(field):
+                effective_retry_policy(getattr(options, field))
+        if options.HasField("execute_failure_proceed_step_options"):
+            validate_step_options(options.execute_failure_proceed_step_options)
+    except ValueError as error:
+        raise errors.invalid(f"invalid StepOptions: {error}") from None
+
+
+def result_problem(frame: pb.PollWorkerTaskFrame) -> str | None:
+    """Why a Step method result cannot be applied, or None when it can."""
+    try:
+        if frame.WhichOneof("output") == "wait_for":
+            result = frame.wait_for.result
+            if result.HasField("waiting_condition"):
+                validate_waiting_condition(result.waiting_condition)
+        else:
+            for movement in frame.execute.result.step_decision.next_steps:
+                if not movement.step_type:
+                    return "a Step movement has no step_type"
+                validate_step_options(movement.step_options)
+    except DexError as error:
+        return error.detail
+    except ValueError as error:
+        return str(error)
+    return None
 
 
 def options_proceed_on_wait_for_failure(options: pb.StepOptions) -> bool:
