@@ -539,3 +539,15 @@ async def test_tool_guardrails_run_in_the_tool_step() -> None:
     assert ran == ["refund 5", "refund 7"], (
         "a guardrail that stops a call keeps the body from running"
     )
+
+
+async def test_a_call_id_the_session_cannot_key_fails_the_model_step() -> None:
+    model = ScriptedModel(
+        [ModelStep(output=[function_call("lookup_order", {"order_id": "1"}, call_id="a/b")])]
+    )
+    session = Session(OpenAIAgentsRunner(agent_with(model, lookup_order)))
+    session.start_turn("look up 1")
+
+    with pytest.raises(RuntimeError, match="non-empty ID without '/'"):
+        await session.run_model()
+    assert ran == []

@@ -53,6 +53,7 @@ from dex_agents import (
 )
 from dex_agents.adapter_support import (
     BUILT_IN_TOOL_POLICY,
+    check_model_tool_call_id,
     serving_deferred_tool_execution,
     serving_model_step,
     single_response_usage,
@@ -252,6 +253,7 @@ class OpenAIAgentsRunner:
         for call_id in order:
             approval = by_call_id[call_id]
             raw = _function_call_of(approval)
+            check_model_tool_call_id(raw.name, call_id)
             agent_name = approval.agent.name
             calls.append(
                 DeferredToolCall(
