@@ -355,6 +355,7 @@ async def test_parallel_tool_calls_are_deferred_in_order_and_answered_in_one_use
         ResolvedToolPolicy(ToolEffect.READ, False),
     ]
     assert runs == []  # nothing ran in the model step
+    assert len(endpoint.requests) == 1  # exactly one model request per RunModel
     # The calls finish in another order than they were made.
     session.records.reverse()
     await session.run_tools()
@@ -371,6 +372,8 @@ async def test_parallel_tool_calls_are_deferred_in_order_and_answered_in_one_use
     assert [b["tool_use_id"] for b in messages[2]["content"]] == ["toolu_a", "toolu_b", "toolu_c"]
     assert [m.role for m in done.new_messages] == ["tool", "tool", "tool", "assistant"]
     assert len(endpoint.requests) == 2
+    assert len(runs) == 3  # the resumed step ran no tool
+    assert done.usage.model_calls == 1  # this response only, not the turn's total
 
 
 async def test_a_rejection_reaches_claude_as_an_error_tool_result() -> None:
