@@ -26,7 +26,7 @@ def create_claude_agent_session_flow(
     client_factory: ClientFactory | None = None,
     api_key_env: str = "ANTHROPIC_API_KEY",
     options: AgentSessionOptions | None = None,
-    **option_values: Any,
+    **session_options: Any,
 ) -> AgentSessionFlow:
     """A new session Flow of ``flow_type`` that runs Claude with ``tools``.
 
@@ -46,4 +46,4 @@ def create_claude_agent_session_flow(
         client_factory=client_factory,
         api_key_env=api_key_env,
     )
-    return create_agent_session_flow(runner, flow_type, options, **option_values)
+    return create_agent_session_flow(runner, flow_type, options, **session_options)

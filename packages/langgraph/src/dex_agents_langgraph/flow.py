@@ -26,7 +26,7 @@ def create_langgraph_agent_session_flow(
     bind_tools_options: Mapping[str, Any] | None = None,
     messages_key: str = "messages",
     options: AgentSessionOptions | None = None,
-    **option_values: Any,
+    **session_options: Any,
 ) -> AgentSessionFlow:
     """A new session Flow of ``flow_type`` that runs a LangGraph agent.
 
@@ -56,4 +56,4 @@ def create_langgraph_agent_session_flow(
             system_prompt=system_prompt,
             bind_tools_options=bind_tools_options,
         )
-    return create_agent_session_flow(runner, flow_type, options, **option_values)
+    return create_agent_session_flow(runner, flow_type, options, **session_options)

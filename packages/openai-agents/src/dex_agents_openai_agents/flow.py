@@ -20,7 +20,7 @@ def create_openai_agents_session_flow(
     run_config: RunConfig | None = None,
     context_factory: ContextFactory | None = None,
     tracing: bool = False,
-    **option_values: Any,
+    **session_options: Any,
 ) -> AgentSessionFlow:
     """A new session Flow of ``flow_type`` that runs ``agent`` with an ``OpenAIAgentsRunner``.
 
@@ -33,4 +33,4 @@ def create_openai_agents_session_flow(
     runner = OpenAIAgentsRunner(
         agent, run_config=run_config, context_factory=context_factory, tracing=tracing
     )
-    return create_agent_session_flow(runner, flow_type, options, **option_values)
+    return create_agent_session_flow(runner, flow_type, options, **session_options)

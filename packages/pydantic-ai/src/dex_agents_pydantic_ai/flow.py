@@ -23,7 +23,7 @@ def create_pydantic_ai_agent_session_flow(
     deps: DepsT | None = None,
     deps_factory: Callable[[str], DepsT | Awaitable[DepsT]] | None = None,
     stream_text: bool = False,
-    **option_values: Any,
+    **session_options: Any,
 ) -> AgentSessionFlow:
     """A new session Flow of ``flow_type`` that runs ``agent`` with a ``PydanticAIRunner``.
 
@@ -35,4 +35,4 @@ def create_pydantic_ai_agent_session_flow(
     events as it arrives.
     """
     runner = PydanticAIRunner(agent, deps=deps, deps_factory=deps_factory, stream_text=stream_text)
-    return create_agent_session_flow(runner, flow_type, options, **option_values)
+    return create_agent_session_flow(runner, flow_type, options, **session_options)
