@@ -213,6 +213,10 @@ class RunModel(_SessionStep, Step[None]):
         events = self._writer(context, turn_id)
         try:
             async with BackgroundHeartbeats(context) as heartbeats:
+                # Output before the model call: Dex hands an attempt that sent nothing back
+                # out under the same attempt number, so a crash would neither count against
+                # the 3 attempts nor let a UI drop the lost attempt's partial text.
+                await heartbeats.beat()
                 turn = self._turn_context(
                     context,
                     turn_id,
