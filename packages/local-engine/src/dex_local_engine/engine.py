@@ -1382,6 +1382,100 @@ class Engine:
         finally:
             self.dispatch.cancel(task)
 
+    # Direct state access (PublishToChannel, SetAttributes, GetAttributes) -----------
+
+    def publish(self, request: pb.PublishToChannelRequest) -> None:
+        flow = self.flow(request.flow_id, active=True)
+        self._check_run(flow, request.run_id)
+        if any(not message.channel_name for message in request.messages):
+            raise errors.invalid("every message needs a channel_name")
+        with self._tx():
+            self._apply_effects(flow, [], list(request.messages), [], strict=False)
+            self._record(
+                flow,
+                pb.FlowHistoryEvent(
+                    channel_external_publish=pb.ChannelExternalPublishEvent(
+                        messages=request.messages
+                    )
+                ),
+            )
+            self._after_change(flow)
+
+    def set_attributes(self, request: pb.SetAttributesRequest) -> None:
+        flow = self.flow(request.flow_id, active=True)
+        self._check_run(flow, request.run_id)
+        if any(not write.key for write in request.attributes):
+            raise errors.invalid("every Attribute write needs a key")
+        with self._tx():
+            self._apply_attribute_writes(flow, request.attributes)
+            self._after_change(flow)
+
+    def get_attributes(self, request: pb.GetAttributesRequest) -> pb.GetAttributesResponse:
+        flow = self.flow(request.flow_id, active=False)
+        self._check_run(flow, request.run_id)
+        if not flow.running and not flow.attributes:
+            for key, value in self.store.attributes(flow.flow_id):
+                parsed = pb.Value()
+                parsed.ParseFromString(value)
+                flow.attributes[key] = parsed
+        keys = list(flow.attributes) if request.all_keys else list(request.keys)
+        return pb.GetAttributesResponse(
+            attributes=[
+                pb.KV(key=key, value=flow.attributes[key]) for key in keys if key in flow.attributes
+            ]
+        )
+
+    def flow_state(self, flow: Flow) -> pb.GetFlowStateResponse:
+        """A partial GetFlowState: config, Attributes, active Steps and pending messages."""
+        response = pb.GetFlowStateResponse(flow_config=flow.config)
+        response.attributes.extend(self._attributes(flow))
+        for step in self._ordered_steps(flow):
+            state = response.active_step_executions.add(
+                step_execution_id=step.sid,
+                from_step_execution_id=step.from_id,
+                step_type=step.step_type,
+                phase=pb.ACTIVE_STEP_PHASE_WAITING
+                if step.phase is Phase.WAITING
+                else pb.ACTIVE_STEP_PHASE_ACTIVE,
+                movement=pb.StepMovement(
+                    step_type=step.step_type,
+                    step_input=step.step_input,
+                    step_options=step.options,
+                ),
+                step_execution_locals=[pb.KV(key=k, value=v) for k, v in step.locals.items()],
+            )
+            error = step.method.last_error
+            if error is not None:
+                state.last_failure_info.CopyFrom(
+                    pb.StepMethodFailure(
+                        backend_error=error.detail,
+                        attempt=max(1, step.method.attempt - 1)
+                        if step.method.retry_at is not None
+                        else step.method.attempt,
+                        details=pb.ServiceErrorResponse(
+                            detail=error.detail,
+                            sub_status=pb.ERROR_SUB_STATUS_WORKER_API_ERROR,
+                            original_worker_error_detail=error.detail,
+                            original_worker_error_type=error.error_type,
+                            original_worker_error_status=error.grpc_status,
+                            original_worker_error_stack_trace=error.stack_trace,
+                        ),
+                    )
+                )
+        for name, queue in flow.channels.items():
+            if queue:
+                values = response.pending_channel_messages[name]
+                for message in queue:
+                    values.messages.add(
+                        channel_name=name, value=message.value, message_id=message.message_id
+                    )
+        response.completed_steps.extend(flow.outputs)
+        return response
+
+    def _check_run(self, flow: Flow, run_id: str) -> None:
+        if run_id and run_id != flow.run_id:
+            raise errors.flow_not_found(f"{flow.flow_id}/{run_id}", active=flow.running)
+
     # Queries ----------------------------------------------------------------------
 
     def summary(self, flow: Flow) -> pb.GetFlowSummaryResponse:

@@ -40,6 +40,10 @@ SUPPORTED_FLOW_RPCS = frozenset(
         "WaitForStepCompletion",
         "WaitForAttribute",
         "GetHistoryEvents",
+        "PublishToChannel",
+        "SetAttributes",
+        "GetAttributes",
+        "GetFlowState",
     }
 )
 
@@ -234,6 +238,32 @@ class FlowService(cast(Any, pb_grpc).FlowServiceServicer):
             if remaining <= 0:
                 raise errors.long_poll_timeout(f"Attribute {match.key!r} matched")
             await self.engine.wait_change(flow.flow_id, remaining)
+
+    @_answering_errors
+    async def PublishToChannel(
+        self, request: pb.PublishToChannelRequest, context: Any
+    ) -> empty_pb2.Empty:
+        self.engine.publish(request)
+        return empty_pb2.Empty()
+
+    @_answering_errors
+    async def SetAttributes(
+        self, request: pb.SetAttributesRequest, context: Any
+    ) -> empty_pb2.Empty:
+        self.engine.set_attributes(request)
+        return empty_pb2.Empty()
+
+    @_answering_errors
+    async def GetAttributes(
+        self, request: pb.GetAttributesRequest, context: Any
+    ) -> pb.GetAttributesResponse:
+        return self.engine.get_attributes(request)
+
+    @_answering_errors
+    async def GetFlowState(
+        self, request: pb.GetFlowStateRequest, context: Any
+    ) -> pb.GetFlowStateResponse:
+        return self.engine.flow_state(self._existing(request.flow_id, request.run_id))
 
     def _existing(self, flow_id: str, run_id: str) -> Flow:
         flow = self.engine.flow(flow_id, active=False)
