@@ -16,21 +16,10 @@ from dex_agents.models import (
     ModelSettings,
     ModelToolCall,
     ModelToolDefinition,
+    RecordingStreamSink,
     ToolResultItem,
     UserTextItem,
 )
-
-
-class RecordingSink:
-    def __init__(self) -> None:
-        self.text: list[str] = []
-        self.reasoning: list[str] = []
-
-    async def text_delta(self, text: str) -> None:
-        self.text.append(text)
-
-    async def reasoning_delta(self, text: str) -> None:
-        self.reasoning.append(text)
 
 
 def sse(events: list[dict[str, Any]]) -> bytes:
@@ -198,7 +187,7 @@ STORED_BLOCKS = [
 
 async def test_streams_thinking_and_text_and_keeps_signatures() -> None:
     provider = Provider([thinking_and_tool_stream()])
-    sink = RecordingSink()
+    sink = RecordingStreamSink()
     response = await provider.client().generate(
         ModelRequest(
             instructions="Help with orders.",
@@ -249,7 +238,8 @@ async def test_replays_thinking_blocks_unchanged_with_results_first() -> None:
     provider = Provider([thinking_and_tool_stream(), answer_stream()])
     client = provider.client()
     first = await client.generate(
-        ModelRequest(instructions="", items=(UserTextItem("Where is order 42?"),)), RecordingSink()
+        ModelRequest(instructions="", items=(UserTextItem("Where is order 42?"),)),
+        RecordingStreamSink(),
     )
     second = await client.generate(
         ModelRequest(
@@ -261,7 +251,7 @@ async def test_replays_thinking_blocks_unchanged_with_results_first() -> None:
                 UserTextItem("[note] also check 43"),
             ),
         ),
-        RecordingSink(),
+        RecordingStreamSink(),
     )
     assert second.output.text == "It shipped."
     assert second.usage.output_tokens == 5
@@ -296,7 +286,7 @@ async def test_another_providers_output_is_given_as_text_and_tool_use() -> None:
                 ToolResultItem("call_9", "lookup_order", "ok"),
             ),
         ),
-        RecordingSink(),
+        RecordingStreamSink(),
     )
     assert provider.requests[0]["messages"][1] == {
         "role": "assistant",
@@ -332,7 +322,7 @@ async def test_http_error_raises_without_retry() -> None:
     )
     with pytest.raises(anthropic.APIStatusError):
         await AnthropicModelClient("claude-sonnet-4-7", client=sdk).generate(
-            ModelRequest(instructions="", items=(UserTextItem("hi"),)), RecordingSink()
+            ModelRequest(instructions="", items=(UserTextItem("hi"),)), RecordingStreamSink()
         )
     assert calls == 1
 
@@ -344,7 +334,7 @@ async def test_history_with_tool_use_but_no_offered_tools_defines_them_with_tool
     client = provider.client()
     first = await client.generate(
         ModelRequest(instructions="", items=(UserTextItem("order 42?"),), tools=(LOOKUP,)),
-        RecordingSink(),
+        RecordingStreamSink(),
     )
     await client.generate(
         ModelRequest(
@@ -355,7 +345,7 @@ async def test_history_with_tool_use_but_no_offered_tools_defines_them_with_tool
                 ToolResultItem("toolu_01", "lookup_order", "shipped"),
             ),
         ),
-        RecordingSink(),
+        RecordingStreamSink(),
     )
     sent = provider.requests[1]
     assert [tool["name"] for tool in sent["tools"]] == ["lookup_order"]

@@ -18,21 +18,10 @@ from dex_agents.models import (
     ModelToolCall,
     ModelToolDefinition,
     OpenAIResponsesModelClient,
+    RecordingStreamSink,
     ToolResultItem,
     UserTextItem,
 )
-
-
-class RecordingSink:
-    def __init__(self) -> None:
-        self.text: list[str] = []
-        self.reasoning: list[str] = []
-
-    async def text_delta(self, text: str) -> None:
-        self.text.append(text)
-
-    async def reasoning_delta(self, text: str) -> None:
-        self.reasoning.append(text)
 
 
 def sse(events: list[dict[str, Any]]) -> bytes:
@@ -176,7 +165,7 @@ LOOKUP = ModelToolDefinition(
 
 async def test_streams_deltas_and_returns_the_stored_output_items() -> None:
     provider = Provider([tool_call_stream()])
-    sink = RecordingSink()
+    sink = RecordingStreamSink()
     request = ModelRequest(
         instructions="Help with orders.",
         items=(UserTextItem("Where is order 42?"),),
@@ -240,7 +229,8 @@ async def test_replays_encrypted_reasoning_unchanged_and_pairs_results() -> None
     provider = Provider([tool_call_stream(), final_answer_stream()])
     client = provider.client()
     first = await client.generate(
-        ModelRequest(instructions="", items=(UserTextItem("Where is order 42?"),)), RecordingSink()
+        ModelRequest(instructions="", items=(UserTextItem("Where is order 42?"),)),
+        RecordingStreamSink(),
     )
     second = await client.generate(
         ModelRequest(
@@ -251,7 +241,7 @@ async def test_replays_encrypted_reasoning_unchanged_and_pairs_results() -> None
                 ToolResultItem("call_abc", "lookup_order", "shipped"),
             ),
         ),
-        RecordingSink(),
+        RecordingStreamSink(),
     )
     assert second.output.text == "Shipped."
     assert "instructions" not in provider.requests[1]
@@ -282,7 +272,7 @@ async def test_another_providers_output_is_given_as_text_and_function_calls() ->
                 ToolResultItem("toolu_1", "lookup_order", "lost"),
             ),
         ),
-        RecordingSink(),
+        RecordingStreamSink(),
     )
     assert provider.requests[0]["input"] == [
         {"role": "user", "content": "order 7?"},
@@ -316,7 +306,7 @@ async def test_failed_response_raises_and_the_client_never_retries() -> None:
     client = OpenAIResponsesModelClient("gpt-5-mini", client=sdk)
     with pytest.raises(openai.InternalServerError):
         await client.generate(
-            ModelRequest(instructions="", items=(UserTextItem("hi"),)), RecordingSink()
+            ModelRequest(instructions="", items=(UserTextItem("hi"),)), RecordingStreamSink()
         )
     assert calls == 1
 
@@ -336,7 +326,7 @@ async def test_response_failed_event_raises_model_client_error() -> None:
     )
     with pytest.raises(ModelClientError, match="the model broke"):
         await provider.client().generate(
-            ModelRequest(instructions="", items=(UserTextItem("hi"),)), RecordingSink()
+            ModelRequest(instructions="", items=(UserTextItem("hi"),)), RecordingStreamSink()
         )
 
 
@@ -362,7 +352,7 @@ async def test_encrypted_reasoning_is_asked_for_only_from_reasoning_models(
         http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(provider.handle)),
     )
     await OpenAIResponsesModelClient(model, client=sdk).generate(
-        ModelRequest(instructions="", items=(UserTextItem("hi"),)), RecordingSink()
+        ModelRequest(instructions="", items=(UserTextItem("hi"),)), RecordingStreamSink()
     )
     assert ("include" in provider.requests[0]) is reasoning
 

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from dex_agents.models import DiscardingStreamSink, ModelOutputItem, ModelToolCall
+from dex_agents.models import (
+    DiscardingStreamSink,
+    ModelOutputItem,
+    ModelToolCall,
+    RecordingStreamSink,
+)
 from dex_agents.stepwise import (
     ModelRequest,
     ScriptedModelClient,
@@ -14,18 +19,6 @@ from dex_agents.stepwise import (
     UserTextItem,
 )
 from dex_agents.testing import ScriptedModelClient as ScriptedFromTesting
-
-
-class Sink:
-    def __init__(self) -> None:
-        self.text: list[str] = []
-        self.reasoning: list[str] = []
-
-    async def text_delta(self, text: str) -> None:
-        self.text.append(text)
-
-    async def reasoning_delta(self, text: str) -> None:
-        self.reasoning.append(text)
 
 
 def request(*items: object) -> ModelRequest:
@@ -63,7 +56,7 @@ async def test_async_script_text_reasoning_tool_calls_and_stable_ids() -> None:
         )
 
     client = ScriptedModelClient(script, stream_chunk_size=4)
-    sink = Sink()
+    sink = RecordingStreamSink()
     response = await client.generate(request(UserTextItem("hi")), sink)
     assert sink.text == ["hell", "o wo", "rld"]
     assert sink.reasoning == ["thinking"]

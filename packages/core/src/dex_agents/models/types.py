@@ -221,6 +221,20 @@ class DiscardingStreamSink:
         return None
 
 
+class RecordingStreamSink:
+    """A sink that keeps every delta in order, for tests of a model client."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.reasoning: list[str] = []
+
+    async def text_delta(self, text: str) -> None:
+        self.text.append(text)
+
+    async def reasoning_delta(self, text: str) -> None:
+        self.reasoning.append(text)
+
+
 @runtime_checkable
 class ModelClient(Protocol):
     """Makes exactly one model call per ``generate``, with no retries of its own.
