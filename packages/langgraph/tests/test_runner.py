@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -28,20 +27,15 @@ from pydantic import Field
 
 from dex_agents import (
     OUTCOME_UNKNOWN_TOOL_RESULT,
-    AgentMessage,
     AgentToolCall,
     AgentToolCallStatus,
-    AgentTurnContext,
-    DeferredToolExecution,
-    FrameworkMessage,
     ResolvedToolPolicy,
     ToolCallsRequested,
     ToolEffect,
-    ToolExecutionError,
-    ToolExecutionResult,
     ToolPolicy,
     TurnCompleted,
 )
+from dex_agents.testing.runner_driver import RunnerDriver as Session
 from dex_agents_langgraph import (
     LangGraphAgentRunner,
     declare_tool_effect,
@@ -147,154 +141,6 @@ WRITE_REFUND = declare_tool_effect(refund_order, ToolEffect.NON_IDEMPOTENT_WRITE
 @pytest.fixture(autouse=True)
 def clear_runs() -> None:
     runs.clear()
-
-
-# --- the committed state a model step sees -------------------------------------------
-
-
-class RecordingEvents:
-    turn_id = "turn-1"
-    attempt = 1
-
-    def __init__(self) -> None:
-        self.text: list[str] = []
-        self.reasoning: list[str] = []
-
-    def write_text_delta(self, text: str) -> None:
-        self.text.append(text)
-
-    def write_reasoning_delta(self, text: str) -> None:
-        self.reasoning.append(text)
-
-    def write_tool_call_started(self, tool_call_id: str, tool_name: str) -> None: ...
-    def write_tool_call_finished(self, tool_call_id: str, tool_name: str, status: Any) -> None: ...
-    def write_event(self, type: str, payload: Any) -> None: ...
-
-
-class NotCancelled:
-    def is_cancelled(self) -> bool:
-        return False
-
-
-async def no_heartbeat() -> None:
-    return None
-
-
-async def no_checkpoint(text: str) -> None:
-    return None
-
-
-class Session:
-    """Stores outcomes the way the session does and builds each Step's context."""
-
-    def __init__(
-        self,
-        runner: LangGraphAgentRunner,
-        *,
-        policies: dict[str, ToolPolicy] | None = None,
-        built_ins: tuple[str, ...] = (),
-    ) -> None:
-        self.runner = runner
-        self.messages: list[AgentMessage] = []
-        self.records: list[AgentToolCall] = []
-        self.run_state: str | None = None
-        self.turn = 0
-        self.policies = policies or {}
-        self.built_ins = built_ins
-        self.events = RecordingEvents()
-
-    def store(self, messages: Sequence[FrameworkMessage]) -> None:
-        for message in messages:
-            self.messages.append(
-                AgentMessage.from_framework_message(
-                    message, sequence=len(self.messages) + 1, turn_id=f"turn-{self.turn}"
-                )
-            )
-
-    def start_turn(self, text: str) -> None:
-        self.turn += 1
-        self.records = []
-        self.run_state = None
-        self.store([self.runner.build_user_message(text)])
-
-    def context(self, attempt: int = 1) -> AgentTurnContext:
-        return AgentTurnContext(
-            flow_id="s-1",
-            turn_id=f"turn-{self.turn}",
-            attempt=attempt,
-            messages=tuple(self.messages),
-            framework_run_state=self.run_state,
-            tool_calls=tuple(self.records),
-            events=self.events,
-            cancellation=NotCancelled(),
-            deadline=datetime(2030, 1, 1, tzinfo=UTC),
-            step_execution_id="step-1",
-            tool_policies=self.policies,
-            default_tool_effect=ToolEffect.UNCLASSIFIED,
-            heartbeat=no_heartbeat,
-            enabled_built_in_tools=self.built_ins,
-        )
-
-    async def run_model(self) -> TurnCompleted | ToolCallsRequested:
-        outcome = await self.runner.run_model_step(self.context())
-        self.store(outcome.new_messages)
-        if isinstance(outcome, ToolCallsRequested):
-            self.run_state = outcome.framework_run_state
-            for call in outcome.tool_calls:
-                self.records.append(
-                    AgentToolCall(
-                        tool_call_id=call.tool_call_id,
-                        turn_id=f"turn-{self.turn}",
-                        tool_name=call.tool_name,
-                        arguments=call.arguments,
-                        effect=call.policy.effect,
-                        requires_approval=call.policy.requires_approval,
-                        status=AgentToolCallStatus.APPROVED,
-                        deferral_order=len(self.records),
-                    )
-                )
-        else:
-            self.run_state = None
-        return outcome
-
-    def execution(self, record: AgentToolCall) -> DeferredToolExecution:
-        return DeferredToolExecution(
-            flow_id="s-1",
-            tool_call=record,
-            idempotency_key=f"s-1/{record.turn_id}/{record.tool_call_id}",
-            attempt=1,
-            events=self.events,
-            cancellation=NotCancelled(),
-            deadline=datetime(2030, 1, 1, tzinfo=UTC),
-            heartbeat=no_heartbeat,
-            heartbeat_checkpoint=None,
-            save_heartbeat_checkpoint=no_checkpoint,
-        )
-
-    async def run_tools(
-        self, decide: Callable[[AgentToolCall], AgentToolCall | None] = lambda r: None
-    ) -> None:
-        """Run every open call, unless ``decide`` gives its final record (a rejection)."""
-        finished: list[AgentToolCall] = []
-        for record in self.records:
-            decided = decide(record)
-            if record.is_final or decided is not None:
-                finished.append(decided or record)
-                continue
-            try:
-                result = await self.runner.execute_deferred_tool_call(self.execution(record))
-                assert isinstance(result, ToolExecutionResult)
-                finished.append(
-                    replace(record, status=AgentToolCallStatus.SUCCEEDED, output=result.output)
-                )
-            except ToolExecutionError as error:
-                finished.append(
-                    replace(record, status=AgentToolCallStatus.FAILED, error=error.message)
-                )
-        self.records = finished
-
-    def stored(self) -> list[dict[str, Any]]:
-        return [json.loads(m.framework_item) for m in self.messages]
 
 
 # --- tests -------------------------------------------------------------------------
@@ -445,7 +291,7 @@ async def test_provider_content_blocks_are_stored_and_replayed_unchanged() -> No
     )
     assert metadata.finish_reasons == ("tool_use",)
 
-    stored = session.stored()[-1]
+    stored = session.items()[-1]
     assert stored["data"]["content"] == [
         thinking,
         redacted,
@@ -605,7 +451,7 @@ async def test_a_rerun_model_step_sends_the_same_input() -> None:
         message["data"]["id"] = None  # the graph's reducer names unnamed messages
     assert first == second
     assert model.calls[1][0].content == "Be brief."
-    assert all(m.get("type") != "system" for m in session.stored())
+    assert all(m.get("type") != "system" for m in session.items())
 
 
 def test_bad_tool_metadata_is_refused_when_the_runner_is_built() -> None:

@@ -7,9 +7,9 @@ from typing import Any
 
 from agents import Agent, function_tool, handoff
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
-from openai_agents_support import Session
 
 from dex_agents import ToolCallsRequested, TurnCompleted
+from dex_agents.testing.runner_driver import RunnerDriver as Session
 from dex_agents_openai_agents import OpenAIAgentsRunner
 
 charged: list[int] = []

@@ -9,9 +9,9 @@ from typing import Any
 from agents import Agent
 from agents.mcp import MCPServerStdio
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
-from openai_agents_support import Session
 
 from dex_agents import ResolvedToolPolicy, ToolCallsRequested, ToolEffect, TurnCompleted
+from dex_agents.testing.runner_driver import RunnerDriver as Session
 from dex_agents_openai_agents import OpenAIAgentsRunner
 
 SERVER = Path(__file__).parent / "mcp_orders_server.py"

@@ -19,7 +19,6 @@ from agents import (
 )
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 from agents.usage import InputTokensDetails, OutputTokensDetails, Usage
-from openai_agents_support import Session
 
 from dex_agents import (
     AgentToolCallStatus,
@@ -33,6 +32,7 @@ from dex_agents import (
     ToolPolicy,
     TurnCompleted,
 )
+from dex_agents.testing.runner_driver import RunnerDriver as Session
 from dex_agents.texts import DEFAULT_REJECTION_MESSAGE, OUTCOME_UNKNOWN_TOOL_RESULT
 from dex_agents_openai_agents import (
     OpenAIAgentsRunner,

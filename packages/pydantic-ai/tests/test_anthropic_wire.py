@@ -11,12 +11,12 @@ import json
 from typing import Any
 
 import httpx2
-from pai_session_harness import Session
 from pydantic_ai import Agent
 from pydantic_ai.models.anthropic import AnthropicModel
 from pydantic_ai.providers.anthropic import AnthropicProvider
 
 from dex_agents import AgentToolCallStatus, ToolCallsRequested, ToolEffect, TurnCompleted
+from dex_agents.testing.runner_driver import RunnerDriver as Session
 from dex_agents_pydantic_ai import PydanticAIRunner, dex_tool_metadata
 
 FIRST_RESPONSE: list[dict[str, Any]] = [

@@ -7,7 +7,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
-from pai_session_harness import Session
 from pydantic import BaseModel
 from pydantic_ai import Agent, ModelRetry, RunContext
 from pydantic_ai.exceptions import ToolFailed
@@ -37,6 +36,7 @@ from dex_agents import (
     ToolPolicy,
     TurnCompleted,
 )
+from dex_agents.testing.runner_driver import RunnerDriver as Session
 from dex_agents_pydantic_ai import (
     IDEMPOTENCY_KEY_METADATA_KEY,
     PydanticAIRunner,
