@@ -463,3 +463,30 @@ class RunningCancelFlow(Flow[str]):
 
 
 ALL_FLOWS.append(RunningCancelFlow)
+
+
+# Flow timeouts -----------------------------------------------------------------------
+
+
+class Forever(Step[str]):
+    def wait_for(self, context: Context, input: str) -> Wait:
+        return Wait.until(TimeoutHandlerFlow.never.for_one())
+
+    def execute(self, context: Context, input: str) -> StepDecision:
+        return dead_end()
+
+
+class TimeoutHandlerFlow(Flow[str]):
+    never = Channel("never", str)
+
+    def get_steps(self) -> StepList[str]:
+        return StepList.start_step(Forever())
+
+    def get_persistence_schema(self) -> PersistenceSchema:
+        return PersistenceSchema.of(self.never)
+
+    def handle_timeout(self, context: Context) -> StepDecision:
+        return force_complete(f"expired:{context.step_execution_id}")
+
+
+ALL_FLOWS.append(TimeoutHandlerFlow)

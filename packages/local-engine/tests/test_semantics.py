@@ -326,3 +326,36 @@ def test_canceled_running_step_result_is_discarded(sem: Sem) -> None:
     # Without a heartbeat timeout the running handler is not interrupted; its result is dropped.
     _wait_until(lambda: "blocker-returned" in s.RunningCancelFlow.events, 10)
     assert "blocker-saw-cancel" not in s.RunningCancelFlow.events
+
+
+def test_flow_timeout_policies_and_start_delay(sem: Sem, engine: LocalEngine) -> None:
+    from dex import StartFlowOptions
+
+    client = sem.client
+    handler_flow = sem.flow(s.TimeoutHandlerFlow)
+    client.start_flow(handler_flow, "th", "x", StartFlowOptions(timeout=timedelta(hours=1)))
+    # The handler waits on a Timer that SkipTimer can fire early.
+    client.skip_timer("th", StepExecutionId("sys:timeout_handler", 1), TimerId(condition_index=0))
+    result = client.wait_for_flow("th")
+    assert result.status is FlowStatus.COMPLETED
+    assert result.completions[0].decode(str) == "expired:sys:timeout_handler-1"
+
+    client.start_flow(
+        sem.flow(s.ControlFlow), "fail-timeout", "x", StartFlowOptions(timeout=timedelta(seconds=1))
+    )
+    result = client.wait_for_flow("fail-timeout")
+    assert result.status is FlowStatus.FAILED
+    assert result.error_type is FlowErrorType.FLOW_TIMEOUT
+    assert result.error_message == "Flow timed out after 1 seconds"
+
+    client.start_flow(
+        sem.flow(s.FailureFlow),
+        "delayed",
+        "force-complete",
+        StartFlowOptions(start_delay=timedelta(seconds=1)),
+    )
+    assert client.wait_for_flow("delayed").status is FlowStatus.COMPLETED
+    events = _history(engine, "delayed")
+    started = events[0].event_time.ToNanoseconds()
+    first_attempt = events[1].step_execute_completed.context.started_time.ToNanoseconds()
+    assert first_attempt - started >= 1_000_000_000  # the start Step waited for the delay

@@ -50,6 +50,7 @@ DEFAULT_RPC_TIMEOUT_SECONDS = 30
 LONG_POLL_CAP_SECONDS = 30.0
 WAIT_FOR_FLOW_CAP_SECONDS = 60.0
 RPC_FROM_PREFIX = "__rpc/"
+TIMEOUT_HANDLER_STEP_TYPE = "sys:timeout_handler"  # the SDK routes it to Flow.handle_timeout
 
 
 def uuid7() -> str:
@@ -291,14 +292,59 @@ class Engine:
             )
             self._record(flow, event)
             self._arm_flow_timeout(flow)
+            if flow.timeout_seconds > 0 and flow.timeout_policy == pb.FLOW_TIMEOUT_POLICY_HANDLER:
+                self._start_timeout_handler(flow, options.timeout_handler_options)
             if request.start_step_type:  # a Flow may start without a Step and wait for RPCs
                 movement = pb.StepMovement(
                     step_type=request.start_step_type,
                     step_input=step_input,
                     step_options=request.step_options,
                 )
-                self._start_steps(flow, [movement], from_id="")
+                delay = max(0, options.flow_start_delay_seconds)
+                self._start_steps(flow, [movement], from_id="", not_before=flow.start_time + delay)
         return flow.run_id
+
+    def _start_timeout_handler(self, flow: Flow, handler: pb.FlowTimeoutHandlerOptions) -> None:
+        """The HANDLER timeout policy: a Step waiting on one Timer, then Flow.handle_timeout."""
+        options = pb.StepOptions(
+            skip_wait_for=True,
+            execute_timeout_seconds=handler.method_timeout_seconds,
+            heartbeat_timeout_seconds=handler.heartbeat_timeout_seconds,
+            execute_failure_policy=handler.failure_policy,
+            execute_failure_proceed_step_type=handler.failure_proceed_step_type,
+            execute_durability_override=handler.durability_override,
+            execute_lock_attribute_keys=handler.lock_attribute_keys,
+            execute_load_attribute_map_instances=handler.load_attribute_map_instances,
+            execute_load_channel_names=handler.load_channel_names,
+            execute_load_channel_map_instances=handler.load_channel_map_instances,
+        )
+        if handler.HasField("retry_policy"):
+            options.execute_retry_policy.CopyFrom(handler.retry_policy)
+        if handler.HasField("failure_proceed_step_options"):
+            options.execute_failure_proceed_step_options.CopyFrom(
+                handler.failure_proceed_step_options
+            )
+        flow.counters[TIMEOUT_HANDLER_STEP_TYPE] = 1
+        step = StepExec(
+            sid=f"{TIMEOUT_HANDLER_STEP_TYPE}-1",
+            step_type=TIMEOUT_HANDLER_STEP_TYPE,
+            number=1,
+            from_id="",
+            step_input=_null(),
+            options=options,
+            recovery=None,
+            order=flow.next_order,
+            phase=Phase.WAITING,
+            condition=pb.WaitingCondition(
+                waiting_condition_type=pb.WAITING_CONDITION_TYPE_ALL_COMPLETED,
+                timer_conditions=[pb.TimerCondition(duration_seconds=flow.timeout_seconds)],
+            ),
+            wait_started=flow.start_time,
+        )
+        flow.next_order += 1
+        flow.steps[step.sid] = step
+        self._touch(flow, step)
+        self._advance(flow, step)
 
     def _already_started(self, flow_id: str) -> DexError:
         return DexError(
@@ -333,6 +379,8 @@ class Engine:
     def _arm_flow_timeout(self, flow: Flow) -> None:
         if flow.timeout_seconds <= 0 or not flow.running:
             return
+        if flow.timeout_policy == pb.FLOW_TIMEOUT_POLICY_HANDLER:
+            return  # the timeout handler Step waits on its own Timer
         delay = max(0.0, flow.start_time + flow.timeout_seconds - time.time())
         loop = asyncio.get_running_loop()
         self._flow_timers[flow.flow_id] = loop.call_later(delay, self._on_flow_timeout, flow)
@@ -408,7 +456,12 @@ class Engine:
         self._touch(flow)
 
     def _check_graceful(self, flow: Flow) -> None:
-        if flow.running and flow.graceful and not flow.steps:
+        if not flow.running or not flow.graceful:
+            return
+        if all(
+            s.step_type == TIMEOUT_HANDLER_STEP_TYPE and s.phase is Phase.WAITING
+            for s in flow.steps.values()
+        ):
             self._close_flow(flow, pb.FLOW_STATUS_COMPLETED, 0, "")
 
     # Steps ------------------------------------------------------------------------
@@ -423,6 +476,7 @@ class Engine:
         *,
         from_id: str,
         recovery: pb.RecoveryErrorInfo | None = None,
+        not_before: float | None = None,
     ) -> None:
         created: list[StepExec] = []
         for movement in movements:
@@ -441,6 +495,8 @@ class Engine:
                 order=flow.next_order,
             )
             flow.next_order += 1
+            if not_before is not None and not_before > time.time():
+                step.method.retry_at = not_before  # start delay, honored before any method
             flow.steps[step.sid] = step
             self._touch(flow, step)
             created.append(step)
@@ -451,6 +507,10 @@ class Engine:
         """Move a Step execution forward as far as it can go now."""
         while flow.running and not step.ended:
             if step.phase is Phase.WAIT_FOR_LOCK:
+                delayed_until = step.method.retry_at
+                if delayed_until is not None and delayed_until > time.time():
+                    self._arm_wake(flow, step, delayed_until)
+                    return
                 if step.options.skip_wait_for:
                     step.results = pb.ConditionResults()
                     step.phase = Phase.EXECUTE_LOCK
@@ -1237,6 +1297,8 @@ class Engine:
         )
         for name, values in loaded.items():
             request.loaded_channel_messages[name].CopyFrom(values)
+        if step.step_type == TIMEOUT_HANDLER_STEP_TYPE:
+            request.ClearField("step_input")  # the SDK requires the handler's input absent
         return request
 
     # RPCs -------------------------------------------------------------------------
