@@ -7,6 +7,7 @@ import asyncio
 import json
 import tempfile
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,9 +21,13 @@ from dex_agents import (
     AgentTurnContext,
     AgentTurnOutcome,
     AgentUsage,
+    DeferredToolCall,
     DeferredToolExecution,
     FrameworkMessage,
+    ToolCallsRequested,
     ToolExecutionResult,
+    TurnCompleted,
+    describe_tool_call_outcome,
 )
 
 
@@ -62,6 +67,43 @@ def usage(input_tokens: int = 10, output_tokens: int = 5) -> AgentUsage:
         output_tokens=output_tokens,
         total_tokens=input_tokens + output_tokens,
     )
+
+
+def session_id() -> str:
+    return f"session-{uuid.uuid4().hex[:12]}"
+
+
+def calls_then_answer(*calls: tuple[str, str, dict[str, object]]) -> ModelScript:
+    """The model asks for every ``(tool_call_id, tool_name, arguments)`` at once, then
+    answers with ``<id>=<status>:<result>`` of each call, joined by `` | ``."""
+
+    def script(turn: AgentTurnContext) -> AgentTurnOutcome:
+        if not turn.is_resuming:
+            deferred = [
+                DeferredToolCall(
+                    call_id, name, json.dumps(arguments), turn.resolve_tool_policy(name)
+                )
+                for call_id, name, arguments in calls
+            ]
+            return ToolCallsRequested(
+                framework_run_state="round-1",
+                tool_calls=deferred,
+                usage=usage(),
+                new_messages=[
+                    assistant_calls([(c.tool_call_id, c.tool_name, c.arguments) for c in deferred])
+                ],
+            )
+        results = [
+            tool_result(r.tool_call_id, r.tool_name, describe_tool_call_outcome(r))
+            for r in turn.tool_calls
+        ]
+        summary = " | ".join(
+            f"{r.tool_call_id}={r.status.value}:{describe_tool_call_outcome(r)}"
+            for r in turn.tool_calls
+        )
+        return TurnCompleted(new_messages=[*results, assistant_text(summary)], usage=usage())
+
+    return script
 
 
 ModelScript = Callable[[AgentTurnContext], Awaitable[AgentTurnOutcome] | AgentTurnOutcome]

@@ -3,64 +3,24 @@
 from __future__ import annotations
 
 import json
-import uuid
 from datetime import timedelta
 
 import dex
-from core_session_support import ScriptRunner, assistant_calls, assistant_text, tool_result, usage
+from core_session_support import ScriptRunner, calls_then_answer, session_id
 
 from dex_agents import (
     AgentToolCallStatus,
-    AgentTurnContext,
     AnswerQuestionInput,
-    DeferredToolCall,
     InterruptKind,
     ResolveInterruptInput,
-    ToolCallsRequested,
     ToolEffect,
     ToolExecutionResult,
     ToolInputRequested,
     ToolPolicy,
-    TurnCompleted,
-    describe_tool_call_outcome,
 )
 from dex_agents.session import create_agent_session_flow
 from dex_agents.testing import read_step_history
 from dex_agents.texts import QUESTION_DEADLINE_PASSED, QUESTION_DECLINED
-
-
-def session_id() -> str:
-    return f"session-{uuid.uuid4().hex[:12]}"
-
-
-def calls_then_answer(*calls: tuple[str, str, dict[str, object]]):
-    def script(turn: AgentTurnContext):
-        if not turn.is_resuming:
-            deferred = [
-                DeferredToolCall(
-                    call_id, name, json.dumps(arguments), turn.resolve_tool_policy(name)
-                )
-                for call_id, name, arguments in calls
-            ]
-            return ToolCallsRequested(
-                framework_run_state="round-1",
-                tool_calls=deferred,
-                usage=usage(),
-                new_messages=[
-                    assistant_calls([(c.tool_call_id, c.tool_name, c.arguments) for c in deferred])
-                ],
-            )
-        results = [
-            tool_result(r.tool_call_id, r.tool_name, describe_tool_call_outcome(r))
-            for r in turn.tool_calls
-        ]
-        summary = " | ".join(
-            f"{r.tool_call_id}={r.status.value}:{describe_tool_call_outcome(r)}"
-            for r in turn.tool_calls
-        )
-        return TurnCompleted(new_messages=[*results, assistant_text(summary)], usage=usage())
-
-    return script
 
 
 async def test_ask_user_answered_with_refused_and_duplicate_answers(harness_factory) -> None:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import uuid
 
 from core_session_support import (
     ScriptRunner,
     assistant_calls,
     assistant_text,
+    session_id,
     tool_result,
     usage,
     user_message,
@@ -26,10 +26,6 @@ from dex_agents import (
     describe_tool_call_outcome,
 )
 from dex_agents.session import create_agent_session_flow
-
-
-def session_id() -> str:
-    return f"session-{uuid.uuid4().hex[:12]}"
 
 
 async def test_deltas_are_coalesced_and_a_retried_model_call_gets_a_new_attempt(

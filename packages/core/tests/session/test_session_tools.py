@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-import uuid
 from datetime import timedelta
 
-from core_session_support import ScriptRunner, assistant_calls, assistant_text, tool_result, usage
+from core_session_support import (
+    ModelScript,
+    ScriptRunner,
+    assistant_text,
+    session_id,
+    usage,
+)
+from core_session_support import calls_then_answer as answer_after_calls
 
 from dex_agents import (
     OUTCOME_UNKNOWN_TOOL_RESULT,
@@ -27,40 +33,11 @@ from dex_agents.testing import read_step_history
 from dex_agents.texts import APPROVAL_DEADLINE_PASSED, DEFAULT_REJECTION_MESSAGE
 
 
-def session_id() -> str:
-    return f"session-{uuid.uuid4().hex[:12]}"
-
-
-def calls_then_answer(*calls: tuple[str, str]):
-    """The model asks for every ``(tool_call_id, tool_name)`` at once, then reports the results."""
-
-    def script(turn: AgentTurnContext):
-        if not turn.is_resuming:
-            deferred = [
-                DeferredToolCall(
-                    call_id, name, json.dumps({"n": index}), turn.resolve_tool_policy(name)
-                )
-                for index, (call_id, name) in enumerate(calls)
-            ]
-            return ToolCallsRequested(
-                framework_run_state="round-1",
-                tool_calls=deferred,
-                usage=usage(),
-                new_messages=[
-                    assistant_calls([(c.tool_call_id, c.tool_name, c.arguments) for c in deferred])
-                ],
-            )
-        results = [
-            tool_result(r.tool_call_id, r.tool_name, describe_tool_call_outcome(r))
-            for r in turn.tool_calls
-        ]
-        summary = " | ".join(
-            f"{r.tool_call_id}={r.status.value}:{describe_tool_call_outcome(r)}"
-            for r in turn.tool_calls
-        )
-        return TurnCompleted(new_messages=[*results, assistant_text(summary)], usage=usage())
-
-    return script
+def calls_then_answer(*calls: tuple[str, str]) -> ModelScript:
+    """Every ``(tool_call_id, tool_name)`` at once, with the arguments ``{"n": <index>}``."""
+    return answer_after_calls(
+        *((call_id, name, {"n": index}) for index, (call_id, name) in enumerate(calls))
+    )
 
 
 def executed(history) -> list[str]:

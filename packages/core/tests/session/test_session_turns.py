@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import uuid
 
 import pytest
 from core_session_support import (
     ScriptRunner,
     assistant_calls,
     assistant_text,
+    session_id,
     tool_result,
     usage,
 )
@@ -52,10 +52,6 @@ def one_tool_then_answer(tool_name: str, arguments: str = '{"order_id":"42"}'):
         )
 
     return script
-
-
-def session_id() -> str:
-    return f"session-{uuid.uuid4().hex[:12]}"
 
 
 async def test_read_tool_turn_runs_model_tool_resume_model(harness_factory) -> None:
