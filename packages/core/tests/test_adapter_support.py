@@ -17,6 +17,7 @@ from dex_agents import (
     DeferredToolExecution,
     ResolvedToolPolicy,
     ToolEffect,
+    ToolExecutionError,
     ToolPolicy,
     describe_tool_call_outcome,
 )
@@ -39,6 +40,7 @@ from dex_agents.adapter_support import (
     serving_deferred_tool_execution,
     serving_model_step,
     single_response_usage,
+    tool_arguments_object,
     tool_declaration_metadata,
 )
 
@@ -309,3 +311,12 @@ def test_the_model_call_count_round_trips_and_foreign_states_are_refused() -> No
             decode_model_call_count(foreign)
     with pytest.raises(ValueError, match="non-negative int"):
         encode_model_call_count(-1)
+
+
+def test_tool_arguments_must_be_a_json_object_the_model_can_fix() -> None:
+    assert tool_arguments_object('{"order_id": "42"}') == {"order_id": "42"}
+    assert tool_arguments_object("  ") == {}
+    with pytest.raises(ToolExecutionError, match="not valid JSON"):
+        tool_arguments_object("{order")
+    with pytest.raises(ToolExecutionError, match="must be a JSON object, got list"):
+        tool_arguments_object("[1]")

@@ -25,13 +25,14 @@ from collections.abc import Generator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from dex_agents.builtin_tools import BUILT_IN_TOOL_POLICY
 from dex_agents.runner import (
     AgentTurnContext,
     DeferredToolExecution,
     ResolvedToolPolicy,
+    ToolExecutionError,
     default_requires_approval,
 )
 from dex_agents.texts import OUTCOME_UNKNOWN_TOOL_RESULT, describe_tool_call_outcome
@@ -58,6 +59,7 @@ __all__ = [
     "serving_deferred_tool_execution",
     "serving_model_step",
     "single_response_usage",
+    "tool_arguments_object",
     "tool_declaration_metadata",
 ]
 
@@ -227,6 +229,23 @@ def check_model_tool_call_id(tool_name: str, tool_call_id: str | None) -> str:
             " needs a non-empty ID without '/'"
         )
     return tool_call_id
+
+
+def tool_arguments_object(arguments: str) -> dict[str, Any]:
+    """A call's JSON arguments as an object; ``ToolExecutionError`` (seen by the model) if not.
+
+    Empty text counts as ``{}``. The tool Step fails without running the tool,
+    so the model can correct its call.
+    """
+    try:
+        parsed: Any = json.loads(arguments) if arguments.strip() else {}
+    except json.JSONDecodeError as error:
+        raise ToolExecutionError(f"the tool arguments are not valid JSON: {error}") from error
+    if not isinstance(parsed, dict):
+        raise ToolExecutionError(
+            f"the tool arguments must be a JSON object, got {type(parsed).__name__}"
+        )
+    return cast(dict[str, Any], parsed)
 
 
 # --- the answer every call gets before the next model call ----------------------------
