@@ -12,11 +12,10 @@ new ``RunModel`` attempt.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
 import anthropic
 from anthropic.types import Message, Usage
@@ -42,8 +41,10 @@ from dex_agents.adapter_support import (
     encode_model_call_count,
     serving_model_step,
     single_response_usage,
+    tool_arguments_object,
 )
 from dex_agents.builtin_tools import enabled_builtin_tool_definitions
+from dex_agents.texts import unknown_tool_error
 from dex_agents_claude_sdk.messages import (
     ToolUse,
     assistant_message,
@@ -281,14 +282,9 @@ class ClaudeAgentRunner:
         record = call.tool_call
         tool = self.tools.get(record.tool_name)
         if tool is None:
-            raise ToolExecutionError(f"unknown tool {record.tool_name}")
-        try:
-            arguments: Any = json.loads(record.arguments) if record.arguments.strip() else {}
-        except json.JSONDecodeError as error:
-            raise ToolExecutionError(f"the tool input is not valid JSON: {error}") from error
-        if not isinstance(arguments, dict):
-            raise ToolExecutionError("the tool input must be a JSON object")
-        return ToolExecutionResult(await tool.run(cast(dict[str, Any], arguments), call))
+            raise ToolExecutionError(unknown_tool_error(record.tool_name))
+        arguments = tool_arguments_object(record.arguments)
+        return ToolExecutionResult(await tool.run(arguments, call))
 
 
 def _check_optional_type(name: str, value: object, kind: type, described: str) -> None:

@@ -58,8 +58,10 @@ from dex_agents.adapter_support import (
     serving_deferred_tool_execution,
     serving_model_step,
     single_response_usage,
+    tool_arguments_object,
 )
 from dex_agents.builtin_tools import enabled_builtin_tool_definitions
+from dex_agents.texts import unknown_tool_error
 from dex_agents_langgraph.messages import (
     RequestedToolCall,
     framework_message_of,
@@ -313,8 +315,8 @@ class LangGraphAgentRunner:
         record = call.tool_call
         tool = self.tools.get(record.tool_name)
         if tool is None:
-            raise ToolExecutionError(f"unknown tool {record.tool_name}")
-        arguments = _arguments_object(record.arguments)
+            raise ToolExecutionError(unknown_tool_error(record.tool_name))
+        arguments = tool_arguments_object(record.arguments)
         _validate_arguments(tool, arguments)
         config = RunnableConfig(
             metadata={
@@ -473,16 +475,6 @@ def _built_in_tool_schemas(names: Sequence[str]) -> list[dict[str, Any]]:
         }
         for definition in enabled_builtin_tool_definitions(names)
     ]
-
-
-def _arguments_object(arguments: str) -> dict[str, Any]:
-    try:
-        parsed: Any = json.loads(arguments) if arguments.strip() else {}
-    except json.JSONDecodeError as error:
-        raise ToolExecutionError(f"the tool arguments are not valid JSON: {error}") from error
-    if not isinstance(parsed, dict):
-        raise ToolExecutionError("the tool arguments must be a JSON object")
-    return cast(dict[str, Any], parsed)
 
 
 def _validate_arguments(tool: BaseTool, arguments: Mapping[str, Any]) -> None:

@@ -60,6 +60,7 @@ from dex_agents.adapter_support import (
 )
 from dex_agents.builtin_tools import enabled_builtin_tool_definitions
 from dex_agents.runner import AgentTurnOutcome, DeferredToolOutcome, model_call_metadata
+from dex_agents.texts import unknown_tool_error
 from dex_agents.values import AgentToolCallStatus
 from dex_agents_openai_agents.declarations import (
     declared_effect,
@@ -341,7 +342,7 @@ class OpenAIAgentsRunner:
             for tool in await agent.get_all_tools(run_context):
                 if isinstance(tool, FunctionTool) and tool.name == tool_name:
                     return agent, tool
-        raise ToolExecutionError(f"unknown tool {tool_name!r}: the agent has no such function tool")
+        raise ToolExecutionError(unknown_tool_error(tool_name))
 
 
 def _agents_by_name(root: Agent[Any], preferred: str | None) -> list[Agent[Any]]:
