@@ -7,23 +7,21 @@ change model between turns (here: a redeploy of the same Flow type).
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import json
-import tempfile
-import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import anthropic
-import dex
 import httpx2
 import openai
 import pytest
 
-from dex_agents import AgentSessionStartInput, AgentSnapshot, AgentUserMessage, ToolEffect
+from dex_agents import ToolEffect
 from dex_agents.models import AnthropicModelClient, ModelClient, OpenAIResponsesModelClient
 from dex_agents.session import AgentSessionFlow
 from dex_agents.stepwise import AgentDefinition, create_stepwise_agent_session_flow, function_tool
+from dex_agents.testing import AgentSessionTestClient, AgentTestEnvironment
 from dex_local_engine import LocalEngine
 
 
@@ -215,51 +213,14 @@ class AnthropicEndpoint:
         return AnthropicModelClient("claude-sonnet-4-7", client=sdk)
 
 
-class Deployment:
-    """One Worker generation of a Flow type: a Registry, an AsyncWorker and a Client."""
-
-    def __init__(self, address: str, flow: AgentSessionFlow) -> None:
-        self.flow = flow
-        self._directory = tempfile.TemporaryDirectory(prefix="stepwise-providers-")
-        cache = dex.open_blob_cache(dex.BlobCacheConfig(self._directory.name, 16 * 1024 * 1024))
-        registry = dex.Registry([flow], allow_async_handlers=True)
-        self.worker = dex.AsyncWorker(
-            registry,
-            cache,
-            dex.WorkerOptions(
-                server_address=address, pull=dex.PullWorkerOptions(max_concurrent_tasks=4)
-            ),
-        )
-        self.client = dex.AsyncClient(
-            registry,
-            cache,
-            dex.ClientOptions(server_address=address, worker_target=dex.WorkerTarget(pull=True)),
-        )
-        self._serving: asyncio.Task[None] | None = None
-
-    async def __aenter__(self) -> Deployment:
-        self._serving = asyncio.create_task(self.worker.start())
-        await self.worker.wait_pull_registered(timeout=30)
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.worker.stop()
-        if self._serving is not None:
-            await asyncio.wait_for(self._serving, 60)
-        await self.client.close()
-        self._directory.cleanup()
-
-    async def wait_for_turns(self, session_id: str, turns: int) -> AgentSnapshot:
-        deadline = time.monotonic() + 60
-        while True:
-            snapshot: AgentSnapshot = await self.client.invoke_rpc(
-                self.flow.get_agent_snapshot, session_id
-            )
-            state = snapshot.state
-            if state is not None and state.turn_count >= turns and state.active_turn_id is None:
-                return snapshot
-            assert time.monotonic() < deadline, f"turn {turns} did not finish: {snapshot}"
-            await asyncio.sleep(0.05)
+@contextlib.asynccontextmanager
+async def deployment(address: str, flow: AgentSessionFlow) -> AsyncIterator[AgentSessionTestClient]:
+    """One Worker generation of a Flow type (a redeploy starts another) and its client."""
+    environment = await AgentTestEnvironment.start(
+        flows=[flow], server_address=address, worker_in_process=True
+    )
+    async with environment:
+        yield AgentSessionTestClient(environment.client, flow)
 
 
 def support(model: ModelClient) -> AgentDefinition:
@@ -271,11 +232,9 @@ async def test_openai_reasoning_items_are_stored_and_replayed_unchanged(
 ) -> None:
     endpoint = OpenAIEndpoint()
     flow = create_stepwise_agent_session_flow(support(endpoint.client()), "StepwiseOpenAI")
-    async with Deployment(engine.address, flow) as deployment:
-        await deployment.client.start_flow(
-            flow, "o-1", AgentSessionStartInput(initial_message="order 42?")
-        )
-        done = await deployment.wait_for_turns("o-1", 1)
+    async with deployment(engine.address, flow) as sessions:
+        await sessions.start_session("o-1", "order 42?")
+        done = await sessions.wait_for_completed_turns("o-1", 1)
     assert done.messages[-1].text == "It shipped."
     stored = json.loads(done.messages[1].framework_item)
     assert stored["provider"] == "openai"
@@ -297,11 +256,9 @@ async def test_a_session_changes_from_anthropic_to_openai_between_turns(
 ) -> None:
     claude = AnthropicEndpoint()
     first_flow = create_stepwise_agent_session_flow(support(claude.client()), "StepwiseSwitch")
-    async with Deployment(engine.address, first_flow) as deployment:
-        await deployment.client.start_flow(
-            first_flow, "sw-1", AgentSessionStartInput(initial_message="order 42?")
-        )
-        done = await deployment.wait_for_turns("sw-1", 1)
+    async with deployment(engine.address, first_flow) as sessions:
+        await sessions.start_session("sw-1", "order 42?")
+        done = await sessions.wait_for_completed_turns("sw-1", 1)
     assert done.messages[-1].text == "Shipped!"
     # Anthropic got its own thinking block back, signature and all.
     assert claude.requests[1]["messages"][1]["content"][0] == {
@@ -312,11 +269,9 @@ async def test_a_session_changes_from_anthropic_to_openai_between_turns(
 
     gpt = OpenAIEndpoint()
     second_flow = create_stepwise_agent_session_flow(support(gpt.client()), "StepwiseSwitch")
-    async with Deployment(engine.address, second_flow) as deployment:
-        assert await deployment.client.invoke_rpc(
-            second_flow.send_user_message, "sw-1", AgentUserMessage(text="thanks")
-        )
-        done = await deployment.wait_for_turns("sw-1", 2)
+    async with deployment(engine.address, second_flow) as sessions:
+        assert await sessions.send_user_message("sw-1", "thanks")
+        done = await sessions.wait_for_completed_turns("sw-1", 2)
     assert done.messages[-1].text == "Hello again."
     assert len(gpt.requests) == 1
     # OpenAI saw the Anthropic turn as text and function calls only: no thinking block.

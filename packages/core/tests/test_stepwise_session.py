@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import tempfile
-import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
@@ -14,9 +12,7 @@ import dex
 import pytest
 
 from dex_agents import (
-    AgentSessionStartInput,
     AgentSnapshot,
-    AgentUserMessage,
     ResolveInterruptInput,
     ToolEffect,
     ToolPolicy,
@@ -33,7 +29,12 @@ from dex_agents.stepwise import (
     function_tool,
     model_call_limit_result,
 )
-from dex_agents.testing import executed_step_types, read_step_history
+from dex_agents.testing import (
+    AgentSessionTestClient,
+    AgentTestEnvironment,
+    executed_step_types,
+    read_step_history,
+)
 from dex_local_engine import LocalEngine
 
 _flow_numbers = itertools.count(1)
@@ -46,71 +47,33 @@ def engine() -> Iterator[LocalEngine]:
 
 
 class Env:
-    def __init__(self, address: str, flow: AgentSessionFlow) -> None:
-        self.address = address
+    """One Stepwise Flow on the module's engine with an in-process Worker (the testing module's)."""
+
+    def __init__(self, environment: AgentTestEnvironment, flow: AgentSessionFlow) -> None:
+        self.environment = environment
         self.flow = flow
-        self._directory = tempfile.TemporaryDirectory(prefix="stepwise-test-")
-        cache = dex.open_blob_cache(dex.BlobCacheConfig(self._directory.name, 16 * 1024 * 1024))
-        registry = dex.Registry([flow], allow_async_handlers=True)
-        self.worker = dex.AsyncWorker(
-            registry,
-            cache,
-            dex.WorkerOptions(
-                server_address=address, pull=dex.PullWorkerOptions(max_concurrent_tasks=8)
-            ),
-        )
-        self.client = dex.AsyncClient(
-            registry,
-            cache,
-            dex.ClientOptions(server_address=address, worker_target=dex.WorkerTarget(pull=True)),
-        )
-        self._serving: asyncio.Task[None] | None = None
-
-    async def open(self) -> None:
-        self._serving = asyncio.create_task(self.worker.start())
-        await self.worker.wait_pull_registered(timeout=30)
-
-    async def close(self) -> None:
-        await self.worker.stop()
-        if self._serving is not None:
-            await asyncio.wait_for(self._serving, 60)
-        await self.client.close()
-        self._directory.cleanup()
+        self.client = environment.client
+        self.address = environment.server_address
+        self.sessions = AgentSessionTestClient(environment.client, flow)
 
     async def start(self, session_id: str, text: str) -> None:
-        await self.client.start_flow(
-            self.flow, session_id, AgentSessionStartInput(initial_message=text)
-        )
+        await self.sessions.start_session(session_id, text)
 
     async def send(self, session_id: str, text: str) -> None:
-        assert await self.client.invoke_rpc(
-            self.flow.send_user_message, session_id, AgentUserMessage(text=text)
-        )
+        assert await self.sessions.send_user_message(session_id, text)
 
     async def snapshot(self, session_id: str) -> AgentSnapshot:
-        return await self.client.invoke_rpc(self.flow.get_agent_snapshot, session_id)
+        return await self.sessions.snapshot(session_id)
 
     async def wait_for(
         self, session_id: str, predicate: Callable[[AgentSnapshot], bool]
     ) -> AgentSnapshot:
-        deadline = time.monotonic() + 60
-        while True:
-            snapshot = await self.snapshot(session_id)
-            if predicate(snapshot):
-                return snapshot
-            if time.monotonic() > deadline:
-                raise AssertionError(f"condition not reached; last snapshot: {snapshot}")
-            await asyncio.sleep(0.05)
+        return await self.sessions.wait_for_snapshot(
+            session_id, predicate, description="the state the test waits for"
+        )
 
     async def wait_for_turns(self, session_id: str, turns: int) -> AgentSnapshot:
-        return await self.wait_for(
-            session_id,
-            lambda s: (
-                s.state is not None
-                and s.state.turn_count >= turns
-                and s.state.active_turn_id is None
-            ),
-        )
+        return await self.sessions.wait_for_completed_turns(session_id, turns)
 
     async def step_types(self, session_id: str) -> list[str]:
         return executed_step_types(await read_step_history(self.address, session_id))
@@ -118,7 +81,7 @@ class Env:
 
 @pytest.fixture
 async def open_env(engine: LocalEngine) -> AsyncIterator[Callable[[AgentDefinition], Any]]:
-    opened: list[Env] = []
+    opened: list[AgentTestEnvironment] = []
 
     async def make(definition: AgentDefinition | AgentSessionFlow) -> Env:
         flow = (
@@ -128,14 +91,15 @@ async def open_env(engine: LocalEngine) -> AsyncIterator[Callable[[AgentDefiniti
                 definition, f"StepwiseTest{next(_flow_numbers)}"
             )
         )
-        env = Env(engine.address, flow)
-        await env.open()
-        opened.append(env)
-        return env
+        environment = await AgentTestEnvironment.start(
+            flows=[flow], server_address=engine.address, worker_in_process=True
+        )
+        opened.append(environment)
+        return Env(environment, flow)
 
     yield make
-    for env in opened:
-        await env.close()
+    for environment in opened:
+        await environment.close()
 
 
 def answer_with_results(request: ModelRequest) -> ScriptedModelReply | None:
