@@ -1,0 +1,67 @@
+"""Playing a neutral ``ModelScript`` inside a framework's scripted model, one call at a time.
+
+Every adapter's conformance factory wraps the suite's script in its
+framework's own test model, and each such model must behave the same way (see
+the conformance README): pick the scripted response for the turn and its
+position, stream ``text_before_gate`` and wait on the gate, fail on the
+scripted attempts, and name tool calls ``call-<position>-<index>`` unless the
+script names them. ``play_scripted_model_call`` does that part, so the model
+only turns the chosen ``ModelTurn`` into its framework's response.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from dex_agents.testing.gates import FileGate
+from dex_agents.testing.scripted_runner import ScriptedModelFailure
+from dex_agents.testing.scripts import ModelScript, ModelTurn, ToolCallSpec
+
+__all__ = ["play_scripted_model_call", "scripted_tool_call_id", "scripted_turn_number"]
+
+TextWriter = Callable[[str], Awaitable[None] | None]
+
+
+def scripted_turn_number(turn_id: str) -> int:
+    """The user turn number of a session turn ID (``turn-3`` -> 3)."""
+    prefix, _, number = turn_id.partition("-")
+    if prefix != "turn" or not number.isdigit():
+        raise ValueError(f"unexpected turn ID {turn_id!r}; expected turn-<n>")
+    return int(number)
+
+
+def scripted_tool_call_id(spec: ToolCallSpec, position: int, index: int) -> str:
+    """The ID of scripted call ``index`` of model call ``position``: the script's, or a default."""
+    return spec.tool_call_id or f"call-{position}-{index}"
+
+
+async def play_scripted_model_call(
+    script: ModelScript,
+    state_directory: Path,
+    *,
+    turn_id: str,
+    position: int,
+    attempt: int,
+    write_text: TextWriter,
+) -> ModelTurn:
+    """The scripted response of this model call, after its gate and failure rules.
+
+    With a gate, ``text_before_gate`` goes to ``write_text`` (sync or async)
+    first, then the call waits at the gate. On the scripted failing attempts it
+    raises ``ScriptedModelFailure`` (an unexpected error: the session retries).
+    Record the call with ``record_model_call`` before calling this.
+    """
+    response = script.response_for(scripted_turn_number(turn_id), position)
+    if response.gate is not None:
+        if response.text_before_gate is not None:
+            written = write_text(response.text_before_gate)
+            if inspect.isawaitable(written):
+                await written
+        await FileGate(Path(state_directory), response.gate).pass_through_async()
+    if attempt <= response.fail_attempts:
+        raise ScriptedModelFailure(
+            f"scripted model call {position + 1} of {turn_id} failed on attempt {attempt}"
+        )
+    return response
