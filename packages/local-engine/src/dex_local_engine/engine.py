@@ -1360,6 +1360,17 @@ class Engine:
                         f"RPC {request.rpc_name!r} returned a movement without a Step type"
                     )
                 validate_step_options(movement.step_options)
+            decision = response.step_decision
+            has_effects = bool(
+                response.upsert_attributes
+                or response.publish_to_channel
+                or response.delete_from_channel
+                or decision.next_steps
+                or decision.cancel_step_types
+            )
+            if not has_effects:  # a pure query: nothing to commit
+                output = response.output if response.HasField("output") else _null()
+                return pb.InvokeRPCResponse(output=output)
             with self._tx():
                 self._apply_effects(
                     flow,
@@ -1383,7 +1394,6 @@ class Engine:
                         )
                     ),
                 )
-                decision = response.step_decision
                 self._cancel_steps(flow, decision.cancel_step_types, None)
                 self._start_steps(
                     flow,
