@@ -157,8 +157,21 @@ class CounterFlow(Flow[str]):
         return RPCResult(None)
 
 
+class Nap(Step[int]):
+    def wait_for(self, context: Context, input: int) -> Wait:
+        return Wait.until(Timer.by_duration(timedelta(seconds=input)))
+
+    def execute(self, context: Context, input: int) -> StepDecision:
+        return graceful_complete(f"napped {input}s, fired={context.has_timer_fired(0)}")
+
+
+class NapFlow(Flow[int]):
+    def get_steps(self) -> StepList[int]:
+        return StepList.start_step(Nap())
+
+
 def flows() -> list[Flow[Any]]:
-    return [AgentFlow(), LongFlow(), CounterFlow()]
+    return [AgentFlow(), LongFlow(), CounterFlow(), NapFlow()]
 
 
 __all__ = ["AgentFlow", "LongFlow", "StepMovement", "flows"]

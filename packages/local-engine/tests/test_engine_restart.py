@@ -22,6 +22,8 @@ def test_engine_crash_loses_nothing_committed(tmp_path: Path, cache_dir: str) ->
         assert app.client.invoke_rpc(counter.add, "counter-1", 3) == 3
         assert app.client.invoke_rpc(counter.add, "counter-1", 4) == 7
         app.client.start_flow(app.long, "long-2", 12)
+        nap = app.flow(__import__("engine_app").NapFlow)
+        app.client.start_flow(nap, "nap-1", 3)
         time.sleep(1.6)  # the Step is running and has heartbeated
         engine.kill()
 
@@ -37,6 +39,9 @@ def test_engine_crash_loses_nothing_committed(tmp_path: Path, cache_dir: str) ->
         attempt, resumed = long_result.completions[0].decode(str).split()
         assert attempt == "attempt=2"
         assert int(resumed.removeprefix("resumed_from=")) >= 2
+        nap_result = app.client.wait_for_flow("nap-1")
+        assert nap_result.status is FlowStatus.COMPLETED
+        assert nap_result.completions[0].decode(str) == "napped 3s, fired=True"
         app.cache.close()
     finally:
         if worker is not None:

@@ -114,6 +114,7 @@ class Engine:
         self._notify: set[str] = set()
         self._depth = 0
         self._hostname = os.uname().nodename
+        self.closing = False
         # Dex raises explicit heartbeat timeouts to a server minimum of ten seconds.
         self.min_heartbeat_timeout = float(
             os.environ.get("DEX_LOCAL_ENGINE_MIN_HEARTBEAT_TIMEOUT", "10")
@@ -829,7 +830,9 @@ class Engine:
 
     def _on_lost(self, task: Task, started: bool, detail: str) -> None:
         attempt = self._attempt_of(task)
-        if attempt is None:
+        if attempt is None or self.closing:
+            # While the engine stops, its streams end too: the attempt stays marked as
+            # running and counts as failed when the engine starts again.
             return
         error = pb.WorkerErrorResponse(
             detail=detail,
@@ -1579,6 +1582,7 @@ class Engine:
         return response
 
     async def close(self) -> None:
+        self.closing = True
         for attempt in list(self._attempts.values()):
             attempt.cancel_timers()
         for handle in list(self._wakes.values()) + list(self._flow_timers.values()):

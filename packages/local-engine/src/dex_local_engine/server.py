@@ -91,6 +91,8 @@ class EngineServer:
             self._store.close()
 
     async def stop(self, grace: float = 1.0) -> None:
+        if self._engine is not None:
+            self._engine.closing = True
         if self._server is not None:
             await self._server.stop(grace)
             self._server = None
