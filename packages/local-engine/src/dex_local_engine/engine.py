@@ -28,6 +28,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from dex_local_engine import errors
 from dex_local_engine.attempt_progress import StepAttemptProgress, with_attempt_progress
 from dex_local_engine.conditions import WaitState, evaluate_wait, validate_waiting_condition
+from dex_local_engine.decisions import FlowEffect, graceful_completion_due, plan_close
 from dex_local_engine.dispatch import Dispatcher, Task
 from dex_local_engine.errors import DexError
 from dex_local_engine.model import (
@@ -457,11 +458,10 @@ class Engine:
         self._touch(flow)
 
     def _check_graceful(self, flow: Flow) -> None:
-        if not flow.running or not flow.graceful:
-            return
-        if all(
-            s.step_type == TIMEOUT_HANDLER_STEP_TYPE and s.phase is Phase.WAITING
-            for s in flow.steps.values()
+        if flow.running and graceful_completion_due(
+            flow.graceful,
+            ((s.step_type, s.phase is Phase.WAITING) for s in flow.steps.values()),
+            TIMEOUT_HANDLER_STEP_TYPE,
         ):
             self._close_flow(flow, pb.FLOW_STATUS_COMPLETED, 0, "")
 
@@ -1110,50 +1110,37 @@ class Engine:
         decision = result.step_decision
         self._cancel_steps(flow, decision.cancel_step_types, None)
         self._cancel_steps(flow, decision.cancel_sibling_step_types, step.from_id)
-        close = decision.close_decision
-        kind = close.close_decision_type if decision.HasField("close_decision") else 0
-        if kind == pb.CLOSE_DECISION_TYPE_FORCE_FAIL:
-            reason = close.close_input.string_value if close.HasField("close_input") else ""
+        plan = plan_close(decision, lambda name: self._channel_drained(flow, name))
+        if plan.output is not None:
+            flow.outputs.append(
+                pb.StepCompletionOutput(
+                    completed_step_type=step.step_type,
+                    completed_step_execution_id=step.sid,
+                    completed_step_output=plan.output,
+                )
+            )
+        if plan.effect is FlowEffect.FAIL:
             self._close_flow(
-                flow, pb.FLOW_STATUS_FAILED, pb.FLOW_ERROR_TYPE_STEP_DECISION_FAILING_FLOW, reason
+                flow,
+                pb.FLOW_STATUS_FAILED,
+                pb.FLOW_ERROR_TYPE_STEP_DECISION_FAILING_FLOW,
+                plan.reason,
             )
             return
-        if kind in (
-            pb.CLOSE_DECISION_TYPE_GRACEFUL_COMPLETE,
-            pb.CLOSE_DECISION_TYPE_FORCE_COMPLETE,
-        ):
-            self._collect_output(flow, step, close)
-            if kind == pb.CLOSE_DECISION_TYPE_FORCE_COMPLETE:
-                self._close_flow(flow, pb.FLOW_STATUS_COMPLETED, 0, "")
-                return
+        if plan.effect is FlowEffect.COMPLETE:
+            self._close_flow(flow, pb.FLOW_STATUS_COMPLETED, 0, "")
+            return
+        if plan.effect is FlowEffect.GRACEFUL:
             flow.graceful = True
-            self._touch(flow)
-        elif kind == pb.CLOSE_DECISION_TYPE_FORCE_COMPLETE_ON_CHANNELS_EMPTY:
-            names = list(close.conditional_channel_names)
-            if all(self._channel_drained(flow, name) for name in names):
-                self._collect_output(flow, step, close)
-                self._close_flow(flow, pb.FLOW_STATUS_COMPLETED, 0, "")
-                return
-        elif kind == pb.CLOSE_DECISION_TYPE_DEAD_END:
-            pass
-        self._start_steps(flow, _trusted(decision.next_steps), from_id=step.sid)
+        self._touch(flow)
+        if plan.start_next_steps:
+            self._start_steps(flow, _trusted(decision.next_steps), from_id=step.sid)
         self._check_graceful(flow)
 
     def _channel_drained(self, flow: Flow, name: str) -> bool:
         if flow.channel_size(name):
             return False
         return not any(m.channel == name for msgs in flow.inflight.values() for m in msgs)
-
-    def _collect_output(self, flow: Flow, step: StepExec, close: pb.CloseDecision) -> None:
-        if close.HasField("close_input") and not _is_null(close.close_input):
-            flow.outputs.append(
-                pb.StepCompletionOutput(
-                    completed_step_type=step.step_type,
-                    completed_step_execution_id=step.sid,
-                    completed_step_output=close.close_input,
-                )
-            )
-            self._touch(flow)
 
     # Effects ----------------------------------------------------------------------
 
