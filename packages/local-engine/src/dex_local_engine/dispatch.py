@@ -286,9 +286,14 @@ class Dispatcher:
             idle.pop(stream, None)
 
     async def _write_loop(self, stream: WorkerStream, context: Any) -> None:
-        while True:
-            frame = await stream.out.get()
-            await context.write(frame)
+        try:
+            while True:
+                frame = await stream.out.get()
+                await context.write(frame)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # the call ended; the reader side notices it too
+            _LOG.debug("Worker stream write failed: %s", error)
 
     def _on_request(self, stream: WorkerStream, request: pb.PollWorkerTaskRequest) -> None:
         kind = request.WhichOneof("frame")

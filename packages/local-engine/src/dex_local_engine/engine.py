@@ -117,9 +117,7 @@ class Engine:
         self._hostname = os.uname().nodename
         self.closing = False
         # Dex raises explicit heartbeat timeouts to a server minimum of ten seconds.
-        self.min_heartbeat_timeout = float(
-            os.environ.get("DEX_LOCAL_ENGINE_MIN_HEARTBEAT_TIMEOUT", "10")
-        )
+        self.min_heartbeat_timeout = _min_heartbeat_timeout()
 
     # Transactions ------------------------------------------------------------------
 
@@ -1610,6 +1608,21 @@ def result_problem(frame: pb.PollWorkerTaskFrame) -> str | None:
 
 def options_proceed_on_wait_for_failure(options: pb.StepOptions) -> bool:
     return options.wait_for_failure_policy == pb.WAIT_FOR_METHOD_FAILURE_POLICY_PROCEED_ON_FAILURE
+
+
+def _min_heartbeat_timeout() -> float:
+    """The heartbeat timeout floor, ``DEX_LOCAL_ENGINE_MIN_HEARTBEAT_TIMEOUT`` or 10 s."""
+    text = os.environ.get("DEX_LOCAL_ENGINE_MIN_HEARTBEAT_TIMEOUT", "")
+    if not text:
+        return 10.0
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if value < 0:
+        _LOG.warning("ignoring DEX_LOCAL_ENGINE_MIN_HEARTBEAT_TIMEOUT=%r: not seconds >= 0", text)
+        return 10.0
+    return value
 
 
 def _trusted(movements: Iterable[pb.StepMovement]) -> list[pb.StepMovement]:
