@@ -1,6 +1,6 @@
 """``ProbeFlow``: a one-Step Flow that checks an engine and Worker setup end to end.
 
-Its Step records each run in ``<state>/probe-runs.jsonl``, passes the FileGate
+Its Step sends a heartbeat, records each run in ``<state>/probe-runs.jsonl``, passes the FileGate
 ``probe``, and completes the Flow with its input upper-cased. A test can SIGKILL
 the Worker while the Step waits at the gate and see the Step run again on a new
 Worker. The state directory comes from ``DEX_AGENTS_TEST_STATE_DIR``.
@@ -34,6 +34,10 @@ class ProbeStep(dex.Step[str]):
         self, context: dex.AsyncContext, input: str
     ) -> dex.StepDecision:
         state = _state_directory()
+        # A heartbeat first tells the engine this attempt started: a Worker killed after
+        # it costs the attempt (the rerun is attempt 2); one killed before any output is
+        # requeued as the same attempt, as Dex does.
+        await context.heartbeat()
         InvocationLog(state / PROBE_RUNS_LOG).record("probe", details={"input": input})
         await FileGate(state, PROBE_GATE).pass_through_async()
         return dex.graceful_complete(input.upper())
