@@ -53,6 +53,10 @@ from dex.runtime_errors import ErrorSubStatus, LongPollTimeoutError
 DEFAULT_SERVER_ADDRESS = "127.0.0.1:8801"
 READY_TIMEOUT_SECONDS = 20.0
 CACHE_BYTES = 64 * 1024 * 1024
+# The scenarios were written for a listening Worker, which runs every task it is
+# sent; a pull Worker's default cap (CPU count, one slot reserved for RPCs) would
+# leave a 2-core machine one Step slot and serialize Steps the scenarios run in parallel.
+PULL_TASK_SLOTS = 32
 
 
 def _server_address() -> str:
@@ -73,7 +77,10 @@ class DexDevTestEnvironment:
         self._worker = Worker(
             registry,
             self._cache,
-            WorkerOptions(server_address=server_address, pull=PullWorkerOptions()),
+            WorkerOptions(
+                server_address=server_address,
+                pull=PullWorkerOptions(max_concurrent_tasks=PULL_TASK_SLOTS),
+            ),
         )
         self._failure: BaseException | None = None
         self._thread = threading.Thread(
@@ -131,7 +138,10 @@ class AsyncDexDevTestEnvironment:
         self._worker = AsyncWorker(
             self._registry,
             self._cache,
-            WorkerOptions(server_address=self._server_address, pull=PullWorkerOptions()),
+            WorkerOptions(
+                server_address=self._server_address,
+                pull=PullWorkerOptions(max_concurrent_tasks=PULL_TASK_SLOTS),
+            ),
         )
         self._worker_task: asyncio.Task[None] | None = None
         self._client: AsyncClient | None = None
