@@ -269,7 +269,7 @@ def test_heartbeat_timeout_fails_the_attempt(
             result = made.client.wait_for_flow("hb")
             output = result.completions[0].decode(str)
             assert "from=SilentStep-1|dex_local_engine.HeartbeatTimeout|" in output
-            assert "no heartbeat within the 1-second heartbeat timeout" in output
+            assert "heartbeat timeout: no heartbeat within 1 seconds" in output
         finally:
             worker.stop()
             made.cache.close()

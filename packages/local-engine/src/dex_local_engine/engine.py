@@ -800,14 +800,14 @@ class Engine:
     def _on_method_timeout(self, attempt: _Attempt, seconds: int) -> None:
         self._time_out(
             attempt,
-            f"the {attempt.task.kind} method timed out after {seconds} seconds",
+            f"{attempt.task.kind} method timeout: the attempt ran past {seconds} seconds",
             "dex_local_engine.MethodTimeout",
         )
 
     def _on_heartbeat_timeout(self, attempt: _Attempt, seconds: float) -> None:
         self._time_out(
             attempt,
-            f"no heartbeat within the {seconds:g}-second heartbeat timeout",
+            f"heartbeat timeout: no heartbeat within {seconds:g} seconds",
             "dex_local_engine.HeartbeatTimeout",
         )
 
