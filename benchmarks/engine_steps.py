@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import platform
@@ -43,7 +44,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from itertools import pairwise
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from dex import (
     AsyncClient,
@@ -284,6 +285,21 @@ def engine_address(database: str, separate_process: bool) -> Generator[str]:
         child.wait(timeout=30)
 
 
+def cache_sdk_version() -> None:
+    """Experiment: memoize the SDK's version lookup.
+
+    dex-python-sdk 1.23.0 reads its own package metadata (``importlib.metadata``,
+    an e-mail-header parse) every time a pull stream registers, and a pull Worker
+    opens a fresh stream for about every task it runs.
+    """
+    import dex._pull_worker as pull_worker
+    import dex._server_protocol as server_protocol
+
+    cached = functools.cache(server_protocol.sdk_version)
+    server_protocol.sdk_version = cached
+    cast(Any, pull_worker).sdk_version = cached
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--json", dest="json_path", help="write the figures here as JSON")
@@ -299,7 +315,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--engine-process", action="store_true", help="run the engine as a child process"
     )
+    parser.add_argument(
+        "--cache-sdk-version",
+        action="store_true",
+        help="experiment: memoize the SDK's per-stream package-metadata version lookup",
+    )
     arguments = parser.parse_args(argv)
+    if arguments.cache_sdk_version:
+        cache_sdk_version()
 
     with tempfile.TemporaryDirectory(prefix="dex-bench-db-") as db_directory:
         database = arguments.db or str(Path(db_directory) / "engine.sqlite3")
@@ -312,6 +335,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "worker": "AsyncWorker (pull), synchronous handlers",
         "worker_max_concurrent_tasks": arguments.worker_tasks,
         "idle_streams_per_queue": arguments.idle_streams,
+        "sdk_version_cached": arguments.cache_sdk_version,
     }
     print(json.dumps(asdict(figures), indent=2))
     if arguments.json_path:
