@@ -25,13 +25,14 @@ from dex_agents.adapter_support import (
     get_deferred_tool_execution,
 )
 from dex_agents.testing import (
-    FileGate,
     ModelScript,
     ModelTurn,
     ScenarioTool,
+    ScriptedModelFailure,
     record_model_call,
     run_scenario_tool,
 )
+from dex_agents.testing.script_playback import play_scripted_model_call, scripted_tool_call_id
 from dex_agents_claude_sdk.runner import ClientFactory
 from dex_agents_claude_sdk.tools import ClaudeTool
 
@@ -196,25 +197,23 @@ class ScriptedMessagesEndpoint:
             history=[line for message in messages for line in _history_lines(message)],
             tool_results=_last_results(messages),
         )
-        response = self.script.response_for(_turn_number(turn.turn_id), position)
-        if response.gate is not None:
-            if response.text_before_gate is not None:
-                turn.events.write_text_delta(response.text_before_gate)
-            await FileGate(self.state_directory, response.gate).pass_through_async()
-        if turn.attempt <= response.fail_attempts:
-            return error_response(500, "api_error", f"scripted failure on attempt {turn.attempt}")
+        try:
+            response = await play_scripted_model_call(
+                self.script,
+                self.state_directory,
+                turn_id=turn.turn_id,
+                position=position,
+                attempt=turn.attempt,
+                write_text=turn.events.write_text_delta,
+            )
+        except ScriptedModelFailure as failure:
+            # The API's way to fail a request: the SDK raises it, and RunModel is retried.
+            return error_response(500, "api_error", str(failure))
         message = response_message(
             _content(response, position, messages),
             message_id=f"msg_{turn.turn_id}_{position}",
         )
         return sse_response(message) if body.get("stream") else httpx2.Response(200, json=message)
-
-
-def _turn_number(turn_id: str) -> int:
-    prefix, _, number = turn_id.partition("-")
-    if prefix != "turn" or not number.isdigit():
-        raise ValueError(f"unexpected turn ID {turn_id!r}; expected turn-<n>")
-    return int(number)
 
 
 def _blocks(message: Mapping[str, Any]) -> list[JsonObject]:
@@ -280,7 +279,7 @@ def _content(
         return [
             {
                 "type": "tool_use",
-                "id": spec.tool_call_id or f"call-{position}-{index}",
+                "id": scripted_tool_call_id(spec, position, index),
                 "name": spec.tool_name,
                 "input": dict(spec.arguments),
             }

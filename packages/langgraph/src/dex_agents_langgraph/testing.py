@@ -32,14 +32,13 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict
 
 from dex_agents.testing import (
-    FileGate,
     ModelScript,
     ModelTurn,
     ScenarioTool,
-    ScriptedModelFailure,
     record_model_call,
     run_scenario_tool,
 )
+from dex_agents.testing.script_playback import play_scripted_model_call, scripted_tool_call_id
 from dex_agents_langgraph.policies import declare_tool_effect
 from dex_agents_langgraph.runner import idempotency_key_of, tool_execution_of
 
@@ -109,27 +108,22 @@ class ScriptedChatModel(BaseChatModel):
             history=[_history_line(m) for m in given],
             tool_results={m.tool_call_id: _content_text(m) for m in _trailing_results(given)},
         )
-        response = self.script.response_for(_turn_number(turn_id), position)
-        if response.gate is not None:
-            if response.text_before_gate is not None and run_manager is not None:
-                chunk = AIMessageChunk(content=response.text_before_gate)
-                await run_manager.on_llm_new_token(
-                    response.text_before_gate, chunk=ChatGenerationChunk(message=chunk)
-                )
-            await FileGate(self.state_directory, response.gate).pass_through_async()
-        if attempt <= response.fail_attempts:
-            raise ScriptedModelFailure(
-                f"scripted model call {position + 1} of {turn_id} failed on attempt {attempt}"
-            )
+
+        async def stream_text(text: str) -> None:
+            if run_manager is not None:
+                chunk = ChatGenerationChunk(message=AIMessageChunk(content=text))
+                await run_manager.on_llm_new_token(text, chunk=chunk)
+
+        response = await play_scripted_model_call(
+            self.script,
+            self.state_directory,
+            turn_id=turn_id,
+            position=position,
+            attempt=attempt,
+            write_text=stream_text,
+        )
         message = _response_message(response, position, given)
         return ChatResult(generations=[ChatGeneration(message=message)])
-
-
-def _turn_number(turn_id: str) -> int:
-    prefix, _, number = turn_id.partition("-")
-    if prefix != "turn" or not number.isdigit():
-        raise ValueError(f"unexpected turn ID {turn_id!r}; expected turn-<n>")
-    return int(number)
 
 
 def _content_text(message: BaseMessage) -> str:
@@ -187,7 +181,7 @@ def _response_message(
                 {
                     "name": spec.tool_name,
                     "args": dict(spec.arguments),
-                    "id": spec.tool_call_id or f"call-{position}-{index}",
+                    "id": scripted_tool_call_id(spec, position, index),
                     "type": "tool_call",
                 }
                 for index, spec in enumerate(response.tool_calls)

@@ -25,14 +25,13 @@ from openai.types.responses.response_prompt_param import ResponsePromptParam
 
 from dex_agents.session import AgentSessionFlow, AgentSessionOptions
 from dex_agents.testing import (
-    FileGate,
     ModelScript,
     ScenarioSession,
     ScenarioTool,
-    ScriptedModelFailure,
     record_model_call,
     run_scenario_tool,
 )
+from dex_agents.testing.script_playback import play_scripted_model_call, scripted_tool_call_id
 from dex_agents_openai_agents.declarations import declare_tool_effect
 from dex_agents_openai_agents.execution import get_deferred_tool_execution, get_model_step_context
 from dex_agents_openai_agents.flow import create_openai_agents_session_flow
@@ -85,13 +84,6 @@ def scenario_function_tool(tool: ScenarioTool, state_directory: Path) -> Functio
         strict_json_schema=False,
     )
     return declare_tool_effect(function_tool, tool.effect, requires_approval=tool.requires_approval)
-
-
-def _turn_number(turn_id: str) -> int:
-    prefix, _, number = turn_id.partition("-")
-    if prefix != "turn" or not number.isdigit():
-        raise ValueError(f"unexpected turn ID {turn_id!r}; expected turn-<n>")
-    return int(number)
 
 
 def _is_user_message(item: Mapping[str, Any]) -> bool:
@@ -152,22 +144,20 @@ class ScenarioModel(Model):
             history=[_readable(item, names) for item in items],
             tool_results=seen,
         )
-        response = self.script.response_for(_turn_number(turn.turn_id), position)
-        if response.gate is not None:
-            if response.text_before_gate is not None:
-                turn.events.write_text_delta(response.text_before_gate)
-            await FileGate(self.state_directory, response.gate).pass_through_async()
-        if turn.attempt <= response.fail_attempts:
-            raise ScriptedModelFailure(
-                f"scripted model call {position + 1} of {turn.turn_id} failed"
-                f" on attempt {turn.attempt}"
-            )
+        response = await play_scripted_model_call(
+            self.script,
+            self.state_directory,
+            turn_id=turn.turn_id,
+            position=position,
+            attempt=turn.attempt,
+            write_text=turn.events.write_text_delta,
+        )
         if response.tool_calls:
             output = [
                 function_call(
                     spec.tool_name,
                     json.dumps(dict(spec.arguments), separators=(",", ":"), sort_keys=True),
-                    call_id=spec.tool_call_id or f"call-{position}-{index}",
+                    call_id=scripted_tool_call_id(spec, position, index),
                 )
                 for index, spec in enumerate(response.tool_calls)
             ]

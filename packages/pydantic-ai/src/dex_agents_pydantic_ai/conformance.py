@@ -38,14 +38,13 @@ from pydantic_ai.usage import RequestUsage
 from dex_agents import AgentTurnContext
 from dex_agents.session import AgentSessionFlow
 from dex_agents.testing import (
-    FileGate,
     ModelScript,
     ScenarioSession,
     ScenarioTool,
-    ScriptedModelFailure,
     record_model_call,
     run_scenario_tool,
 )
+from dex_agents.testing.script_playback import play_scripted_model_call, scripted_tool_call_id
 from dex_agents_pydantic_ai.flow import create_pydantic_ai_agent_session_flow
 from dex_agents_pydantic_ai.policies import dex_tool_metadata
 from dex_agents_pydantic_ai.session_context import (
@@ -80,23 +79,21 @@ class _ScriptedModel:
             history=_readable_history(messages),
             tool_results={part.tool_call_id: _text(part) for part in received},
         )
-        response = self.script.response_for(_turn_number(turn.turn_id), position)
-        if response.gate is not None:
-            if response.text_before_gate is not None:
-                turn.events.write_text_delta(response.text_before_gate)
-            await FileGate(self.state_directory, response.gate).pass_through_async()
-        if turn.attempt <= response.fail_attempts:
-            raise ScriptedModelFailure(
-                f"scripted model call {position + 1} of {turn.turn_id} failed"
-                f" on attempt {turn.attempt}"
-            )
+        response = await play_scripted_model_call(
+            self.script,
+            self.state_directory,
+            turn_id=turn.turn_id,
+            position=position,
+            attempt=turn.attempt,
+            write_text=turn.events.write_text_delta,
+        )
         if response.tool_calls:
             return ModelResponse(
                 parts=[
                     ToolCallPart(
                         tool_name=spec.tool_name,
                         args=json.dumps(dict(spec.arguments), sort_keys=True),
-                        tool_call_id=spec.tool_call_id or f"call-{position}-{index}",
+                        tool_call_id=scripted_tool_call_id(spec, position, index),
                     )
                     for index, spec in enumerate(response.tool_calls)
                 ],
@@ -165,13 +162,6 @@ def _position_in_turn(turn: AgentTurnContext) -> int:
             for stored in ModelMessagesTypeAdapter.validate_json(message.framework_item)
         )
     )
-
-
-def _turn_number(turn_id: str) -> int:
-    prefix, _, number = turn_id.partition("-")
-    if prefix != "turn" or not number.isdigit():
-        raise ValueError(f"unexpected turn ID {turn_id!r}; expected turn-<n>")
-    return int(number)
 
 
 def _text(part: ToolReturnPart) -> str:
