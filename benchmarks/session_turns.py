@@ -81,6 +81,59 @@ def read_tool_script(turns: int) -> ModelScript:
     return ModelScript(responses)
 
 
+def _child_pids() -> dict[str, int]:
+    """This process's children by role: the engine and the Worker (Linux ``/proc``)."""
+    found: dict[str, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        if parent != os.getpid():
+            continue
+        if "dex_local_engine" in command:
+            found["engine"] = int(entry.name)
+        elif "scenario_worker" in command:
+            found["worker"] = int(entry.name)
+    return found
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of ``pid`` so far; 0 where ``/proc`` is missing."""
+    try:
+        fields = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class CpuMeter:
+    """CPU time the benchmark, the engine and the Worker spend between two points.
+
+    Less sensitive than wall-clock latency to other work on a shared machine.
+    """
+
+    def __init__(self) -> None:
+        self.pids = _child_pids()
+        self.started = self._now()
+
+    def _now(self) -> dict[str, float]:
+        now = {role: cpu_seconds(pid) for role, pid in self.pids.items()}
+        now["client"] = time.process_time()
+        return now
+
+    def per_unit_ms(self, units: int) -> dict[str, float]:
+        ended = self._now()
+        return {
+            role: round((ended[role] - self.started[role]) * 1000 / max(1, units), 2)
+            for role in sorted(ended)
+        }
+
+
 def percentile(values: Sequence[float], fraction: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
@@ -261,10 +314,12 @@ async def measure(arguments: argparse.Namespace) -> dict[str, Any]:
                     await run_session(sessions, flow, f"warmup-{uuid.uuid4().hex}", 2)
 
                     single_id = f"single-{uuid.uuid4().hex}"
+                    cpu = CpuMeter()
                     started = time.perf_counter()
                     single = await run_session(sessions, flow, single_id, arguments.turns)
                     single_turns = single[1:] or single
                     single_elapsed = time.perf_counter() - started
+                    single_cpu = cpu.per_unit_ms(arguments.turns)
                     steps = executed_step_types(
                         await read_step_history(engine.server_address, single_id)
                     )
@@ -277,6 +332,7 @@ async def measure(arguments: argparse.Namespace) -> dict[str, Any]:
                         "turns_per_second": round(arguments.turns / single_elapsed, 2),
                         "turn_latency": latency_summary(single_turns),
                         "step_executions_per_later_turn": round(later_turn_steps, 2),
+                        "cpu_ms_per_turn": single_cpu,
                     }
 
                     started = time.perf_counter()
@@ -329,6 +385,11 @@ def print_results(results: dict[str, Any]) -> None:
         f"one session, {single['turns']} turns: {single['turns_per_second']} turns/s;"
         f" turn p50 {single['turn_latency']['p50_ms']} ms,"
         f" p99 {single['turn_latency']['p99_ms']} ms"
+    )
+    cpu = single["cpu_ms_per_turn"]
+    print(
+        "CPU per turn (one session): "
+        + ", ".join(f"{role} {milliseconds} ms" for role, milliseconds in cpu.items())
     )
     print(
         f"{many['sessions']} sessions x {many['turns_per_session']} turns:"
