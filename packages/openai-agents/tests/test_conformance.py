@@ -4,13 +4,12 @@ import pytest
 
 from dex_agents_conformance import ConformanceAdapter
 from dex_agents_conformance.suite import ConformanceSuite
+from dex_agents_openai_agents.conformance import CONFORMANCE_FACTORY
 
 
 @pytest.fixture
 def conformance_adapter() -> ConformanceAdapter:
-    return ConformanceAdapter(
-        factory="dex_agents_openai_agents.conformance:build_flow", name="openai-agents"
-    )
+    return ConformanceAdapter(factory=CONFORMANCE_FACTORY, name="openai-agents")
 
 
 class TestOpenAIAgentsConformance(ConformanceSuite):

@@ -1,6 +1,6 @@
 """The adapter's conformance factory: the suite's neutral scenarios as an SDK agent.
 
-``build_flow`` (import path ``dex_agents_openai_agents.conformance:build_flow``)
+``build_conformance_flow`` (``CONFORMANCE_FACTORY``, its import path)
 turns a ``ModelScript`` into ``ScenarioModel``, a ``Model`` that answers each
 call with a one-step ``agents.testing.ScriptedModel`` (the SDK's own test model),
 and each ``ScenarioTool`` into a ``FunctionTool`` that declares its effect. The
@@ -37,12 +37,21 @@ from dex_agents_openai_agents.execution import get_deferred_tool_execution, get_
 from dex_agents_openai_agents.flow import create_openai_agents_session_flow
 from dex_agents_openai_agents.items import message_text
 
-__all__ = ["SCENARIO_USAGE", "ScenarioModel", "build_flow", "scenario_function_tool"]
+__all__ = [
+    "CONFORMANCE_FACTORY",
+    "SCENARIO_USAGE",
+    "ScenarioModel",
+    "build_conformance_flow",
+    "scenario_function_tool",
+]
+
+CONFORMANCE_FACTORY = "dex_agents_openai_agents.conformance:build_conformance_flow"
+"""Import path of the factory, for ``ConformanceAdapter(factory=...)``."""
 
 SCENARIO_USAGE = Usage(requests=1, input_tokens=10, output_tokens=5, total_tokens=15)
 
 
-def build_flow(
+def build_conformance_flow(
     script: ModelScript,
     tools: Sequence[ScenarioTool],
     state_directory: Path,

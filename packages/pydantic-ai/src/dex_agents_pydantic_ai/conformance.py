@@ -1,6 +1,6 @@
 """The conformance suite's scenario factory for the Pydantic AI runner.
 
-``build_flow(script, tools, state_directory, session)`` turns a neutral
+``build_conformance_flow(script, tools, state_directory, session)`` turns a neutral
 ``ModelScript`` into a Pydantic AI ``FunctionModel`` and the scenario's tools
 into Pydantic AI tools that declare their effect and approval in their own
 metadata (``dex_tool_metadata``), so the suite also checks how the runner reads
@@ -52,9 +52,9 @@ from dex_agents_pydantic_ai.session_context import (
     get_model_step_context,
 )
 
-__all__ = ["CONFORMANCE_FACTORY", "build_flow"]
+__all__ = ["CONFORMANCE_FACTORY", "build_conformance_flow"]
 
-CONFORMANCE_FACTORY = "dex_agents_pydantic_ai.conformance:build_flow"
+CONFORMANCE_FACTORY = "dex_agents_pydantic_ai.conformance:build_conformance_flow"
 """Import path of the factory, for ``ConformanceAdapter(factory=...)``."""
 
 _SCRIPTED_USAGE = RequestUsage(input_tokens=10, output_tokens=5)
@@ -110,7 +110,7 @@ class _ScriptedModel:
         )
 
 
-def build_flow(
+def build_conformance_flow(
     script: ModelScript,
     tools: Sequence[ScenarioTool],
     state_directory: Path,
