@@ -62,9 +62,13 @@ def typecheck(session: nox.Session) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Every package's own tests, against the real local engine (conformance runs apart)."""
+    """Every package's own tests, against the real local engine (conformance runs apart).
+
+    One pytest run per package, so each package's conftest and helper modules stay its own.
+    """
     sync(session)
-    session.run("pytest", "-m", "not conformance", *PACKAGE_TESTS, *session.posargs)
+    for tests_dir in PACKAGE_TESTS:
+        session.run("pytest", "-m", "not conformance", tests_dir, *session.posargs)
 
 
 @nox.session
