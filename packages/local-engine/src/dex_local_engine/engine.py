@@ -154,8 +154,15 @@ class Engine:
             self.store.put_step(flow_id, sid, step.to_json())
 
     def _touch(self, flow: Flow, step: StepExec | None = None) -> None:
-        self._dirty_flows[flow.flow_id] = flow
-        if step is not None:
+        """Mark a Step's row (or, without a Step, the Flow's row) for writing at commit.
+
+        The Flow row holds status, outputs, graceful and stale skips; counters and
+        sequence numbers are derived from the Step, message and history rows on load,
+        so a Step transition does not rewrite it.
+        """
+        if step is None:
+            self._dirty_flows[flow.flow_id] = flow
+        else:
             self._dirty_steps[(flow.flow_id, step.sid)] = step
         self._notify.add(flow.flow_id)
 
@@ -175,8 +182,13 @@ class Engine:
         for row in self.store.flows():
             flow = Flow.from_row(row.flow_id, row.run_id, row.flow_type, row.status, row.meta)
             self.flows[flow.flow_id] = flow
+            flow.next_event_id = max(flow.next_event_id, self.store.last_event_id(flow.flow_id) + 1)
             for data in self.store.steps(flow.flow_id):
                 step = StepExec.from_json(data)
+                flow.counters[step.step_type] = max(
+                    flow.counters.get(step.step_type, 0), step.number
+                )
+                flow.next_order = max(flow.next_order, step.order + 1)
                 if step.ended:
                     flow.ended_steps[step.sid] = step.phase
                 elif flow.running:
@@ -191,6 +203,7 @@ class Engine:
                 parsed = pb.Value()
                 parsed.ParseFromString(value)
                 message = ChannelMsg(seq, channel, message_id, parsed)
+                flow.next_seq = max(flow.next_seq, seq + 1)
                 if consumer is None:
                     flow.channels.setdefault(channel, deque()).append(message)
                 else:
@@ -453,7 +466,7 @@ class Engine:
         flow.next_event_id += 1
         event.event_time.CopyFrom(_stamp(time.time()))
         self.store.add_event(flow.flow_id, event.event_id, event.SerializeToString())
-        self._touch(flow)
+        self._notify.add(flow.flow_id)
 
     def _check_graceful(self, flow: Flow) -> None:
         if flow.running and graceful_completion_due(
@@ -1068,7 +1081,9 @@ class Engine:
                     self._apply_skip(flow, step, skip.condition_id, skip.index)
                 else:
                     remaining.append(skip)
-            flow.stale_skips = remaining
+            if len(remaining) != len(flow.stale_skips):
+                flow.stale_skips = remaining
+                self._touch(flow)
         else:
             step.results = pb.ConditionResults()
             step.phase = Phase.EXECUTE_LOCK
@@ -1130,7 +1145,8 @@ class Engine:
             return
         if plan.effect is FlowEffect.GRACEFUL:
             flow.graceful = True
-        self._touch(flow)
+        if plan.output is not None or plan.effect is FlowEffect.GRACEFUL:
+            self._touch(flow)
         if plan.start_next_steps:
             self._start_steps(flow, _trusted(decision.next_steps), from_id=step.sid)
         self._check_graceful(flow)
@@ -1152,7 +1168,7 @@ class Engine:
             else:
                 flow.attributes[write.key] = write.value
                 self.store.put_attribute(flow.flow_id, write.key, write.value.SerializeToString())
-        self._touch(flow)
+        self._notify.add(flow.flow_id)
 
     def _find_message(self, flow: Flow, channel: str, message_id: str) -> ChannelMsg | None:
         queue = flow.channels.get(channel)
@@ -1198,7 +1214,7 @@ class Engine:
                 message.message_id,
                 value.SerializeToString(),
             )
-        self._touch(flow)
+        self._notify.add(flow.flow_id)
 
     # Requests to Workers ----------------------------------------------------------
 

@@ -203,6 +203,12 @@ class Store:
     def add_event(self, flow_id: str, event_id: int, event: bytes) -> None:
         self._db.execute("INSERT INTO history VALUES (?, ?, ?)", (flow_id, event_id, event))
 
+    def last_event_id(self, flow_id: str) -> int:
+        row = self._db.execute(
+            "SELECT MAX(event_id) FROM history WHERE flow_id = ?", (flow_id,)
+        ).fetchone()
+        return int(row[0] or 0)
+
     def events(self, flow_id: str, start_event_id: int, limit: int) -> list[bytes]:
         rows = self._db.execute(
             "SELECT event FROM history WHERE flow_id = ? AND event_id >= ? "
