@@ -378,7 +378,7 @@ class Dispatcher:
                 return
             code = getattr(error, "code", lambda: None)()
             task.done = True
-            reached = code != grpc.StatusCode.UNAVAILABLE
+            reached = task.frames > 0 or code != grpc.StatusCode.UNAVAILABLE
             task.on_lost(
                 task, reached, f"calling the Worker at {task.push_address} failed: {error}"
             )
