@@ -124,10 +124,10 @@ class StreamStore:
     def first_after(
         self, flow_type: str, stream: str, flow_id: str, resume_token: str
     ) -> pb.StreamMessage | None:
+        after = parse_token(resume_token)
         log = self._logs.get((flow_type, stream, flow_id))
         if log is None:
             return None
-        after = parse_token(resume_token)
         for message in log.messages:
             if message.seq > after:
                 return message.to_proto()
@@ -158,11 +158,11 @@ class StreamStore:
     def page(
         self, flow_type: str, stream: str, flow_id: str, page_size: int, before_token: str
     ) -> tuple[list[pb.StreamMessage], str]:
+        before = parse_token(before_token) if before_token else None
         log = self._logs.get((flow_type, stream, flow_id))
         if log is None:
             return [], ""
         size = min(page_size or DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
-        before = parse_token(before_token) if before_token else None
         older = [m for m in log.messages if before is None or m.seq < before]
         chosen = older[-size:]
         chosen.reverse()
