@@ -1234,8 +1234,22 @@ class Engine:
             context.last_heartbeat_value.CopyFrom(step.method.checkpoint)
         return context
 
-    def _attributes(self, flow: Flow) -> list[pb.KV]:
-        return [pb.KV(key=key, value=value) for key, value in flow.attributes.items()]
+    def _attributes(self, flow: Flow, loaded_maps: Iterable[str] | None = None) -> list[pb.KV]:
+        """Singleton Attributes, plus the AttributeMap instances that were loaded.
+
+        Persistence names cannot contain '/', so a key with one is a map instance
+        (``name/instance``); the SDK refuses to read instances that were not loaded, so
+        they are left out and tasks stay small.
+        """
+        if loaded_maps is None:
+            return [pb.KV(key=key, value=value) for key, value in flow.attributes.items()]
+        loaded = set(loaded_maps)
+        kept: list[pb.KV] = []
+        for key, value in flow.attributes.items():
+            name, slash, _ = key.partition("/")
+            if not slash or key in loaded or f"{name}/" in loaded:
+                kept.append(pb.KV(key=key, value=value))
+        return kept
 
     def _channel_infos(self, flow: Flow) -> dict[str, int]:
         return {name: len(queue) for name, queue in flow.channels.items() if queue}
@@ -1266,7 +1280,7 @@ class Engine:
             flow_type=flow.flow_type,
             step_type=step.step_type,
             step_input=step.step_input,
-            attributes=self._attributes(flow),
+            attributes=self._attributes(flow, options.wait_for_load_attribute_map_instances),
             loaded_attribute_map_instances=options.wait_for_load_attribute_map_instances,
             loaded_channel_names=options.wait_for_load_channel_names,
             loaded_channel_map_instances=options.wait_for_load_channel_map_instances,
@@ -1287,7 +1301,7 @@ class Engine:
             flow_type=flow.flow_type,
             step_type=step.step_type,
             step_input=step.step_input,
-            attributes=self._attributes(flow),
+            attributes=self._attributes(flow, options.execute_load_attribute_map_instances),
             step_exe_locals=[pb.KV(key=k, value=v) for k, v in step.locals.items()],
             condition_results=step.results or pb.ConditionResults(),
             loaded_attribute_map_instances=options.execute_load_attribute_map_instances,
@@ -1330,7 +1344,7 @@ class Engine:
                 flow_type=flow.flow_type,
                 rpc_name=request.rpc_name,
                 input=request.input if request.HasField("input") else _null(),
-                attributes=self._attributes(flow),
+                attributes=self._attributes(flow, request.load_attribute_map_instances),
                 loaded_attribute_map_instances=request.load_attribute_map_instances,
                 loaded_channel_names=request.load_channel_names,
                 loaded_channel_map_instances=request.load_channel_map_instances,
