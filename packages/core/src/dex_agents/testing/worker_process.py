@@ -28,6 +28,12 @@ from dex_agents.testing.processes import ChildProcess
 WORKER_READY_LINE = "dex-agents test Worker ready"
 SERVER_ADDRESS_VARIABLE = "DEX_SERVER_ADDRESS"
 DEFAULT_MAX_CONCURRENT_TASKS = 8
+IDLE_STREAMS_PER_QUEUE = 2
+"""Idle pull streams kept per queue. With Dex's default of one, the stream that just
+sent a Step's result retires while the engine may already be handing it the session's
+next Step; that task is rejected and dispatched again, a few ms per turn in one session
+and far more with many sessions at once (benchmarks/session_turns.py: 10 sessions x 3
+turns went from about 13 to 22-29 turns/s)."""
 DEFAULT_REGISTRATION_TIMEOUT = timedelta(seconds=60)
 BLOB_CACHE_BYTES = 64 * 1024 * 1024
 
@@ -70,7 +76,10 @@ def build_pull_worker(
         blob_cache,
         dex.WorkerOptions(
             server_address=server_address,
-            pull=dex.PullWorkerOptions(max_concurrent_tasks=max_concurrent_tasks),
+            pull=dex.PullWorkerOptions(
+                max_concurrent_tasks=max_concurrent_tasks,
+                idle_streams_per_queue=IDLE_STREAMS_PER_QUEUE,
+            ),
         ),
     )
 
