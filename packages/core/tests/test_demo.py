@@ -18,7 +18,7 @@ def run_demo(tmp_path: Path, *arguments: str) -> subprocess.CompletedProcess[str
     environment = {
         key: value
         for key, value in os.environ.items()
-        if key not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+        if key not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "DEX_SERVER_ADDRESS")
     }
     return subprocess.run(
         [
@@ -202,3 +202,37 @@ def test_interactive_chat_rejects_with_a_reason_and_answers_by_number(tmp_path: 
     assert "3. cold brew" in out
     assert '[tool] ask_user succeeded: {"status":"answered","answer":"cold brew"}' in out
     assert "Good choice: cold brew." in out
+
+
+@pytest.mark.slow
+def test_demo_runs_against_a_separate_dex_server(tmp_path: Path) -> None:
+    """--server points the same Worker and Client at another engine; no embedded one starts."""
+    engine = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "dex_local_engine",
+            "serve",
+            "--port",
+            "0",
+            "--db",
+            str(tmp_path / "server.sqlite3"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert engine.stdout is not None
+        ready = engine.stdout.readline()
+        assert ready.startswith("dex-local-engine ready on "), ready
+        address = ready.removeprefix("dex-local-engine ready on ").split()[0]
+        result = run_demo(tmp_path, "--server", address, "--message", "Where is order 42?")
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert f"Dex server: {address}" in result.stdout
+        assert "engine database:" not in result.stdout
+        assert "lookup_order succeeded" in result.stdout
+        assert not (tmp_path / "demo.sqlite3").exists()
+    finally:
+        engine.send_signal(signal.SIGTERM)
+        assert engine.wait(timeout=30) == 0

@@ -13,6 +13,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import os
 import secrets
 import sys
 import threading
@@ -35,6 +36,7 @@ class DemoOptions:
     """What ``dex-agents demo`` was asked to do."""
 
     database: Path | None = None
+    server_address: str | None = None
     session_id: str | None = None
     messages: tuple[str, ...] = ()
     auto_approve: bool = False
@@ -51,6 +53,13 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         help="SQLite database of the embedded engine (default: demo.sqlite3 in the "
         "user's data directory)",
+    )
+    parser.add_argument(
+        "--server",
+        metavar="HOST:PORT",
+        default=os.environ.get("DEX_SERVER_ADDRESS") or None,
+        help="use this Dex server instead of the embedded engine (default: "
+        "$DEX_SERVER_ADDRESS when set); --db is then unused",
     )
     parser.add_argument("--session", help="resume this session ID (or start it under this ID)")
     parser.add_argument(
@@ -111,8 +120,16 @@ async def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
     interactive = not options.messages
 
     out.write(f"dex-agents demo: {model.label}\n")
-    out.write(f"engine database: {database}\n")
-    async with EmbeddedDex(database, [flow], state_directory / "demo-blob-cache") as runtime:
+    if options.server_address is None:
+        out.write(f"engine database: {database}\n")
+    else:
+        out.write(f"Dex server: {options.server_address}\n")
+    async with EmbeddedDex(
+        database,
+        [flow],
+        state_directory / "demo-blob-cache",
+        server_address=options.server_address,
+    ) as runtime:
         chat = Chat(
             runtime.client,
             flow,
@@ -166,6 +183,7 @@ def run_demo_command(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.ERROR)
     options = DemoOptions(
         database=args.db,
+        server_address=args.server,
         session_id=args.session,
         messages=tuple(args.message),
         auto_approve=args.auto_approve,

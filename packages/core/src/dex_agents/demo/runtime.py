@@ -1,4 +1,4 @@
-"""The demo's embedded Dex: a local engine, one pull AsyncWorker and a Client in one process."""
+"""The demo's Dex: a local engine (or a given Dex server), one pull AsyncWorker and a Client."""
 
 from __future__ import annotations
 
@@ -21,12 +21,22 @@ _REGISTRATION_TIMEOUT_SECONDS = 30.0
 class EmbeddedDex:
     """Runs ``flows`` on a local engine whose SQLite database is ``database``.
 
+    With ``server_address`` it starts no engine and uses that Dex server instead
+    (Dex Server, or a ``dex-local-engine serve``): the same Worker and Client code.
     Use as ``async with EmbeddedDex(...) as dex_runtime``; leaving stops the
     Worker, then the engine. Sessions stay in the database for the next start.
     """
 
-    def __init__(self, database: Path, flows: list[dex.Flow[Any]], cache_directory: Path) -> None:
+    def __init__(
+        self,
+        database: Path,
+        flows: list[dex.Flow[Any]],
+        cache_directory: Path,
+        *,
+        server_address: str | None = None,
+    ) -> None:
         self.database = database
+        self.server_address = server_address
         self.flows = flows
         self.cache_directory = cache_directory
         self._engine: LocalEngine | None = None
@@ -42,11 +52,14 @@ class EmbeddedDex:
         return self._client
 
     async def __aenter__(self) -> EmbeddedDex:
-        self.database.parent.mkdir(parents=True, exist_ok=True)
         self.cache_directory.mkdir(parents=True, exist_ok=True)
-        engine = LocalEngine(database=self.database, port=0)
-        await asyncio.to_thread(engine.start)
-        self._engine = engine
+        address = self.server_address
+        if address is None:
+            self.database.parent.mkdir(parents=True, exist_ok=True)
+            engine = LocalEngine(database=self.database, port=0)
+            await asyncio.to_thread(engine.start)
+            self._engine = engine
+            address = engine.address
         try:
             self._blob_cache = dex.open_blob_cache(
                 dex.BlobCacheConfig(str(self.cache_directory), _BLOB_CACHE_BYTES)
@@ -56,7 +69,7 @@ class EmbeddedDex:
                 registry,
                 self._blob_cache,
                 dex.WorkerOptions(
-                    server_address=engine.address,
+                    server_address=address,
                     pull=dex.PullWorkerOptions(max_concurrent_tasks=4),
                 ),
             )
@@ -66,7 +79,7 @@ class EmbeddedDex:
                 registry,
                 self._blob_cache,
                 dex.ClientOptions(
-                    server_address=engine.address, worker_target=dex.WorkerTarget(pull=True)
+                    server_address=address, worker_target=dex.WorkerTarget(pull=True)
                 ),
             )
         except BaseException:
