@@ -72,3 +72,40 @@ def test_other_request_validation(stub: pb_grpc.FlowServiceStub) -> None:
     )
     summary = stub.GetFlowSummary(pb.GetFlowSummaryRequest(flow_id="idle"))
     assert summary.flow_status == pb.FLOW_STATUS_RUNNING
+
+
+def _start(
+    stub: pb_grpc.FlowServiceStub, policy: int = 0, request_id: str = "", ignore: bool = False
+) -> str:
+    return stub.StartFlow(
+        pb.StartFlowRequest(
+            flow_id="reuse",
+            flow_type="T",
+            request_id=request_id,
+            flow_start_options=pb.FlowStartOptions(
+                id_reuse_policy=policy,  # type: ignore[arg-type]
+                flow_already_started_options=pb.FlowAlreadyStartedOptions(
+                    ignore_already_started_error=ignore
+                ),
+            ),
+        )
+    ).run_id
+
+
+def _already(stub: pb_grpc.FlowServiceStub, **kwargs: object) -> None:
+    with pytest.raises(grpc.RpcError) as failure:
+        _start(stub, **kwargs)  # type: ignore[arg-type]
+    assert failure.value.code() == grpc.StatusCode.ALREADY_EXISTS  # type: ignore[attr-defined]
+
+
+def test_start_idempotency_and_id_reuse_policies(stub: pb_grpc.FlowServiceStub) -> None:
+    first = _start(stub, request_id="r1")
+    assert _start(stub, request_id="r1", ignore=True) == first
+    _already(stub, request_id="r1")  # same request, but not asked to ignore
+    _already(stub, request_id="r2", ignore=True)  # another request
+    second = _start(stub, policy=pb.ID_REUSE_POLICY_ALLOW_TERMINATE_IF_RUNNING, request_id="r3")
+    assert second != first
+    stub.StopFlow(pb.StopFlowRequest(flow_id="reuse", stop_type=pb.STOP_TYPE_CANCEL))
+    _already(stub, policy=pb.ID_REUSE_POLICY_DISALLOW_REUSE, request_id="r4")
+    third = _start(stub, policy=pb.ID_REUSE_POLICY_ALLOW_IF_PREVIOUS_EXISTS_ABNORMALLY)
+    assert third not in (first, second)  # the canceled run ended abnormally

@@ -253,23 +253,16 @@ class Engine:
         with self._tx():
             if existing is not None:
                 if existing.running:
-                    if (
-                        options.flow_already_started_options.ignore_already_started_error
-                        and request.request_id
-                        and request.request_id == existing.request_id
-                    ):
-                        return existing.run_id
-                    if policy == pb.ID_REUSE_POLICY_ALLOW_TERMINATE_IF_RUNNING:
-                        self._close_flow(
-                            existing, pb.FLOW_STATUS_TERMINATED, 0, "terminated by a new start"
-                        )
-                    else:
-                        raise self._already_started(request.flow_id)
+                    if policy != pb.ID_REUSE_POLICY_ALLOW_TERMINATE_IF_RUNNING:
+                        return self._already_started_or_same(request, existing)
+                    self._close_flow(
+                        existing, pb.FLOW_STATUS_TERMINATED, 0, "terminated by a new start"
+                    )
                 elif policy == pb.ID_REUSE_POLICY_DISALLOW_REUSE or (
                     policy == pb.ID_REUSE_POLICY_ALLOW_IF_PREVIOUS_EXISTS_ABNORMALLY
                     and existing.status == pb.FLOW_STATUS_COMPLETED
                 ):
-                    raise self._already_started(request.flow_id)
+                    return self._already_started_or_same(request, existing)
                 self._forget(existing)
             config = pb.FlowConfig()
             if options.HasField("flow_config_override"):
@@ -358,6 +351,18 @@ class Engine:
         flow.steps[step.sid] = step
         self._touch(flow, step)
         self._advance(flow, step)
+
+    def _already_started_or_same(self, request: pb.StartFlowRequest, existing: Flow) -> str:
+        """The reuse policy rejects the start: a retry of the same request that asked to
+        ignore that gets the existing run, anything else the already-started error."""
+        options = request.flow_start_options
+        if (
+            options.flow_already_started_options.ignore_already_started_error
+            and request.request_id
+            and request.request_id == existing.request_id
+        ):
+            return existing.run_id
+        raise self._already_started(request.flow_id)
 
     def _already_started(self, flow_id: str) -> DexError:
         return DexError(
