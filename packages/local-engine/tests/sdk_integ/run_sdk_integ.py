@@ -45,7 +45,6 @@ PER_TEST_TIMEOUT_SECONDS = 120
 # Keys are test function names; a failure of one of these is reported, not counted.
 UNSUPPORTED: dict[str, str] = {
     "test_search_flows_finds_indexed_flow": "SearchFlows is not implemented",
-    "test_search_flows_rejects_negative_page_size": "SearchFlows is not implemented",
     "test_reset_reapplies_rpc_or_channel": "ResetFlow (time travel) is not implemented",
     "test_reset_can_skip_rpc_or_channel_reapply": "ResetFlow (time travel) is not implemented",
     "test_subflow_returns_identity_and_output": "SubFlows are not implemented",
@@ -63,7 +62,6 @@ UNSUPPORTED: dict[str, str] = {
     "test_subflow_partial_results_survive_continue_as_new_without_restart": (
         "SubFlows and continue-as-new are not implemented"
     ),
-    "test_async_worker_async_execute_starts_child": "SubFlows are not implemented",
 }
 
 # Literal text in the exported scenarios that names an SDK symbol renamed since
