@@ -47,3 +47,27 @@ def test_engine_crash_loses_nothing_committed(tmp_path: Path, cache_dir: str) ->
         if worker is not None:
             worker.stop()
         engine.kill()
+
+
+def test_clean_engine_stop_and_restart(tmp_path: Path, cache_dir: str) -> None:
+    database = str(tmp_path / "engine.db")
+    port = free_port()
+    engine = EngineProcess(database, port)
+    worker: WorkerProcess | None = None
+    try:
+        worker = WorkerProcess(engine.address)
+        app = App(engine.address, cache_dir)
+        counter = app.flow(__import__("engine_app").CounterFlow)
+        app.client.start_flow(counter, "counter-2", "sum")
+        assert app.client.invoke_rpc(counter.add, "counter-2", 2) == 2
+        assert engine.stop() == 0  # SIGTERM: Workers are asked to reconnect
+        engine = EngineProcess(database, port)
+        assert app.client.invoke_rpc(counter.add, "counter-2", 3) == 5
+        app.client.invoke_rpc(counter.finish, "counter-2")
+        result = app.client.wait_for_flow("counter-2")
+        assert result.completions[0].decode(str) == "sum:5"
+        app.cache.close()
+    finally:
+        if worker is not None:
+            worker.stop()
+        engine.kill()

@@ -397,6 +397,13 @@ class Dispatcher:
             task.done = True
         task.on_frame(task, frame)
 
+    def ask_to_reconnect(self, reason: str) -> None:
+        """Tell every pull stream to drain and reconnect (the engine is stopping)."""
+        for stream in list(self._streams):
+            stream.send(
+                pb.PollWorkerTaskResponse(reconnect=pb.PollWorkerTaskReconnect(reason=reason))
+            )
+
     async def close(self) -> None:
         for channel in self._push_channels.values():
             await channel.close()

@@ -93,6 +93,10 @@ class EngineServer:
     async def stop(self, grace: float = 1.0) -> None:
         if self._engine is not None:
             self._engine.closing = True
+            if self._server is not None:
+                # Workers drain their streams and reconnect (to the next engine) by themselves.
+                self._engine.dispatch.ask_to_reconnect("the engine is stopping")
+                await asyncio.sleep(0.05)
         if self._server is not None:
             await self._server.stop(grace)
             self._server = None
