@@ -136,9 +136,6 @@ class Dispatcher:
             if pending is not None and task in pending:
                 pending.remove(task)
 
-    def has_streams(self, flow_type: str) -> bool:
-        return any(flow_type == s.queue for s in self._streams if not s.closing)
-
     def _try_assign(self, task: Task) -> bool:
         idle = self._idle.get(task.flow_type)
         if not idle:

@@ -114,7 +114,6 @@ class Engine:
         self._dirty_steps: dict[tuple[str, str], StepExec] = {}
         self._notify: set[str] = set()
         self._depth = 0
-        self._hostname = os.uname().nodename
         self.closing = False
         # Dex raises explicit heartbeat timeouts to a server minimum of ten seconds.
         self.min_heartbeat_timeout = _min_heartbeat_timeout()

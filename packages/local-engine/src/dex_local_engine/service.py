@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import socket
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar, cast
@@ -76,7 +77,7 @@ class FlowService(cast(Any, pb_grpc).FlowServiceServicer):
 
     @_answering_errors
     async def HealthCheck(self, request: empty_pb2.Empty, context: Any) -> pb.HealthInfo:
-        return pb.HealthInfo(condition="OK", hostname="dex-local-engine")
+        return pb.HealthInfo(condition="OK", hostname=socket.gethostname())
 
     @_answering_errors
     async def GetServerInfo(self, request: empty_pb2.Empty, context: Any) -> pb.ServerInfo:
