@@ -95,6 +95,17 @@ class AgentFlow(Flow[str]):
         return RPCResult(self.counter.get(context) or 0)
 
 
+class NewerAgentFlow(AgentFlow):
+    """A newer version of AgentFlow with an RPC the running Workers lack (not in flows())."""
+
+    def get_flow_type(self) -> str:
+        return "AgentFlow"
+
+    @rpc
+    def ghost(self, context: Context) -> RPCResult[str]:
+        return RPCResult("boo")
+
+
 class LongStep(Step[int]):
     def get_step_options(self) -> StepOptions | None:
         return StepOptions(

@@ -6,6 +6,7 @@ import threading
 import time
 from datetime import timedelta
 
+import engine_app
 import pytest
 from conftest import App, ThreadWorker, WorkerProcess
 from dex import (
@@ -99,3 +100,24 @@ def test_killed_worker_costs_one_attempt_and_keeps_its_checkpoint(
     attempt, resumed = output.split()
     assert attempt == "attempt=2"
     assert int(resumed.removeprefix("resumed_from=")) >= 2
+
+
+def test_a_name_no_worker_knows_fails_fast(
+    app: App, worker: ThreadWorker, engine: LocalEngine, cache_dir: str
+) -> None:
+    from dex import BlobCacheConfig, Client, ClientOptions, Registry, WorkerTarget, open_blob_cache
+
+    newer = engine_app.NewerAgentFlow()
+    cache = open_blob_cache(BlobCacheConfig(directory=cache_dir + "/newer", max_bytes=1_000_000))
+    client = Client(
+        Registry([newer]),
+        cache,
+        ClientOptions(server_address=engine.address, worker_target=WorkerTarget(pull=True)),
+    )
+    try:
+        client.start_flow(newer, "ghost-1", "x")
+        with pytest.raises(WorkerInvocationError) as failure:
+            client.invoke_rpc(newer.ghost, "ghost-1")
+        assert "no connected Worker knows RPC 'ghost'" in str(failure.value)
+    finally:
+        cache.close()

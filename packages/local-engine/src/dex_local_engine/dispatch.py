@@ -65,6 +65,7 @@ class Task:
     done: bool = False  # the engine no longer waits for this task
     frames: int = 0
     push_call: asyncio.Task[None] | None = None
+    unknown_to: set[str] = field(default_factory=set[str])  # app_worker_ids that rejected the name
 
 
 @dataclass(eq=False)
@@ -325,6 +326,19 @@ class Dispatcher:
             exclusion = UNKNOWN_NAME_EXCLUSION_SECONDS if unknown else REJECT_EXCLUSION_SECONDS
             stream.excluded_until = time.monotonic() + exclusion
             stream.task = None
+            if unknown:
+                task.unknown_to.add(stream.app_worker_id)
+                if not any(
+                    other.queue == task.flow_type and other.app_worker_id not in task.unknown_to
+                    for other in self._streams
+                ):
+                    # No connected Worker knows the name: the attempt fails without running.
+                    task.done = True
+                    task.stream = None
+                    task.started = False
+                    self._stream_idle(stream)
+                    task.on_lost(task, False, f"no connected Worker knows {_task_name(task)}")
+                    return
             self._requeue(task)
             self._stream_idle(stream)
 
@@ -405,6 +419,13 @@ class Dispatcher:
         for channel in self._push_channels.values():
             await channel.close()
         self._push_channels.clear()
+
+
+def _task_name(task: Task) -> str:
+    payload = task.payload
+    if isinstance(payload, pb.InvokeWorkerRPCRequest):
+        return f"RPC {payload.rpc_name!r} of Flow type {task.flow_type!r}"
+    return f"Step {payload.step_type!r} of Flow type {task.flow_type!r}"
 
 
 def _worker_error_of(error: BaseException) -> pb.WorkerErrorResponse | None:
