@@ -19,7 +19,7 @@ from __future__ import annotations
 import inspect
 import json
 import types
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, fields, is_dataclass
 from enum import Enum
 from functools import cache
@@ -49,9 +49,10 @@ class WireValue:
     wire_name: ClassVar[str] = ""
 
     def __post_init__(self) -> None:
-        hints = _field_hints(type(self))
-        for name, hint in hints.items():
+        for name, hint, is_unchanged in _field_plan(type(self)):
             current = getattr(self, name)
+            if is_unchanged is not None and is_unchanged(current):
+                continue
             normalized = _coerce(current, hint, f"{_label(type(self))}.{name}")
             if normalized is not current:
                 object.__setattr__(self, name, normalized)
@@ -67,6 +68,60 @@ def _field_hints(cls: type[Any]) -> dict[str, Any]:
     hints = get_type_hints(cls)
     _keep_evaluated_annotations(cls)
     return {field.name: hints[field.name] for field in fields(cls)}
+
+
+_UnchangedCheck = Callable[[Any], bool]
+
+
+@cache
+def _field_plan(cls: type[Any]) -> tuple[tuple[str, Any, _UnchangedCheck | None], ...]:
+    """Each field's name, type hint and quick check, built once per class."""
+    return tuple((name, hint, _unchanged_check(hint)) for name, hint in _field_hints(cls).items())
+
+
+def _unchanged_check(hint: Any) -> _UnchangedCheck | None:
+    """A cheap test that ``_coerce`` would return a value as it is, or None when there is
+    none for ``hint``. Values are built every time a Step reads them, and most already
+    have their final type, so this skips the general normalization for them."""
+    if hint is Any:
+        return lambda value: True
+    if hint is str or hint is int or hint is bool or hint is float:
+        exact: type[Any] = hint
+        return lambda value: type(value) is exact
+    origin = get_origin(hint)
+    if origin is Union or origin is types.UnionType:
+        options = get_args(hint)
+        allows_none = _NONE_TYPE in options
+        # _coerce returns the first option that accepts a value, so only the first counts.
+        first = next(option for option in options if option is not _NONE_TYPE)
+        first_check = _unchanged_check(first)
+        if first_check is None:
+            return None
+        check: _UnchangedCheck = first_check
+        return lambda value: allows_none if value is None else check(value)
+    if origin is Literal:
+        allowed = get_args(hint)
+        return lambda value: value in allowed
+    if origin is tuple:
+        arguments = get_args(hint)
+        item_check = (
+            _unchanged_check(arguments[0])
+            if len(arguments) == 2 and arguments[1] is Ellipsis
+            else None
+        )
+        if item_check is None:
+            return None
+        each: _UnchangedCheck = item_check
+
+        def is_unchanged_tuple(value: Any) -> bool:
+            items = cast("tuple[Any, ...]", value) if type(value) is tuple else None
+            return items is not None and all(each(item) for item in items)
+
+        return is_unchanged_tuple
+    if isinstance(hint, type) and (is_dataclass(hint) or issubclass(hint, Enum)):
+        kind: type[Any] = hint
+        return lambda value: isinstance(value, kind)
+    return None
 
 
 def _keep_evaluated_annotations(cls: type[Any]) -> None:
