@@ -21,7 +21,7 @@ It measures:
 Usage::
 
     uv run python benchmarks/session_turns.py [--turns N] [--sessions S]
-        [--turns-per-session K] [--json PATH]
+        [--turns-per-session K] [--session-codecs] [--json PATH]
 
 Nothing here asserts a time; it measures and prints.
 """
@@ -66,6 +66,7 @@ from dex_agents.testing import (
     read_step_history,
 )
 from dex_agents.testing.scenario_flow import STATE_DIRECTORY_VARIABLE
+from dex_agents.testing.worker_process import SESSION_CODECS_VARIABLE
 from dex_agents.values import AgentMessage, AgentToolCall, AgentToolCallStatus, ToolEffect
 
 LOOKUP = ScenarioTool("lookup_order", ToolEffect.READ, text="order {order_id} shipped")
@@ -290,6 +291,7 @@ async def measure(arguments: argparse.Namespace) -> dict[str, Any]:
         "cpu_count": os.cpu_count(),
         "load_average_at_start": [round(value, 2) for value in os.getloadavg()],
         "turn": "one read tool: RunModel, CallTool, ResumeTurn, RunModel",
+        "worker_codecs": "session_codec_registry()" if arguments.session_codecs else "Dex default",
     }
     with tempfile.TemporaryDirectory(prefix="dex-agents-bench-") as temporary:
         root = Path(temporary)
@@ -304,7 +306,10 @@ async def measure(arguments: argparse.Namespace) -> dict[str, Any]:
                 log_path=root / "worker.log",
                 entry_module="dex_agents.testing.scenario_worker",
                 arguments=[SCRIPTED_FLOW_FACTORY],
-                environment={STATE_DIRECTORY_VARIABLE: str(state)},
+                environment={
+                    STATE_DIRECTORY_VARIABLE: str(state),
+                    SESSION_CODECS_VARIABLE: "1" if arguments.session_codecs else "0",
+                },
             )
             try:
                 async with await AgentTestEnvironment.start(
@@ -376,7 +381,7 @@ def print_results(results: dict[str, Any]) -> None:
     single = results["single_session"]
     many = results["concurrent_sessions"]
     added = results["added_by_session"]
-    print(f"turn: {results['turn']}")
+    print(f"turn: {results['turn']}; Worker codecs: {results['worker_codecs']}")
     print(
         f"{results['cpu_count']} CPUs; load average {results['load_average_at_start'][0]} at"
         f" start, {results['load_average_at_end'][0]} at end (other work skews the figures)"
@@ -410,6 +415,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=100, help="turns of the single session")
     parser.add_argument("--sessions", type=int, default=50, help="concurrent sessions")
     parser.add_argument("--turns-per-session", type=int, default=4, help="turns per session")
+    parser.add_argument(
+        "--session-codecs",
+        action="store_true",
+        help="the Worker decodes with session_codec_registry() instead of Dex's own codecs",
+    )
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     arguments = parser.parse_args(argv)
     for name in ("turns", "sessions", "turns_per_session"):

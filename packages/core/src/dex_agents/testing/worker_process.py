@@ -24,9 +24,12 @@ from typing import Any, cast
 import dex
 
 from dex_agents.testing.processes import ChildProcess
+from dex_agents.values import session_codec_registry
 
 WORKER_READY_LINE = "dex-agents test Worker ready"
 SERVER_ADDRESS_VARIABLE = "DEX_SERVER_ADDRESS"
+SESSION_CODECS_VARIABLE = "DEX_AGENTS_TEST_SESSION_CODECS"
+"""Set to ``1`` for a Worker child that decodes with ``session_codec_registry()``."""
 DEFAULT_MAX_CONCURRENT_TASKS = 8
 IDLE_STREAMS_PER_QUEUE = 2
 """Idle pull streams kept per queue. With Dex's default of one, the stream that just
@@ -68,9 +71,13 @@ def build_pull_worker(
     blob_cache: dex.BlobCache,
     *,
     max_concurrent_tasks: int = DEFAULT_MAX_CONCURRENT_TASKS,
+    codec_registry: dex.CodecRegistry | None = None,
 ) -> dex.AsyncWorker:
-    """An AsyncWorker in pull mode for ``flows``, as the session's Workers run."""
-    registry = dex.Registry(list(flows), allow_async_handlers=True)
+    """An AsyncWorker in pull mode for ``flows``, as the session's Workers run.
+
+    ``codec_registry`` None keeps Dex's own codecs, as a Registry built without one.
+    """
+    registry = dex.Registry(list(flows), codec_registry, allow_async_handlers=True)
     return dex.AsyncWorker(
         registry,
         blob_cache,
@@ -90,6 +97,7 @@ async def serve_until_signalled(
     *,
     max_concurrent_tasks: int = DEFAULT_MAX_CONCURRENT_TASKS,
     registration_timeout: timedelta = DEFAULT_REGISTRATION_TIMEOUT,
+    codec_registry: dex.CodecRegistry | None = None,
 ) -> None:
     """Serve ``flows`` until SIGTERM or SIGINT, then drain and return."""
     stop_requested = asyncio.Event()
@@ -100,7 +108,11 @@ async def serve_until_signalled(
         blob_cache = dex.open_blob_cache(dex.BlobCacheConfig(cache_directory, BLOB_CACHE_BYTES))
         try:
             worker = build_pull_worker(
-                flows, server_address, blob_cache, max_concurrent_tasks=max_concurrent_tasks
+                flows,
+                server_address,
+                blob_cache,
+                max_concurrent_tasks=max_concurrent_tasks,
+                codec_registry=codec_registry,
             )
             serving = asyncio.create_task(worker.start())
             await worker.wait_pull_registered(timeout=registration_timeout.total_seconds())
@@ -125,6 +137,7 @@ def run_agent_worker_process(
     """Body of a Worker child process: serve ``flows`` until terminated.
 
     The server address comes from ``server_address`` or ``DEX_SERVER_ADDRESS``.
+    ``DEX_AGENTS_TEST_SESSION_CODECS=1`` decodes with ``session_codec_registry()``.
     Prints ``dex-agents test Worker ready`` once every pull queue registered.
     """
     if not flows:
@@ -132,7 +145,12 @@ def run_agent_worker_process(
     address = server_address or os.environ.get(SERVER_ADDRESS_VARIABLE)
     if not address:
         raise ValueError(f"pass server_address or set {SERVER_ADDRESS_VARIABLE}")
-    asyncio.run(serve_until_signalled(flows, address, max_concurrent_tasks=max_concurrent_tasks))
+    codecs = session_codec_registry() if os.environ.get(SESSION_CODECS_VARIABLE) == "1" else None
+    asyncio.run(
+        serve_until_signalled(
+            flows, address, max_concurrent_tasks=max_concurrent_tasks, codec_registry=codecs
+        )
+    )
 
 
 class KillableWorkerProcess:
