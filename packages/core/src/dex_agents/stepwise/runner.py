@@ -16,6 +16,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from dex_agents.adapter_support import UNKNOWN_TOOL_POLICY, resolve_declared_tool_policy
 from dex_agents.builtin_tools import BUILT_IN_TOOL_POLICY, enabled_builtin_tool_definitions
 from dex_agents.models.types import (
     ModelRequest,
@@ -32,11 +33,9 @@ from dex_agents.runner import (
     DeferredToolCall,
     DeferredToolExecution,
     DeferredToolOutcome,
-    ResolvedToolPolicy,
     ToolCallsRequested,
     ToolExecutionError,
     TurnCompleted,
-    default_requires_approval,
 )
 from dex_agents.stepwise.definition import AgentDefinition, InstructionContext
 from dex_agents.stepwise.function_tool import FunctionTool, ToolCallContext
@@ -56,13 +55,11 @@ from dex_agents.stepwise.transcript import (
     user_text_message,
 )
 from dex_agents.texts import describe_tool_call_outcome, model_call_limit_result, unknown_tool_error
-from dex_agents.values import AgentToolCall, FrameworkMessage, ToolEffect
+from dex_agents.values import AgentToolCall, FrameworkMessage
 
 __all__ = ["StepwiseAgentRunner"]
 
 logger = logging.getLogger(__name__)
-
-_UNKNOWN_TOOL_POLICY = ResolvedToolPolicy(ToolEffect.UNCLASSIFIED, False)
 
 
 class _EventSink:
@@ -250,9 +247,9 @@ class StepwiseAgentRunner:
             return DeferredToolCall(call.call_id, name, call.arguments, BUILT_IN_TOOL_POLICY)
         tool = offered.function_tools.get(name)
         if tool is not None:
-            return DeferredToolCall(
-                call.call_id, name, call.arguments, self._function_tool_policy(turn, tool)
-            )
+            # The session's policy wins over the tool's own effect and approval.
+            policy = resolve_declared_tool_policy(turn, name, tool.effect, tool.requires_approval)
+            return DeferredToolCall(call.call_id, name, call.arguments, policy)
         listed = offered.source_tools.get(name)
         if listed is not None:
             deferred = listed.source.deferred_tool_call(turn, call, listed.definition)
@@ -262,17 +259,7 @@ class StepwiseAgentRunner:
                     listed.source.source_name, deferred.tool_source_reference
                 ),
             )
-        return DeferredToolCall(call.call_id, name, call.arguments, _UNKNOWN_TOOL_POLICY)
-
-    @staticmethod
-    def _function_tool_policy(turn: AgentTurnContext, tool: FunctionTool) -> ResolvedToolPolicy:
-        # The session's policy wins over the tool's own effect and approval.
-        if tool.name in turn.tool_policies:
-            return turn.resolve_tool_policy(tool.name)
-        resolved = turn.resolve_tool_policy(tool.name, tool.effect)
-        if tool.requires_approval is None:
-            return ResolvedToolPolicy(resolved.effect, default_requires_approval(resolved.effect))
-        return ResolvedToolPolicy(resolved.effect, tool.requires_approval)
+        return DeferredToolCall(call.call_id, name, call.arguments, UNKNOWN_TOOL_POLICY)
 
     # --- the tool step -------------------------------------------------------------
 
