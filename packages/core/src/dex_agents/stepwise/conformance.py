@@ -32,8 +32,7 @@ from dex_agents.stepwise.flow import session_options_of
 from dex_agents.stepwise.function_tool import FunctionTool, ToolCallContext, function_tool
 from dex_agents.stepwise.runner import StepwiseAgentRunner
 from dex_agents.stepwise.transcript import decode_transcript
-from dex_agents.testing.gates import FileGate
-from dex_agents.testing.scripted_runner import ScriptedModelFailure
+from dex_agents.testing.script_playback import play_scripted_model_call, scripted_tool_call_id
 from dex_agents.testing.scripts import (
     ModelScript,
     ModelTurn,
@@ -52,19 +51,14 @@ _ANY_OBJECT: dict[str, Any] = {"type": "object"}
 
 
 @dataclass(frozen=True)
-class _Position:
-    turn_number: int
+class _ScriptedCall:
+    """The scripted response of the running model call, and the call's position in the turn."""
+
+    response: ModelTurn
     position: int
 
 
-_current: contextvars.ContextVar[_Position] = contextvars.ContextVar("stepwise_scenario_position")
-
-
-def _turn_number(turn_id: str) -> int:
-    prefix, _, number = turn_id.partition("-")
-    if prefix != "turn" or not number.isdigit():
-        raise ValueError(f"unexpected turn ID {turn_id!r}; expected turn-<n>")
-    return int(number)
+_current: contextvars.ContextVar[_ScriptedCall] = contextvars.ContextVar("stepwise_scenario_call")
 
 
 def _this_turn(items: Sequence[TranscriptItem]) -> list[TranscriptItem]:
@@ -84,16 +78,16 @@ def _history_line(item: TranscriptItem) -> str:
     return f"assistant: {item.text}{' -> ' + calls if calls else ''}"
 
 
-def _reply(script: ModelScript, request: ModelRequest) -> ScriptedModelReply:
-    where = _current.get()
-    response = script.response_for(where.turn_number, where.position)
+def _reply(request: ModelRequest) -> ScriptedModelReply:
+    scripted = _current.get()
+    response = scripted.response
     if response.tool_calls:
         return ScriptedModelReply(
             tool_calls=[
                 ScriptedToolCall(
                     spec.tool_name,
                     dict(spec.arguments),
-                    call_id=spec.tool_call_id or f"call-{where.position}-{index}",
+                    call_id=scripted_tool_call_id(spec, scripted.position, index),
                 )
                 for index, spec in enumerate(response.tool_calls)
             ]
@@ -131,17 +125,15 @@ class _ScenarioStepwiseRunner(StepwiseAgentRunner):
             history=[_history_line(item) for item in [*stored, *new_results]],
             tool_results={result.tool_call_id: result.output for result in new_results},
         )
-        response = self._script.response_for(_turn_number(turn.turn_id), position)
-        if response.gate is not None:
-            if response.text_before_gate is not None:
-                turn.events.write_text_delta(response.text_before_gate)
-            await FileGate(self._state_directory, response.gate).pass_through_async()
-        if turn.attempt <= response.fail_attempts:
-            raise ScriptedModelFailure(
-                f"scripted model call {position + 1} of {turn.turn_id} failed"
-                f" on attempt {turn.attempt}"
-            )
-        token = _current.set(_Position(_turn_number(turn.turn_id), position))
+        response = await play_scripted_model_call(
+            self._script,
+            self._state_directory,
+            turn_id=turn.turn_id,
+            position=position,
+            attempt=turn.attempt,
+            write_text=turn.events.write_text_delta,
+        )
+        token = _current.set(_ScriptedCall(response, position))
         try:
             return await super().run_model_step(turn)
         finally:
@@ -179,7 +171,7 @@ def build_stepwise_flow(
     definition = AgentDefinition(
         name="conformance",
         instructions="You are the conformance suite's scripted agent.",
-        model=ScriptedModelClient(lambda request: _reply(script, request)),
+        model=ScriptedModelClient(_reply),
         tools=[_scenario_function_tool(tool, state) for tool in tools],
         interrupt_deadline=session.interrupt_deadline,
     )

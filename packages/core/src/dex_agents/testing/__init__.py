@@ -25,7 +25,8 @@ from dex_agents.testing.scenario_flow import (
     build_scripted_flow,
     scenario_tool_policies,
 )
-from dex_agents.testing.scripted_runner import ScriptedModelFailure, ScriptedRunner
+from dex_agents.testing.script_playback import ScriptedModelFailure
+from dex_agents.testing.scripted_runner import ScriptedRunner
 from dex_agents.testing.scripts import (
     ALWAYS,
     ModelScript,

@@ -16,12 +16,20 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from dex_agents.testing.gates import FileGate
-from dex_agents.testing.scripted_runner import ScriptedModelFailure
 from dex_agents.testing.scripts import ModelScript, ModelTurn, ToolCallSpec
 
-__all__ = ["play_scripted_model_call", "scripted_tool_call_id", "scripted_turn_number"]
+__all__ = [
+    "ScriptedModelFailure",
+    "play_scripted_model_call",
+    "scripted_tool_call_id",
+    "scripted_turn_number",
+]
 
 TextWriter = Callable[[str], Awaitable[None] | None]
+
+
+class ScriptedModelFailure(RuntimeError):
+    """The unexpected error a scripted model call raises on its failing attempts."""
 
 
 def scripted_turn_number(turn_id: str) -> int:

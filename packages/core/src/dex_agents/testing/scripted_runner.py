@@ -28,7 +28,11 @@ from dex_agents.runner import (
     ToolExecutionResult,
     TurnCompleted,
 )
-from dex_agents.testing.gates import FileGate
+from dex_agents.testing.script_playback import (
+    ScriptedModelFailure,
+    play_scripted_model_call,
+    scripted_tool_call_id,
+)
 from dex_agents.testing.scripts import (
     ModelScript,
     ModelTurn,
@@ -39,18 +43,9 @@ from dex_agents.testing.scripts import (
 from dex_agents.texts import describe_tool_call_outcome
 from dex_agents.values import AgentUsage, FrameworkMessage, from_wire, to_wire
 
+__all__ = ["SCRIPTED_USAGE", "ScriptedModelFailure", "ScriptedRunner"]
+
 SCRIPTED_USAGE = AgentUsage(model_calls=1, input_tokens=10, output_tokens=5, total_tokens=15)
-
-
-class ScriptedModelFailure(RuntimeError):
-    """The unexpected error a scripted model call raises on its failing attempts."""
-
-
-def _turn_number(turn_id: str) -> int:
-    prefix, _, number = turn_id.partition("-")
-    if prefix != "turn" or not number.isdigit():
-        raise ValueError(f"unexpected turn ID {turn_id!r}; expected turn-<n>")
-    return int(number)
 
 
 def _user_item(text: str) -> FrameworkMessage:
@@ -117,7 +112,6 @@ class ScriptedRunner:
         return _user_item(text)
 
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
-        turn_number = _turn_number(turn.turn_id)
         position, turn_items, pending_calls = self._restore(turn)
         seen_results = self._tool_results(turn, pending_calls)
         turn_items = [*turn_items, *seen_results]
@@ -130,16 +124,14 @@ class ScriptedRunner:
             history=history,
             tool_results={m.tool_call_id or "": m.tool_output or "" for m in seen_results},
         )
-        response = self.script.response_for(turn_number, position)
-        if response.gate is not None:
-            if response.text_before_gate is not None:
-                turn.events.write_text_delta(response.text_before_gate)
-            await FileGate(self.state_directory, response.gate).pass_through_async()
-        if turn.attempt <= response.fail_attempts:
-            raise ScriptedModelFailure(
-                f"scripted model call {position + 1} of {turn.turn_id} failed"
-                f" on attempt {turn.attempt}"
-            )
+        response = await play_scripted_model_call(
+            self.script,
+            self.state_directory,
+            turn_id=turn.turn_id,
+            position=position,
+            attempt=turn.attempt,
+            write_text=turn.events.write_text_delta,
+        )
         if response.tool_calls:
             calls = self._deferred_calls(turn, response, position)
             items = [*turn_items, *_assistant_item(None, calls)]
@@ -220,7 +212,7 @@ class ScriptedRunner:
             tool = self.tools.get(spec.tool_name)
             calls.append(
                 DeferredToolCall(
-                    tool_call_id=spec.tool_call_id or f"call-{position}-{index}",
+                    tool_call_id=scripted_tool_call_id(spec, position, index),
                     tool_name=spec.tool_name,
                     arguments=json.dumps(dict(spec.arguments), sort_keys=True),
                     policy=turn.resolve_tool_policy(
