@@ -181,8 +181,22 @@ class NapFlow(Flow[int]):
         return StepList.start_step(Nap())
 
 
+class Quiet(Step[int]):
+    """Sends no output before it finishes."""
+
+    def execute(self, context: Context, input: int) -> StepDecision:
+        if context.attempt == 1:
+            time.sleep(input)
+        return graceful_complete(f"attempt={context.attempt}")
+
+
+class QuietFlow(Flow[int]):
+    def get_steps(self) -> StepList[int]:
+        return StepList.start_step(Quiet())
+
+
 def flows() -> list[Flow[Any]]:
-    return [AgentFlow(), LongFlow(), CounterFlow(), NapFlow()]
+    return [AgentFlow(), LongFlow(), CounterFlow(), NapFlow(), QuietFlow()]
 
 
 __all__ = ["AgentFlow", "LongFlow", "StepMovement", "flows"]

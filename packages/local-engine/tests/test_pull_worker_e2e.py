@@ -121,3 +121,21 @@ def test_a_name_no_worker_knows_fails_fast(
         assert "no connected Worker knows RPC 'ghost'" in str(failure.value)
     finally:
         cache.close()
+
+
+def test_worker_killed_before_any_output_still_costs_the_attempt(
+    app: App, engine: LocalEngine
+) -> None:
+    quiet = app.flow(engine_app.QuietFlow)
+    first = WorkerProcess(engine.address)
+    try:
+        app.client.start_flow(quiet, "quiet-1", 30)
+        time.sleep(1.0)  # attempt 1 is sleeping and has sent nothing
+    finally:
+        first.kill()
+    second = WorkerProcess(engine.address)
+    try:
+        result = app.client.wait_for_flow("quiet-1")
+    finally:
+        second.stop()
+    assert result.completions[0].decode(str) == "attempt=2"

@@ -36,6 +36,7 @@ _LOG = logging.getLogger("dex_local_engine.dispatch")
 TaskKind = Literal["wait_for", "execute", "rpc"]
 Payload = pb.InvokeWaitForMethodRequest | pb.InvokeExecuteMethodRequest | pb.InvokeWorkerRPCRequest
 
+LIVENESS_CHECK_SECONDS = 0.05  # after this, a Worker whose other streams are open is alive
 REJECT_EXCLUSION_SECONDS = 0.25  # a stream that rejected a task gets no task for this long
 # A stream that just finished a task often retires at once; with a backlog it waits this
 # long before its next task, so the task is not sent into a half-closing stream.
@@ -261,9 +262,12 @@ class Dispatcher:
             if task is None or task.done:
                 died = False
             elif task.frames == 0:
-                # Dex treats a stream that ends before any output as one whose task never
-                # ran: the attempt goes back to pending with the same number, for free.
-                died = bool(context.cancelled())
+                # A stream that ends before any output either retired cleanly (the task
+                # never ran: hand it out again for free) or belongs to a Worker that died
+                # (its output may have died with it). A dead Worker ends all its streams at
+                # once, while a retiring one keeps the others, such as its sticky stream.
+                await asyncio.sleep(LIVENESS_CHECK_SECONDS)
+                died = bool(context.cancelled()) or not self._worker_alive(stream)
         finally:
             self._close_stream(stream)
             writer.cancel()
@@ -275,6 +279,14 @@ class Dispatcher:
                     task.on_lost(task, True, "the Worker stream ended while it ran the task")
                 else:
                     self._requeue(task)
+
+    def _worker_alive(self, stream: WorkerStream) -> bool:
+        return any(
+            other is not stream
+            and other.app_worker_id == stream.app_worker_id
+            and not other.closing
+            for other in self._streams
+        )
 
     def _close_stream(self, stream: WorkerStream) -> None:
         stream.closing = True
