@@ -11,9 +11,9 @@ import json
 from typing import Any, cast
 
 from dex_agents.models._extras import missing_extra_error
+from dex_agents.models._native import check_model_name, native_model_response
 from dex_agents.models.types import (
     JsonObject,
-    ModelOutputItem,
     ModelRequest,
     ModelResponse,
     ModelStreamSink,
@@ -22,7 +22,6 @@ from dex_agents.models.types import (
     UserTextItem,
     tool_call_arguments_object,
 )
-from dex_agents.runner import ModelCallMetadata
 from dex_agents.values import AgentUsage
 
 try:
@@ -54,8 +53,7 @@ class AnthropicModelClient:
         client: anthropic.AsyncAnthropic | None = None,
         max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
     ) -> None:
-        if not isinstance(model, str) or not model.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ValueError("model must be a non-empty model name")
+        check_model_name(model)
         if type(max_output_tokens) is not int or max_output_tokens < 1:
             raise ValueError("max_output_tokens must be an integer of at least 1")
         if client is not None and not isinstance(client, anthropic.AsyncAnthropic):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -172,10 +170,6 @@ def _tool_names_used(messages: list[JsonObject]) -> list[str]:
 
 
 def _response_from_anthropic(message: Message, request_model: str) -> ModelResponse:
-    # Stored exactly as returned (minus absent fields), so it replays unchanged.
-    blocks: list[JsonObject] = [
-        block.model_dump(mode="json", exclude_none=True) for block in message.content
-    ]
     text_parts: list[str] = []
     reasoning_parts: list[str] = []
     calls: list[ModelToolCall] = []
@@ -190,23 +184,18 @@ def _response_from_anthropic(message: Message, request_model: str) -> ModelRespo
             )
         elif isinstance(block, ThinkingBlock):
             reasoning_parts.append(block.thinking)
-    return ModelResponse(
-        output=ModelOutputItem(
-            provider=PROVIDER,
-            api=API,
-            item=blocks,
-            text="".join(text_parts),
-            tool_calls=tuple(calls),
-        ),
-        reasoning="\n".join(reasoning_parts),
+    return native_model_response(
+        provider=PROVIDER,
+        api=API,
+        native_items=message.content,
+        text_parts=text_parts,
+        reasoning_parts=reasoning_parts,
+        tool_calls=calls,
         usage=_usage(message.usage),
-        metadata=ModelCallMetadata(
-            request_model=request_model,
-            response_model=message.model,
-            provider_name=PROVIDER,
-            response_id=message.id,
-            finish_reasons=(message.stop_reason,) if message.stop_reason else (),
-        ),
+        request_model=request_model,
+        response_model=message.model,
+        response_id=message.id,
+        finish_reason=message.stop_reason,
     )
 
 

@@ -11,10 +11,10 @@ import re
 from typing import Any
 
 from dex_agents.models._extras import missing_extra_error
+from dex_agents.models._native import check_model_name, native_model_response
 from dex_agents.models.types import (
     JsonObject,
     ModelClientError,
-    ModelOutputItem,
     ModelRequest,
     ModelResponse,
     ModelStreamSink,
@@ -22,7 +22,6 @@ from dex_agents.models.types import (
     ToolResultItem,
     UserTextItem,
 )
-from dex_agents.runner import ModelCallMetadata
 from dex_agents.values import AgentUsage
 
 try:
@@ -68,8 +67,7 @@ class OpenAIResponsesModelClient:
         client: openai.AsyncOpenAI | None = None,
         include_encrypted_reasoning: bool | None = None,
     ) -> None:
-        if not isinstance(model, str) or not model.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ValueError("model must be a non-empty model name")
+        check_model_name(model)
         if client is not None and not isinstance(client, openai.AsyncOpenAI):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"client must be an openai.AsyncOpenAI, got {type(client).__name__}")
         if include_encrypted_reasoning is not None and not isinstance(  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -182,10 +180,6 @@ def responses_input(request: ModelRequest) -> list[JsonObject]:
 
 
 def _response_from_openai(response: Response, request_model: str) -> ModelResponse:
-    # Stored exactly as returned (minus absent fields), so it replays unchanged.
-    output_items: list[JsonObject] = [
-        item.model_dump(mode="json", exclude_none=True) for item in response.output
-    ]
     text_parts: list[str] = []
     reasoning_parts: list[str] = []
     calls: list[ModelToolCall] = []
@@ -200,23 +194,18 @@ def _response_from_openai(response: Response, request_model: str) -> ModelRespon
             )
         elif isinstance(item, ResponseReasoningItem):
             reasoning_parts.extend(part.text for part in item.summary)
-    return ModelResponse(
-        output=ModelOutputItem(
-            provider=PROVIDER,
-            api=API,
-            item=output_items,
-            text="".join(text_parts),
-            tool_calls=tuple(calls),
-        ),
-        reasoning="\n".join(reasoning_parts),
+    return native_model_response(
+        provider=PROVIDER,
+        api=API,
+        native_items=response.output,
+        text_parts=text_parts,
+        reasoning_parts=reasoning_parts,
+        tool_calls=calls,
         usage=_usage(response.usage),
-        metadata=ModelCallMetadata(
-            request_model=request_model,
-            response_model=response.model,
-            provider_name=PROVIDER,
-            response_id=response.id,
-            finish_reasons=(response.status,) if response.status else (),
-        ),
+        request_model=request_model,
+        response_model=response.model,
+        response_id=response.id,
+        finish_reason=response.status,
     )
 
 
