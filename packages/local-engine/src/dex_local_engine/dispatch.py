@@ -36,7 +36,7 @@ _LOG = logging.getLogger("dex_local_engine.dispatch")
 TaskKind = Literal["wait_for", "execute", "rpc"]
 Payload = pb.InvokeWaitForMethodRequest | pb.InvokeExecuteMethodRequest | pb.InvokeWorkerRPCRequest
 
-LIVENESS_CHECK_SECONDS = 0.05  # after this, a Worker whose other streams are open is alive
+LIVENESS_CHECK_SECONDS = 0.03  # after this, a Worker whose other streams are open is alive
 REJECT_EXCLUSION_SECONDS = 0.25  # a stream that rejected a task gets no task for this long
 # A stream that just finished a task often retires at once; with a backlog it waits this
 # long before its next task, so the task is not sent into a half-closing stream.
