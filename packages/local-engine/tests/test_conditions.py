@@ -367,9 +367,9 @@ def scenarios(
                 st.lists(st.sampled_from(ids), min_size=1, unique=True), min_size=1, max_size=3
             )
         )
-    fired = draw(st.frozensets(st.integers(0, max(timer_count - 1, 0))))
+    fired: frozenset[int] = draw(st.frozensets(st.integers(0, max(timer_count - 1, 0))))
     if timer_count == 0:
-        fired = frozenset()
+        fired = frozenset[int]()
     sizes = draw(st.fixed_dictionaries({name: st.integers(0, 8) for name in CHANNEL_NAMES}))
     condition = waiting(kind, timers=timers, channels=channels, combos=combos)
     return condition, WaitState(fired_timers=fired, channel_sizes=sizes)
@@ -398,7 +398,8 @@ def member_sets(condition: dex_pb2.WaitingCondition) -> list[tuple[list[int], li
     if condition.waiting_condition_type == ALL:
         return [(timers, channels)]
     if condition.waiting_condition_type == ANY:
-        return [([t], []) for t in timers] + [([], [c]) for c in channels]
+        no_members: list[int] = []
+        return [([t], no_members) for t in timers] + [(no_members, [c]) for c in channels]
     by_id_t = {t.condition_id: i for i, t in enumerate(condition.timer_conditions)}
     by_id_c = {c.condition_id: i for i, c in enumerate(condition.channel_conditions)}
     return [
