@@ -14,11 +14,16 @@ from dex_agents import (
     AgentToolCallStatus,
     AgentTurnContext,
     AgentUsage,
+    DeferredToolCall,
     DeferredToolExecution,
+    FrameworkMessage,
+    ModelCallMetadata,
     ResolvedToolPolicy,
+    ToolCallsRequested,
     ToolEffect,
     ToolExecutionError,
     ToolPolicy,
+    TurnCompleted,
     describe_tool_call_outcome,
 )
 from dex_agents.adapter_support import (
@@ -28,6 +33,7 @@ from dex_agents.adapter_support import (
     UNKNOWN_TOOL_POLICY,
     answer_tool_call,
     check_model_tool_call_id,
+    counted_model_step_outcome,
     current_deferred_tool_execution,
     current_model_step_context,
     declared_approval_in,
@@ -311,6 +317,28 @@ def test_the_model_call_count_round_trips_and_foreign_states_are_refused() -> No
             decode_model_call_count(foreign)
     with pytest.raises(ValueError, match="non-negative int"):
         encode_model_call_count(-1)
+
+
+def test_a_counted_model_step_completes_or_requests_calls_with_the_next_count() -> None:
+    message = FrameworkMessage(role="assistant", text="hi", framework_item="{}")
+    usage = AgentUsage(model_calls=1, input_tokens=3)
+    metadata = ModelCallMetadata(request_model="m")
+    completed = counted_model_step_outcome(
+        2, new_messages=[message], tool_calls=[], usage=usage, model_call_metadata=metadata
+    )
+    assert completed == TurnCompleted(
+        new_messages=[message], usage=usage, model_call_metadata=metadata
+    )
+    call = DeferredToolCall("call-1", "lookup", "{}", UNKNOWN_TOOL_POLICY)
+    requested = counted_model_step_outcome(
+        2, new_messages=[message], tool_calls=[call], usage=usage, model_call_metadata=None
+    )
+    assert isinstance(requested, ToolCallsRequested)
+    assert decode_model_call_count(requested.framework_run_state) == 3
+    assert list(requested.tool_calls) == [call]
+    assert list(requested.new_messages) == [message]
+    assert requested.usage == usage
+    assert requested.model_call_metadata is None
 
 
 def test_tool_arguments_must_be_a_json_object_the_model_can_fix() -> None:

@@ -29,16 +29,14 @@ from dex_agents import (
     DeferredToolOutcome,
     FrameworkMessage,
     ModelCallMetadata,
-    ToolCallsRequested,
     ToolExecutionError,
     ToolExecutionResult,
-    TurnCompleted,
     model_call_metadata,
 )
 from dex_agents.adapter_support import (
     check_model_tool_call_id,
+    counted_model_step_outcome,
     decode_model_call_count,
-    encode_model_call_count,
     serving_model_step,
     single_response_usage,
     tool_arguments_object,
@@ -207,15 +205,11 @@ class ClaudeAgentRunner:
         usage = _usage_of(message.usage)
         metadata = self._metadata(message)
         uses = tool_uses_of(decode_item(stored.framework_item))
-        if not uses:
-            return TurnCompleted(
-                new_messages=new_messages, usage=usage, model_call_metadata=metadata
-            )
-        return ToolCallsRequested(
-            framework_run_state=encode_model_call_count(model_calls + 1),
+        return counted_model_step_outcome(
+            model_calls,
+            new_messages=new_messages,
             tool_calls=[self._deferred_call(turn, use) for use in uses],
             usage=usage,
-            new_messages=new_messages,
             model_call_metadata=metadata,
         )
 

@@ -21,7 +21,7 @@ or an operator who runs several, now sees the same names and the same behaviour:
 from __future__ import annotations
 
 import json
-from collections.abc import Generator, Mapping
+from collections.abc import Generator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -30,13 +30,18 @@ from typing import Any, cast
 from dex_agents.builtin_tools import BUILT_IN_TOOL_POLICY
 from dex_agents.runner import (
     AgentTurnContext,
+    AgentTurnOutcome,
+    DeferredToolCall,
     DeferredToolExecution,
+    ModelCallMetadata,
     ResolvedToolPolicy,
+    ToolCallsRequested,
     ToolExecutionError,
+    TurnCompleted,
     default_requires_approval,
 )
 from dex_agents.texts import OUTCOME_UNKNOWN_TOOL_RESULT, describe_tool_call_outcome
-from dex_agents.values import AgentToolCallStatus, AgentUsage, ToolEffect
+from dex_agents.values import AgentToolCallStatus, AgentUsage, FrameworkMessage, ToolEffect
 
 __all__ = [
     "BUILT_IN_TOOL_POLICY",
@@ -47,6 +52,7 @@ __all__ = [
     "ToolCallAnswer",
     "answer_tool_call",
     "check_model_tool_call_id",
+    "counted_model_step_outcome",
     "current_deferred_tool_execution",
     "current_model_step_context",
     "declared_approval_in",
@@ -336,3 +342,30 @@ def decode_model_call_count(framework_run_state: str | None) -> int:
     if type(model_calls) is not int or model_calls < 0:
         raise ValueError(f"framework_run_state {framework_run_state!r} is not a model call count")
     return model_calls
+
+
+def counted_model_step_outcome(
+    model_calls_before: int,
+    *,
+    new_messages: Sequence[FrameworkMessage],
+    tool_calls: Sequence[DeferredToolCall],
+    usage: AgentUsage,
+    model_call_metadata: ModelCallMetadata | None,
+) -> AgentTurnOutcome:
+    """The outcome of a model step of one model call, for a runner that counts its calls.
+
+    Without ``tool_calls`` the turn completes. With them, the calls are requested
+    and ``framework_run_state`` holds the turn's model calls including this one
+    (``encode_model_call_count``), for the next step's ``decode_model_call_count``.
+    """
+    if not tool_calls:
+        return TurnCompleted(
+            new_messages=new_messages, usage=usage, model_call_metadata=model_call_metadata
+        )
+    return ToolCallsRequested(
+        framework_run_state=encode_model_call_count(model_calls_before + 1),
+        tool_calls=tool_calls,
+        usage=usage,
+        new_messages=new_messages,
+        model_call_metadata=model_call_metadata,
+    )

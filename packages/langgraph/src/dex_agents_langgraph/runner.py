@@ -44,17 +44,15 @@ from dex_agents import (
     DeferredToolOutcome,
     FrameworkMessage,
     ModelCallMetadata,
-    ToolCallsRequested,
     ToolExecutionError,
     ToolExecutionResult,
-    TurnCompleted,
     model_call_metadata,
 )
 from dex_agents.adapter_support import (
     DEX_IDEMPOTENCY_KEY,
     check_model_tool_call_id,
+    counted_model_step_outcome,
     decode_model_call_count,
-    encode_model_call_count,
     serving_deferred_tool_execution,
     serving_model_step,
     single_response_usage,
@@ -247,16 +245,11 @@ class LangGraphAgentRunner:
         new_messages = [*stored_results, *(framework_message_of(m) for m in produced)]
         usage = _usage_of(response)
         metadata = stream.metadata_for(response)
-        calls = tool_calls_of(response)
-        if not calls:
-            return TurnCompleted(
-                new_messages=new_messages, usage=usage, model_call_metadata=metadata
-            )
-        return ToolCallsRequested(
-            framework_run_state=encode_model_call_count(model_calls + 1),
-            tool_calls=[self._deferred_call(turn, call) for call in calls],
-            usage=usage,
+        return counted_model_step_outcome(
+            model_calls,
             new_messages=new_messages,
+            tool_calls=[self._deferred_call(turn, call) for call in tool_calls_of(response)],
+            usage=usage,
             model_call_metadata=metadata,
         )
 
