@@ -14,7 +14,6 @@ from anthropic.lib.tools import ToolError, beta_tool
 
 from dex_agents import (
     OUTCOME_UNKNOWN_TOOL_RESULT,
-    AgentToolCall,
     AgentToolCallStatus,
     ResolvedToolPolicy,
     ToolCallsRequested,
@@ -237,13 +236,8 @@ async def test_a_rejection_reaches_claude_as_an_error_tool_result() -> None:
     session = Session(runner_for(endpoint, [refund_order]))
     session.start_turn("Refund order 9")
     await session.run_model()
-
-    def reject(record: AgentToolCall) -> AgentToolCall:
-        return replace(
-            record, status=AgentToolCallStatus.REJECTED, rejection_message="Refunds need a receipt."
-        )
-
-    await session.run_tools(reject)
+    session.reject("toolu_r", "Refunds need a receipt.")
+    await session.run_tools()
     assert runs == []
     outcome = await session.run_model()
     assert isinstance(outcome, TurnCompleted)

@@ -27,7 +27,6 @@ from pydantic import Field
 
 from dex_agents import (
     OUTCOME_UNKNOWN_TOOL_RESULT,
-    AgentToolCall,
     AgentToolCallStatus,
     ResolvedToolPolicy,
     ToolCallsRequested,
@@ -218,13 +217,8 @@ async def test_a_rejection_reaches_the_model_as_an_error_tool_message() -> None:
     session = Session(LangGraphAgentRunner.from_chat_model(model, [WRITE_REFUND]))
     session.start_turn("Refund order 7")
     await session.run_model()
-
-    def reject(record: AgentToolCall) -> AgentToolCall:
-        return replace(
-            record, status=AgentToolCallStatus.REJECTED, rejection_message="Not without a receipt."
-        )
-
-    await session.run_tools(reject)
+    session.reject("c1", "Not without a receipt.")
+    await session.run_tools()
     assert runs == []
     outcome = await session.run_model()
     assert isinstance(outcome, TurnCompleted)
