@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from dex_agents.testing import FileGate, ModelScript, ModelTurn, ToolCallSpec
+from dex_agents.testing import FileGate, InvocationLog, ModelScript, ModelTurn, ToolCallSpec
 from dex_agents.testing.script_playback import (
+    TextWriter,
     play_scripted_model_call,
     scripted_tool_call_id,
     scripted_turn_number,
 )
 from dex_agents.testing.scripted_runner import ScriptedModelFailure
+from dex_agents.testing.scripts import MODEL_CALLS_LOG
 
 SCRIPT = ModelScript(
     [
@@ -24,11 +28,25 @@ SCRIPT = ModelScript(
 )
 
 
+def play(
+    state_directory: Path, turn_id: str, *, position: int, attempt: int, write_text: TextWriter
+) -> Coroutine[Any, Any, ModelTurn]:
+    """A call of SCRIPT that read nothing."""
+    return play_scripted_model_call(
+        SCRIPT,
+        state_directory,
+        turn_id=turn_id,
+        position=position,
+        attempt=attempt,
+        history=[],
+        tool_results={},
+        write_text=write_text,
+    )
+
+
 async def test_the_response_for_the_turn_and_position(tmp_path: Path) -> None:
     written: list[str] = []
-    first = await play_scripted_model_call(
-        SCRIPT, tmp_path, turn_id="turn-1", position=0, attempt=1, write_text=written.append
-    )
+    first = await play(tmp_path, "turn-1", position=0, attempt=1, write_text=written.append)
     assert [scripted_tool_call_id(s, 0, i) for i, s in enumerate(first.tool_calls)] == [
         "call-0-0",
         "mine",
@@ -38,13 +56,32 @@ async def test_the_response_for_the_turn_and_position(tmp_path: Path) -> None:
 
 async def test_a_scripted_failure_on_its_attempts_only(tmp_path: Path) -> None:
     with pytest.raises(ScriptedModelFailure, match="model call 2 of turn-1 failed on attempt 1"):
-        await play_scripted_model_call(
-            SCRIPT, tmp_path, turn_id="turn-1", position=1, attempt=1, write_text=print
-        )
-    second = await play_scripted_model_call(
-        SCRIPT, tmp_path, turn_id="turn-1", position=1, attempt=2, write_text=print
-    )
+        await play(tmp_path, "turn-1", position=1, attempt=1, write_text=print)
+    second = await play(tmp_path, "turn-1", position=1, attempt=2, write_text=print)
     assert second.text == "done"
+
+
+async def test_each_call_is_recorded_before_it_answers_or_fails(tmp_path: Path) -> None:
+    with pytest.raises(ScriptedModelFailure):
+        await play_scripted_model_call(
+            SCRIPT,
+            tmp_path,
+            turn_id="turn-1",
+            position=1,
+            attempt=1,
+            history=["user: hi", "assistant:  -> lookup"],
+            tool_results={"call-0-0": "found"},
+            write_text=print,
+        )
+    [call] = InvocationLog(tmp_path / MODEL_CALLS_LOG).invocations()
+    assert call.tool_name == "model"
+    assert call.details == {
+        "turn_id": "turn-1",
+        "position": 1,
+        "attempt": 1,
+        "history": ["user: hi", "assistant:  -> lookup"],
+        "tool_results": {"call-0-0": "found"},
+    }
 
 
 async def test_text_before_the_gate_then_the_gate(tmp_path: Path) -> None:
@@ -53,11 +90,7 @@ async def test_text_before_the_gate_then_the_gate(tmp_path: Path) -> None:
     async def write(text: str) -> None:
         written.append(text)
 
-    call = asyncio.create_task(
-        play_scripted_model_call(
-            SCRIPT, tmp_path, turn_id="turn-2", position=0, attempt=1, write_text=write
-        )
-    )
+    call = asyncio.create_task(play(tmp_path, "turn-2", position=0, attempt=1, write_text=write))
     gate = FileGate(tmp_path, "slow")
     await gate.wait_until_reached()
     assert written == ["working..."]

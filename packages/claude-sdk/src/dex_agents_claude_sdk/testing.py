@@ -29,7 +29,6 @@ from dex_agents.testing import (
     ModelTurn,
     ScenarioTool,
     ScriptedModelFailure,
-    record_model_call,
     run_scenario_tool,
 )
 from dex_agents.testing.script_playback import play_scripted_model_call, scripted_tool_call_id
@@ -189,14 +188,6 @@ class ScriptedMessagesEndpoint:
         position = decode_model_call_count(turn.framework_run_state)
         body: JsonObject = json.loads(request.content)
         messages = cast(list[JsonObject], body["messages"])
-        record_model_call(
-            self.state_directory,
-            turn_id=turn.turn_id,
-            position=position,
-            attempt=turn.attempt,
-            history=[line for message in messages for line in _history_lines(message)],
-            tool_results=_last_results(messages),
-        )
         try:
             response = await play_scripted_model_call(
                 self.script,
@@ -204,6 +195,8 @@ class ScriptedMessagesEndpoint:
                 turn_id=turn.turn_id,
                 position=position,
                 attempt=turn.attempt,
+                history=[line for message in messages for line in _history_lines(message)],
+                tool_results=_last_results(messages),
                 write_text=turn.events.write_text_delta,
             )
         except ScriptedModelFailure as failure:

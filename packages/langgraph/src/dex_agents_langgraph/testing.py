@@ -35,7 +35,6 @@ from dex_agents.testing import (
     ModelScript,
     ModelTurn,
     ScenarioTool,
-    record_model_call,
     run_scenario_tool,
 )
 from dex_agents.testing.script_playback import play_scripted_model_call, scripted_tool_call_id
@@ -100,14 +99,6 @@ class ScriptedChatModel(BaseChatModel):
                 f"ScriptedChatModel needs the run metadata {error} that LangGraphAgentRunner sets"
             ) from None
         given = [m for m in messages if not isinstance(m, SystemMessage)]
-        record_model_call(
-            self.state_directory,
-            turn_id=turn_id,
-            position=position,
-            attempt=attempt,
-            history=[_history_line(m) for m in given],
-            tool_results={m.tool_call_id: _content_text(m) for m in _trailing_results(given)},
-        )
 
         async def stream_text(text: str) -> None:
             if run_manager is not None:
@@ -120,6 +111,8 @@ class ScriptedChatModel(BaseChatModel):
             turn_id=turn_id,
             position=position,
             attempt=attempt,
+            history=[_history_line(m) for m in given],
+            tool_results={m.tool_call_id: _content_text(m) for m in _trailing_results(given)},
             write_text=stream_text,
         )
         message = _response_message(response, position, given)

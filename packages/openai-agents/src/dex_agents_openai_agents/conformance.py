@@ -28,7 +28,6 @@ from dex_agents.testing import (
     ModelScript,
     ScenarioSession,
     ScenarioTool,
-    record_model_call,
     run_scenario_tool,
 )
 from dex_agents.testing.script_playback import play_scripted_model_call, scripted_tool_call_id
@@ -145,20 +144,14 @@ class ScenarioModel(Model):
             previous_was_call = is_call
         position = len(groups)
         seen = {cid: outputs[cid] for cid in (groups[-1] if groups else []) if cid in outputs}
-        record_model_call(
-            self.state_directory,
-            turn_id=turn.turn_id,
-            position=position,
-            attempt=turn.attempt,
-            history=[_readable(item, names) for item in items],
-            tool_results=seen,
-        )
         response = await play_scripted_model_call(
             self.script,
             self.state_directory,
             turn_id=turn.turn_id,
             position=position,
             attempt=turn.attempt,
+            history=[_readable(item, names) for item in items],
+            tool_results=seen,
             write_text=turn.events.write_text_delta,
         )
         if response.tool_calls:

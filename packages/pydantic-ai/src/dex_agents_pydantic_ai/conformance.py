@@ -41,7 +41,6 @@ from dex_agents.testing import (
     ModelScript,
     ScenarioSession,
     ScenarioTool,
-    record_model_call,
     run_scenario_tool,
 )
 from dex_agents.testing.script_playback import play_scripted_model_call, scripted_tool_call_id
@@ -71,20 +70,14 @@ class _ScriptedModel:
         turn = get_model_step_context()
         position = _position_in_turn(turn)
         received = _received_tool_results(messages)
-        record_model_call(
-            self.state_directory,
-            turn_id=turn.turn_id,
-            position=position,
-            attempt=turn.attempt,
-            history=_readable_history(messages),
-            tool_results={part.tool_call_id: _text(part) for part in received},
-        )
         response = await play_scripted_model_call(
             self.script,
             self.state_directory,
             turn_id=turn.turn_id,
             position=position,
             attempt=turn.attempt,
+            history=_readable_history(messages),
+            tool_results={part.tool_call_id: _text(part) for part in received},
             write_text=turn.events.write_text_delta,
         )
         if response.tool_calls:

@@ -38,7 +38,6 @@ from dex_agents.testing.scripts import (
     ModelTurn,
     ScenarioSession,
     ScenarioTool,
-    record_model_call,
     run_scenario_tool,
 )
 
@@ -117,20 +116,14 @@ class _ScenarioStepwiseRunner(StepwiseAgentRunner):
         stored = decode_transcript(turn.messages)
         position = sum(1 for item in _this_turn(stored) if isinstance(item, ModelOutputItem))
         new_results = self._new_results(stored, turn)
-        record_model_call(
-            self._state_directory,
-            turn_id=turn.turn_id,
-            position=position,
-            attempt=turn.attempt,
-            history=[_history_line(item) for item in [*stored, *new_results]],
-            tool_results={result.tool_call_id: result.output for result in new_results},
-        )
         response = await play_scripted_model_call(
             self._script,
             self._state_directory,
             turn_id=turn.turn_id,
             position=position,
             attempt=turn.attempt,
+            history=[_history_line(item) for item in [*stored, *new_results]],
+            tool_results={result.tool_call_id: result.output for result in new_results},
             write_text=turn.events.write_text_delta,
         )
         token = _current.set(_ScriptedCall(response, position))

@@ -5,18 +5,19 @@ framework's own test model, and each such model must behave the same way (see
 the conformance README): pick the scripted response for the turn and its
 position, stream ``text_before_gate`` and wait on the gate, fail on the
 scripted attempts, and name tool calls ``call-<position>-<index>`` unless the
-script names them. ``play_scripted_model_call`` does that part, so the model
-only turns the chosen ``ModelTurn`` into its framework's response.
+script names them, and record each call before it answers.
+``play_scripted_model_call`` does that part, so the model only turns the chosen
+``ModelTurn`` into its framework's response.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 
 from dex_agents.testing.gates import FileGate
-from dex_agents.testing.scripts import ModelScript, ModelTurn, ToolCallSpec
+from dex_agents.testing.scripts import ModelScript, ModelTurn, ToolCallSpec, record_model_call
 
 __all__ = [
     "ScriptedModelFailure",
@@ -52,22 +53,35 @@ async def play_scripted_model_call(
     turn_id: str,
     position: int,
     attempt: int,
+    history: Sequence[str],
+    tool_results: Mapping[str, str],
     write_text: TextWriter,
 ) -> ModelTurn:
-    """The scripted response of this model call, after its gate and failure rules.
+    """Record this model call, then give its scripted response after the gate and failure rules.
 
-    With a gate, ``text_before_gate`` goes to ``write_text`` (sync or async)
-    first, then the call waits at the gate. On the scripted failing attempts it
-    raises ``ScriptedModelFailure`` (an unexpected error: the session retries).
-    Record the call with ``record_model_call`` before calling this.
+    ``history`` and ``tool_results`` are what the call read (see
+    ``record_model_call``); the record is written first, so a call a SIGKILL
+    cuts short still counts. With a gate, ``text_before_gate`` goes to
+    ``write_text`` (sync or async) first, then the call waits at the gate. On
+    the scripted failing attempts it raises ``ScriptedModelFailure`` (an
+    unexpected error: the session retries).
     """
+    directory = Path(state_directory)
+    record_model_call(
+        directory,
+        turn_id=turn_id,
+        position=position,
+        attempt=attempt,
+        history=history,
+        tool_results=tool_results,
+    )
     response = script.response_for(scripted_turn_number(turn_id), position)
     if response.gate is not None:
         if response.text_before_gate is not None:
             written = write_text(response.text_before_gate)
             if inspect.isawaitable(written):
                 await written
-        await FileGate(Path(state_directory), response.gate).pass_through_async()
+        await FileGate(directory, response.gate).pass_through_async()
     if attempt <= response.fail_attempts:
         raise ScriptedModelFailure(
             f"scripted model call {position + 1} of {turn_id} failed on attempt {attempt}"

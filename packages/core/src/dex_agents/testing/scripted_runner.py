@@ -37,7 +37,6 @@ from dex_agents.testing.scripts import (
     ModelScript,
     ModelTurn,
     ScenarioTool,
-    record_model_call,
     run_scenario_tool,
 )
 from dex_agents.texts import describe_tool_call_outcome
@@ -116,20 +115,14 @@ class ScriptedRunner:
         seen_results = self._tool_results(turn, pending_calls)
         turn_items = [*turn_items, *seen_results]
         history = self._replayed_history(turn)
-        record_model_call(
-            self.state_directory,
-            turn_id=turn.turn_id,
-            position=position,
-            attempt=turn.attempt,
-            history=history,
-            tool_results={m.tool_call_id or "": m.tool_output or "" for m in seen_results},
-        )
         response = await play_scripted_model_call(
             self.script,
             self.state_directory,
             turn_id=turn.turn_id,
             position=position,
             attempt=turn.attempt,
+            history=history,
+            tool_results={m.tool_call_id or "": m.tool_output or "" for m in seen_results},
             write_text=turn.events.write_text_delta,
         )
         if response.tool_calls:
