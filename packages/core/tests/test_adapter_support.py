@@ -42,6 +42,7 @@ from dex_agents.adapter_support import (
     encode_model_call_count,
     get_deferred_tool_execution,
     get_model_step_context,
+    known_tool,
     resolve_declared_tool_policy,
     serving_deferred_tool_execution,
     serving_model_step,
@@ -339,6 +340,14 @@ def test_a_counted_model_step_completes_or_requests_calls_with_the_next_count() 
     assert list(requested.new_messages) == [message]
     assert requested.usage == usage
     assert requested.model_call_metadata is None
+
+
+def test_a_tool_the_runner_does_not_have_fails_the_call_for_the_model() -> None:
+    tools = {"lookup": "the lookup tool"}
+    assert known_tool(tools, "lookup") == "the lookup tool"
+    with pytest.raises(ToolExecutionError) as raised:
+        known_tool(tools, "refund")
+    assert raised.value.message == "unknown tool refund"
 
 
 def test_tool_arguments_must_be_a_json_object_the_model_can_fix() -> None:

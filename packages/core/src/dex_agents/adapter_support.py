@@ -25,7 +25,7 @@ from collections.abc import Generator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from dex_agents.builtin_tools import BUILT_IN_TOOL_POLICY
 from dex_agents.runner import (
@@ -40,7 +40,11 @@ from dex_agents.runner import (
     TurnCompleted,
     default_requires_approval,
 )
-from dex_agents.texts import OUTCOME_UNKNOWN_TOOL_RESULT, describe_tool_call_outcome
+from dex_agents.texts import (
+    OUTCOME_UNKNOWN_TOOL_RESULT,
+    describe_tool_call_outcome,
+    unknown_tool_error,
+)
 from dex_agents.values import AgentToolCallStatus, AgentUsage, FrameworkMessage, ToolEffect
 
 __all__ = [
@@ -61,6 +65,7 @@ __all__ = [
     "encode_model_call_count",
     "get_deferred_tool_execution",
     "get_model_step_context",
+    "known_tool",
     "resolve_declared_tool_policy",
     "serving_deferred_tool_execution",
     "serving_model_step",
@@ -235,6 +240,21 @@ def check_model_tool_call_id(tool_name: str, tool_call_id: str | None) -> str:
             " needs a non-empty ID without '/'"
         )
     return tool_call_id
+
+
+_ToolT = TypeVar("_ToolT")
+
+
+def known_tool(tools: Mapping[str, _ToolT], tool_name: str) -> _ToolT:
+    """The runner's tool named ``tool_name``; ``ToolExecutionError`` (seen by the model) if none.
+
+    The tool Step fails without running anything, and the model reads that it
+    has no such tool.
+    """
+    tool = tools.get(tool_name)
+    if tool is None:
+        raise ToolExecutionError(unknown_tool_error(tool_name))
+    return tool
 
 
 def tool_arguments_object(arguments: str) -> dict[str, Any]:

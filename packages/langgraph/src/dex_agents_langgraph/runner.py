@@ -53,13 +53,13 @@ from dex_agents.adapter_support import (
     check_model_tool_call_id,
     counted_model_step_outcome,
     decode_model_call_count,
+    known_tool,
     serving_deferred_tool_execution,
     serving_model_step,
     single_response_usage,
     tool_arguments_object,
 )
 from dex_agents.builtin_tools import enabled_builtin_tool_definitions
-from dex_agents.texts import unknown_tool_error
 from dex_agents_langgraph.messages import (
     RequestedToolCall,
     framework_message_of,
@@ -306,9 +306,7 @@ class LangGraphAgentRunner:
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
         record = call.tool_call
-        tool = self.tools.get(record.tool_name)
-        if tool is None:
-            raise ToolExecutionError(unknown_tool_error(record.tool_name))
+        tool = known_tool(self.tools, record.tool_name)
         arguments = tool_arguments_object(record.arguments)
         _validate_arguments(tool, arguments)
         config = RunnableConfig(

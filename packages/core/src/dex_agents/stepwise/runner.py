@@ -16,7 +16,11 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dex_agents.adapter_support import UNKNOWN_TOOL_POLICY, resolve_declared_tool_policy
+from dex_agents.adapter_support import (
+    UNKNOWN_TOOL_POLICY,
+    known_tool,
+    resolve_declared_tool_policy,
+)
 from dex_agents.builtin_tools import BUILT_IN_TOOL_POLICY, enabled_builtin_tool_definitions
 from dex_agents.models.types import (
     ModelRequest,
@@ -34,7 +38,6 @@ from dex_agents.runner import (
     DeferredToolExecution,
     DeferredToolOutcome,
     ToolCallsRequested,
-    ToolExecutionError,
     TurnCompleted,
 )
 from dex_agents.stepwise.definition import AgentDefinition, InstructionContext
@@ -54,7 +57,7 @@ from dex_agents.stepwise.transcript import (
     unanswered_tool_calls,
     user_text_message,
 )
-from dex_agents.texts import describe_tool_call_outcome, model_call_limit_result, unknown_tool_error
+from dex_agents.texts import describe_tool_call_outcome, model_call_limit_result
 from dex_agents.values import AgentToolCall, FrameworkMessage
 
 __all__ = ["StepwiseAgentRunner"]
@@ -278,9 +281,7 @@ class StepwiseAgentRunner:
             return await source.execute_deferred_tool_call(
                 dataclasses.replace(call, tool_call=inner)
             )
-        tool = self._tools.get(record.tool_name)
-        if tool is None:
-            raise ToolExecutionError(unknown_tool_error(record.tool_name))
+        tool = known_tool(self._tools, record.tool_name)
         return await tool.run(record.arguments, _tool_call_context(call, record))
 
 
