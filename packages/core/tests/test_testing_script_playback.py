@@ -13,6 +13,7 @@ from dex_agents.testing import FileGate, InvocationLog, ModelScript, ModelTurn, 
 from dex_agents.testing.script_playback import (
     TextWriter,
     play_scripted_model_call,
+    scripted_answer_text,
     scripted_tool_call_id,
     scripted_turn_number,
 )
@@ -104,3 +105,18 @@ def test_turn_ids_are_checked() -> None:
     for bad in ("turn-", "round-1", "turn-x"):
         with pytest.raises(ValueError, match="expected turn-<n>"):
             scripted_turn_number(bad)
+
+
+def test_the_answer_text_is_the_scripted_text_or_the_turn_tool_results() -> None:
+    def unread() -> list[tuple[str, str]]:
+        raise AssertionError("results are read only for text_from_tool_results")
+
+    assert scripted_answer_text(ModelTurn(text="done"), unread) == "done"
+    assert scripted_answer_text(ModelTurn(), unread) == ""
+    from_results = ModelTurn(text_from_tool_results=True)
+    results = [("lookup", "order 42 shipped"), ("charge", "charged 5")]
+    assert (
+        scripted_answer_text(from_results, lambda: results)
+        == "lookup: order 42 shipped\ncharge: charged 5"
+    )
+    assert scripted_answer_text(from_results, list) == "(no tool results)"

@@ -31,7 +31,11 @@ from dex_agents.testing import (
     ScriptedModelFailure,
     run_scenario_tool,
 )
-from dex_agents.testing.script_playback import play_scripted_model_call, scripted_tool_call_id
+from dex_agents.testing.script_playback import (
+    play_scripted_model_call,
+    scripted_answer_text,
+    scripted_tool_call_id,
+)
 from dex_agents_claude_sdk.runner import ClientFactory
 from dex_agents_claude_sdk.tools import ClaudeTool
 
@@ -278,11 +282,7 @@ def _content(
             }
             for index, spec in enumerate(response.tool_calls)
         ]
-    if response.text_from_tool_results:
-        lines = [f"{name}: {result}" for name, result in _turn_results(messages)]
-        text = "\n".join(lines) if lines else "(no tool results)"
-    else:
-        text = response.text or ""
+    text = scripted_answer_text(response, lambda: _turn_results(messages))
     return [{"type": "text", "text": text}]
 
 

@@ -37,7 +37,11 @@ from dex_agents.testing import (
     ScenarioTool,
     run_scenario_tool,
 )
-from dex_agents.testing.script_playback import play_scripted_model_call, scripted_tool_call_id
+from dex_agents.testing.script_playback import (
+    play_scripted_model_call,
+    scripted_answer_text,
+    scripted_tool_call_id,
+)
 from dex_agents_langgraph.policies import declare_tool_effect
 from dex_agents_langgraph.runner import idempotency_key_of, tool_execution_of
 
@@ -182,11 +186,7 @@ def _response_message(
             usage_metadata=usage,
             response_metadata={"model_name": SCRIPTED_MODEL_NAME, "finish_reason": "tool_calls"},
         )
-    if response.text_from_tool_results:
-        lines = [f"{name}: {result}" for name, result in _turn_results(messages)]
-        text = "\n".join(lines) if lines else "(no tool results)"
-    else:
-        text = response.text or ""
+    text = scripted_answer_text(response, lambda: _turn_results(messages))
     return AIMessage(
         content=text,
         usage_metadata=usage,

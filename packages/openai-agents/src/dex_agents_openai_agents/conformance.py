@@ -30,7 +30,11 @@ from dex_agents.testing import (
     ScenarioTool,
     run_scenario_tool,
 )
-from dex_agents.testing.script_playback import play_scripted_model_call, scripted_tool_call_id
+from dex_agents.testing.script_playback import (
+    play_scripted_model_call,
+    scripted_answer_text,
+    scripted_tool_call_id,
+)
 from dex_agents_openai_agents.declarations import declare_tool_effect
 from dex_agents_openai_agents.execution import get_deferred_tool_execution, get_model_step_context
 from dex_agents_openai_agents.flow import create_openai_agents_session_flow
@@ -164,16 +168,12 @@ class ScenarioModel(Model):
                 for index, spec in enumerate(response.tool_calls)
             ]
             return ModelStep(output=output, usage=SCENARIO_USAGE)
-        if response.text_from_tool_results:
-            lines = [
-                f"{names[cid]}: {outputs[cid]}"
-                for group in groups
-                for cid in group
-                if cid in outputs
-            ]
-            text = "\n".join(lines) if lines else "(no tool results)"
-        else:
-            text = response.text or ""
+        text = scripted_answer_text(
+            response,
+            lambda: [
+                (names[cid], outputs[cid]) for group in groups for cid in group if cid in outputs
+            ],
+        )
         message = assistant_message(text, item_id=f"msg-{turn.turn_id}-{position}")
         return ModelStep(output=[message], usage=SCENARIO_USAGE)
 

@@ -43,7 +43,11 @@ from dex_agents.testing import (
     ScenarioTool,
     run_scenario_tool,
 )
-from dex_agents.testing.script_playback import play_scripted_model_call, scripted_tool_call_id
+from dex_agents.testing.script_playback import (
+    play_scripted_model_call,
+    scripted_answer_text,
+    scripted_tool_call_id,
+)
 from dex_agents_pydantic_ai.flow import create_pydantic_ai_agent_session_flow
 from dex_agents_pydantic_ai.policies import dex_tool_metadata
 from dex_agents_pydantic_ai.session_context import (
@@ -93,11 +97,10 @@ class _ScriptedModel:
                 usage=_SCRIPTED_USAGE,
                 model_name="conformance-script",
             )
-        if response.text_from_tool_results:
-            lines = [f"{part.tool_name}: {_text(part)}" for part in _turn_tool_results(messages)]
-            text = "\n".join(lines) if lines else "(no tool results)"
-        else:
-            text = response.text or ""
+        text = scripted_answer_text(
+            response,
+            lambda: [(part.tool_name, _text(part)) for part in _turn_tool_results(messages)],
+        )
         return ModelResponse(
             parts=[TextPart(text)], usage=_SCRIPTED_USAGE, model_name="conformance-script"
         )

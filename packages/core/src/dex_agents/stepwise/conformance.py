@@ -32,7 +32,11 @@ from dex_agents.stepwise.flow import session_options_of
 from dex_agents.stepwise.function_tool import FunctionTool, ToolCallContext, function_tool
 from dex_agents.stepwise.runner import StepwiseAgentRunner
 from dex_agents.stepwise.transcript import decode_transcript
-from dex_agents.testing.script_playback import play_scripted_model_call, scripted_tool_call_id
+from dex_agents.testing.script_playback import (
+    play_scripted_model_call,
+    scripted_answer_text,
+    scripted_tool_call_id,
+)
 from dex_agents.testing.scripts import (
     ModelScript,
     ModelTurn,
@@ -91,15 +95,16 @@ def _reply(request: ModelRequest) -> ScriptedModelReply:
                 for index, spec in enumerate(response.tool_calls)
             ]
         )
-    return ScriptedModelReply(text=_answer_text(response, request))
-
-
-def _answer_text(response: ModelTurn, request: ModelRequest) -> str:
-    if not response.text_from_tool_results:
-        return response.text or ""
-    results = [item for item in _this_turn(request.items) if isinstance(item, ToolResultItem)]
-    lines = [f"{result.tool_name}: {result.output}" for result in results]
-    return "\n".join(lines) if lines else "(no tool results)"
+    return ScriptedModelReply(
+        text=scripted_answer_text(
+            response,
+            lambda: [
+                (item.tool_name, item.output)
+                for item in _this_turn(request.items)
+                if isinstance(item, ToolResultItem)
+            ],
+        )
+    )
 
 
 class _ScenarioStepwiseRunner(StepwiseAgentRunner):

@@ -13,7 +13,7 @@ script names them, and record each call before it answers.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from dex_agents.testing.gates import FileGate
@@ -22,6 +22,7 @@ from dex_agents.testing.scripts import ModelScript, ModelTurn, ToolCallSpec, rec
 __all__ = [
     "ScriptedModelFailure",
     "play_scripted_model_call",
+    "scripted_answer_text",
     "scripted_tool_call_id",
     "scripted_turn_number",
 ]
@@ -87,3 +88,18 @@ async def play_scripted_model_call(
             f"scripted model call {position + 1} of {turn_id} failed on attempt {attempt}"
         )
     return response
+
+
+def scripted_answer_text(
+    response: ModelTurn, turn_tool_results: Callable[[], Iterable[tuple[str, str]]]
+) -> str:
+    """The text of a scripted final answer.
+
+    ``response.text``, or with ``text_from_tool_results`` one ``<tool name>: <output>``
+    line per result of the turn so far (``turn_tool_results()``, read only then),
+    or ``(no tool results)`` when there are none.
+    """
+    if not response.text_from_tool_results:
+        return response.text or ""
+    lines = [f"{name}: {output}" for name, output in turn_tool_results()]
+    return "\n".join(lines) if lines else "(no tool results)"

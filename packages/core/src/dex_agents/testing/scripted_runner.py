@@ -31,6 +31,7 @@ from dex_agents.runner import (
 from dex_agents.testing.script_playback import (
     ScriptedModelFailure,
     play_scripted_model_call,
+    scripted_answer_text,
     scripted_tool_call_id,
 )
 from dex_agents.testing.scripts import (
@@ -138,7 +139,12 @@ class ScriptedRunner:
             return ToolCallsRequested(
                 framework_run_state=state, tool_calls=calls, usage=SCRIPTED_USAGE
             )
-        text = self._answer_text(response, turn_items)
+        text = scripted_answer_text(
+            response,
+            lambda: [
+                (str(m.tool_name), str(m.tool_output)) for m in turn_items if m.role == "tool"
+            ],
+        )
         turn.events.write_text_delta(text)
         return TurnCompleted(
             new_messages=[*turn_items, *_assistant_item(text)], usage=SCRIPTED_USAGE
@@ -214,10 +220,3 @@ class ScriptedRunner:
                 )
             )
         return calls
-
-    @staticmethod
-    def _answer_text(response: ModelTurn, turn_items: list[FrameworkMessage]) -> str:
-        if not response.text_from_tool_results:
-            return response.text or ""
-        lines = [f"{m.tool_name}: {m.tool_output}" for m in turn_items if m.role == "tool"]
-        return "\n".join(lines) if lines else "(no tool results)"
