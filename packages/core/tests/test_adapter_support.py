@@ -50,17 +50,7 @@ from dex_agents.adapter_support import (
     tool_arguments_object,
     tool_declaration_metadata,
 )
-
-
-class _Events:
-    turn_id = "turn-1"
-    attempt = 1
-
-    def write_text_delta(self, text: str) -> None: ...
-    def write_reasoning_delta(self, text: str) -> None: ...
-    def write_tool_call_started(self, tool_call_id: str, tool_name: str) -> None: ...
-    def write_tool_call_finished(self, tool_call_id: str, tool_name: str, status: Any) -> None: ...
-    def write_event(self, type: str, payload: Any) -> None: ...
+from dex_agents.testing.runner_driver import RecordingEventWriter
 
 
 class _NotCancelled:
@@ -99,7 +89,7 @@ def _turn(
         messages=(),
         framework_run_state=None,
         tool_calls=records,
-        events=_Events(),
+        events=RecordingEventWriter(),
         cancellation=_NotCancelled(),
         deadline=datetime(2030, 1, 1, tzinfo=UTC),
         step_execution_id="step-1",
@@ -115,7 +105,7 @@ def _execution(call_id: str = "c1") -> DeferredToolExecution:
         tool_call=_record(call_id, AgentToolCallStatus.APPROVED),
         idempotency_key=f"s-1/turn-1/{call_id}",
         attempt=1,
-        events=_Events(),
+        events=RecordingEventWriter(),
         cancellation=_NotCancelled(),
         deadline=datetime(2030, 1, 1, tzinfo=UTC),
         heartbeat=_nothing,

@@ -12,17 +12,7 @@ import pytest
 
 from dex_agents import ToolEffect, ToolExecutionError, ToolExecutionResult, ToolInputRequested
 from dex_agents.stepwise import FunctionTool, ToolCallContext, encode_tool_result, function_tool
-
-
-class NullEvents:
-    turn_id = "turn-1"
-    attempt = 1
-
-    def write_text_delta(self, text: str) -> None: ...
-    def write_reasoning_delta(self, text: str) -> None: ...
-    def write_tool_call_started(self, tool_call_id: str, tool_name: str) -> None: ...
-    def write_tool_call_finished(self, tool_call_id: str, tool_name: str, status: Any) -> None: ...
-    def write_event(self, type: str, payload: Any) -> None: ...
+from dex_agents.testing.runner_driver import RecordingEventWriter
 
 
 class NotCancelled:
@@ -42,7 +32,7 @@ def context(**overrides: Any) -> ToolCallContext:
         "tool_name": "t",
         "idempotency_key": "s-1/turn-1/call_1",
         "attempt": 1,
-        "events": NullEvents(),
+        "events": RecordingEventWriter(),
         "cancellation": NotCancelled(),
         "deadline": datetime(2030, 1, 1, tzinfo=UTC),
         "heartbeat": no_heartbeat,
