@@ -1,0 +1,159 @@
+"""InvokeRPC: lock, call the Worker, apply the result's effects in one transaction."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING
+
+import grpc
+from dex.dexpb import dex_pb2 as pb
+
+from dex_local_engine import effects, errors, locks, steps, waits, worker_requests
+from dex_local_engine.constants import DEFAULT_RPC_TIMEOUT_SECONDS, RPC_FROM_PREFIX
+from dex_local_engine.dispatch import Task
+from dex_local_engine.errors import DexError
+from dex_local_engine.model import Flow
+from dex_local_engine.validation import trusted_movements, validate_step_options
+from dex_local_engine.values import null, uuid7
+
+if TYPE_CHECKING:
+    from dex_local_engine.engine import Engine
+
+
+async def invoke_rpc(engine: Engine, request: pb.InvokeRPCRequest) -> pb.InvokeRPCResponse:
+    """Run an RPC handler on a Worker and apply its effects in one transaction."""
+    flow = engine.flow(request.flow_id, active=True)
+    if not request.rpc_name:
+        raise errors.invalid("InvokeRPC needs an rpc_name")
+    holder = f"rpc:{uuid7()}"
+    keys = sorted(set(request.lock_attribute_keys))
+    if not locks.acquire(engine, flow, holder, keys):
+        raise DexError(
+            grpc.StatusCode.ABORTED,
+            pb.ERROR_SUB_STATUS_WORKER_API_ERROR,
+            f"RPC {request.rpc_name!r} could not lock Attributes {keys}: another Step or "
+            "RPC holds a lock",
+        )
+    try:
+        rpc_request = worker_requests.rpc_request(flow, request)
+        frame = await _call_rpc(engine, flow, rpc_request, request.timeout_seconds)
+        if frame.WhichOneof("output") == "worker_error":
+            error = frame.worker_error
+            raise DexError(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                pb.ERROR_SUB_STATUS_WORKER_API_ERROR,
+                f"RPC {request.rpc_name!r} failed: {error.detail}",
+                worker_error=error,
+            )
+        response = frame.rpc
+        if not flow.running or engine.flows.get(flow.flow_id) is not flow:
+            raise DexError(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                pb.ERROR_SUB_STATUS_FLOW_CLOSING,
+                f"Flow {flow.flow_id!r} closed while RPC {request.rpc_name!r} ran",
+            )
+        for movement in response.step_decision.next_steps:
+            if not movement.step_type:
+                raise errors.invalid(
+                    f"RPC {request.rpc_name!r} returned a movement without a Step type"
+                )
+            validate_step_options(movement.step_options)
+        decision = response.step_decision
+        has_effects = bool(
+            response.upsert_attributes
+            or response.publish_to_channel
+            or response.delete_from_channel
+            or decision.next_steps
+            or decision.cancel_step_types
+        )
+        if not has_effects:  # a pure query: nothing to commit
+            output = response.output if response.HasField("output") else null()
+            return pb.InvokeRPCResponse(output=output)
+        with engine.tx():
+            effects.apply_effects(
+                engine,
+                flow,
+                list(response.upsert_attributes),
+                list(response.publish_to_channel),
+                list(response.delete_from_channel),
+                strict=request.is_transactional or bool(keys),
+            )
+            engine.record(
+                flow,
+                pb.FlowHistoryEvent(
+                    rpc_execution_completed=pb.RpcExecutionCompletedEvent(
+                        rpc_name=request.rpc_name,
+                        input=rpc_request.input,
+                        output=response.output,
+                        step_decision=response.step_decision,
+                        upsert_attributes=response.upsert_attributes,
+                        record_events=response.record_events,
+                        publish_to_channel=response.publish_to_channel,
+                        delete_from_channel=response.delete_from_channel,
+                    )
+                ),
+            )
+            steps.cancel_steps(engine, flow, decision.cancel_step_types, None)
+            steps.start_steps(
+                engine,
+                flow,
+                trusted_movements(decision.next_steps),
+                from_id=f"{RPC_FROM_PREFIX}{request.rpc_name}",
+            )
+            if locks.release(engine, flow, holder):
+                locks.wake_lock_waiters(engine, flow)
+            waits.after_change(engine, flow)
+        output = response.output if response.HasField("output") else null()
+        return pb.InvokeRPCResponse(output=output)
+    finally:
+        if locks.release(engine, flow, holder) and flow.running:
+            with engine.tx():
+                waits.after_change(engine, flow)
+
+
+async def _call_rpc(
+    engine: Engine, flow: Flow, request: pb.InvokeWorkerRPCRequest, timeout_seconds: int
+) -> pb.PollWorkerTaskFrame:
+    loop = asyncio.get_running_loop()
+    result: asyncio.Future[pb.PollWorkerTaskFrame] = loop.create_future()
+    timeout = timeout_seconds if timeout_seconds > 0 else DEFAULT_RPC_TIMEOUT_SECONDS
+
+    def on_frame(task: Task, frame: pb.PollWorkerTaskFrame) -> None:
+        """The RPC's result (or Worker error) arrived."""
+        if not result.done():
+            result.set_result(frame)
+
+    def on_lost(task: Task, started: bool, detail: str) -> None:
+        """The Worker running the RPC went away."""
+        if not result.done():
+            result.set_exception(
+                DexError(
+                    grpc.StatusCode.UNAVAILABLE,
+                    pb.ERROR_SUB_STATUS_WORKER_API_ERROR,
+                    f"RPC {request.rpc_name!r}: {detail}",
+                )
+            )
+
+    task = Task(
+        flow_id=flow.flow_id,
+        flow_type=flow.flow_type,
+        kind="rpc",
+        payload=request,
+        deadline=time.time() + timeout,
+        on_assigned=lambda _task: None,
+        on_frame=on_frame,
+        on_lost=on_lost,
+        push_address=None if flow.is_pull else flow.worker_address,
+    )
+    engine.dispatch.submit(task)
+    try:
+        return await asyncio.wait_for(result, timeout)
+    except TimeoutError:
+        raise DexError(
+            grpc.StatusCode.DEADLINE_EXCEEDED,
+            pb.ERROR_SUB_STATUS_REQUEST_TIMEOUT,
+            f"RPC {request.rpc_name!r} did not finish within {timeout} seconds",
+        ) from None
+    finally:
+        engine.dispatch.cancel(task)

@@ -1,0 +1,269 @@
+"""Method attempts handed to Workers: dispatch, frames, timeouts, lost Workers, retries."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING
+
+import grpc
+from dex.dexpb import dex_pb2 as pb
+
+from dex_local_engine import outcomes, waits, worker_requests
+from dex_local_engine.constants import DEFAULT_METHOD_TIMEOUT_SECONDS
+from dex_local_engine.dispatch import Task
+from dex_local_engine.model import Flow, Phase, StepExec
+from dex_local_engine.retry import next_retry_delay
+from dex_local_engine.validation import result_problem
+
+if TYPE_CHECKING:
+    from dex_local_engine.engine import Engine
+
+_LOG = logging.getLogger("dex_local_engine")
+
+
+@dataclass(eq=False)
+class Attempt:
+    """One Step method attempt handed to the dispatcher, with its timers."""
+
+    flow: Flow
+    step: StepExec
+    task: Task
+    method_timer: asyncio.TimerHandle | None = None
+    heartbeat_timer: asyncio.TimerHandle | None = None
+
+    def cancel_timers(self) -> None:
+        """Stop the method and heartbeat timeout timers."""
+        if self.method_timer is not None:
+            self.method_timer.cancel()
+        if self.heartbeat_timer is not None:
+            self.heartbeat_timer.cancel()
+
+
+def dispatch_attempt(engine: Engine, flow: Flow, step: StepExec) -> None:
+    """Hand the Step's current method attempt to the dispatcher, with its timeout."""
+    is_wait_for = step.phase is Phase.WAIT_FOR
+    options = step.options
+    timeout = (
+        options.wait_for_timeout_seconds if is_wait_for else options.execute_timeout_seconds
+    ) or DEFAULT_METHOD_TIMEOUT_SECONDS
+    payload = (
+        worker_requests.wait_for_request(flow, step)
+        if is_wait_for
+        else worker_requests.execute_request(flow, step)
+    )
+    task = Task(
+        flow_id=flow.flow_id,
+        flow_type=flow.flow_type,
+        kind="wait_for" if is_wait_for else "execute",
+        payload=payload,
+        deadline=time.time() + timeout,
+        on_assigned=partial(_on_assigned, engine),
+        on_frame=partial(_on_frame, engine),
+        on_lost=partial(_on_lost, engine),
+        push_address=None if flow.is_pull else flow.worker_address,
+    )
+    attempt = Attempt(flow, step, task)
+    attempt.method_timer = asyncio.get_running_loop().call_later(
+        timeout, partial(_on_method_timeout, engine), attempt, timeout
+    )
+    engine.attempts[(flow.flow_id, step.sid)] = attempt
+    engine.dispatch.submit(task)
+
+
+def _attempt_of(engine: Engine, task: Task) -> Attempt | None:
+    if task.kind == "rpc":
+        return None
+    payload = task.payload
+    assert not isinstance(payload, pb.InvokeWorkerRPCRequest)
+    attempt = engine.attempts.get((task.flow_id, payload.context.step_execution_id))
+    if attempt is None or attempt.task is not task:
+        return None
+    return attempt
+
+
+def _on_assigned(engine: Engine, task: Task) -> None:
+    attempt = _attempt_of(engine, task)
+    if attempt is None:
+        return
+    flow, step = attempt.flow, attempt.step
+    with engine.tx():
+        step.method.running = True
+        engine.touch(flow, step)
+    _arm_heartbeat(engine, attempt)
+
+
+def _arm_heartbeat(engine: Engine, attempt: Attempt) -> None:
+    seconds = attempt.step.options.heartbeat_timeout_seconds
+    if seconds <= 0:
+        return
+    seconds = max(seconds, engine.min_heartbeat_timeout)
+    if attempt.heartbeat_timer is not None:
+        attempt.heartbeat_timer.cancel()
+    attempt.heartbeat_timer = asyncio.get_running_loop().call_later(
+        seconds, partial(_on_heartbeat_timeout, engine), attempt, seconds
+    )
+
+
+def _on_method_timeout(engine: Engine, attempt: Attempt, seconds: int) -> None:
+    _time_out(
+        engine,
+        attempt,
+        f"{attempt.task.kind} method timeout: the attempt ran past {seconds} seconds",
+        "dex_local_engine.MethodTimeout",
+    )
+
+
+def _on_heartbeat_timeout(engine: Engine, attempt: Attempt, seconds: float) -> None:
+    _time_out(
+        engine,
+        attempt,
+        f"heartbeat timeout: no heartbeat within {seconds:g} seconds",
+        "dex_local_engine.HeartbeatTimeout",
+    )
+
+
+def _time_out(engine: Engine, attempt: Attempt, detail: str, error_type: str) -> None:
+    flow, step, task = attempt.flow, attempt.step, attempt.task
+    if engine.attempts.get((flow.flow_id, step.sid)) is not attempt or task.done:
+        return
+    started = task.started
+    engine.dispatch.cancel(task)
+    error = pb.WorkerErrorResponse(
+        detail=detail,
+        error_type=error_type,
+        grpc_status=grpc.StatusCode.DEADLINE_EXCEEDED.value[0],
+    )
+    with engine.tx():
+        attempt_failed(engine, flow, step, error, started=started)
+        waits.after_change(engine, flow)
+
+
+def _on_lost(engine: Engine, task: Task, started: bool, detail: str) -> None:
+    attempt = _attempt_of(engine, task)
+    if attempt is None or engine.closing:
+        # While the engine stops, its streams end too: the attempt stays marked as
+        # running and counts as failed when the engine starts again.
+        return
+    error = pb.WorkerErrorResponse(
+        detail=detail,
+        error_type="dex_local_engine.WorkerLost",
+        grpc_status=grpc.StatusCode.UNAVAILABLE.value[0],
+    )
+    with engine.tx():
+        attempt_failed(engine, attempt.flow, attempt.step, error, started=started)
+        waits.after_change(engine, attempt.flow)
+
+
+def _on_frame(engine: Engine, task: Task, frame: pb.PollWorkerTaskFrame) -> None:
+    attempt = _attempt_of(engine, task)
+    if attempt is None:
+        return
+    flow, step = attempt.flow, attempt.step
+    kind = frame.WhichOneof("output")
+    if kind == "worker_error":
+        with engine.tx():
+            attempt_failed(engine, flow, step, frame.worker_error, started=True)
+            waits.after_change(engine, flow)
+        return
+    output = frame.wait_for if kind == "wait_for" else frame.execute
+    which = output.WhichOneof("output")
+    if which == "heartbeat":
+        with engine.tx():
+            heartbeat = output.heartbeat
+            step.method.checkpoint = heartbeat.value if heartbeat.HasField("value") else None
+            engine.touch(flow, step)
+        _arm_heartbeat(engine, attempt)
+    elif which == "stream_write":
+        write = output.stream_write
+        if write.stream_name and write.HasField("value"):
+            engine.streams.write(
+                flow_type=flow.flow_type,
+                stream=write.stream_name,
+                flow_id=flow.flow_id,
+                value=write.value,
+                capacity=int(write.stream_capacity_bytes),
+                source=f"#{step.sid}",
+            )
+        _arm_heartbeat(engine, attempt)
+    elif which == "result":
+        problem = result_problem(frame)
+        if problem is not None:
+            # Dex rejects such a result: the attempt fails and the Step's policy applies.
+            with engine.tx():
+                attempt_failed(
+                    engine,
+                    flow,
+                    step,
+                    pb.WorkerErrorResponse(
+                        detail=problem,
+                        error_type="dex_local_engine.InvalidResult",
+                        grpc_status=grpc.StatusCode.INVALID_ARGUMENT.value[0],
+                    ),
+                    started=True,
+                )
+                waits.after_change(engine, flow)
+            return
+        engine.attempts.pop((flow.flow_id, step.sid), None)
+        attempt.cancel_timers()
+        with engine.tx():
+            step.method.running = False
+            if kind == "wait_for" and step.phase is Phase.WAIT_FOR:
+                outcomes.wait_for_completed(engine, flow, step, frame.wait_for.result)
+            elif kind == "execute" and step.phase is Phase.EXECUTE:
+                outcomes.execute_completed(engine, flow, step, frame.execute.result)
+            waits.after_change(engine, flow)
+
+
+def attempt_failed(
+    engine: Engine, flow: Flow, step: StepExec, error: pb.WorkerErrorResponse, *, started: bool
+) -> None:
+    """An attempt failed: retry after the policy's backoff, or fail the method."""
+    attempt = engine.attempts.pop((flow.flow_id, step.sid), None)
+    if attempt is not None:
+        attempt.cancel_timers()
+    method = step.method
+    method.running = False
+    method.last_error = error
+    if started:
+        method.started_attempts += 1
+    is_wait_for = step.phase is Phase.WAIT_FOR
+    options = step.options
+    has_policy = options.HasField(
+        "wait_for_retry_policy" if is_wait_for else "execute_retry_policy"
+    )
+    policy = (
+        (options.wait_for_retry_policy if is_wait_for else options.execute_retry_policy)
+        if has_policy
+        else None
+    )
+    now = time.time()
+    try:
+        delay = next_retry_delay(
+            policy,
+            attempt=method.attempt,
+            first_attempt_at=method.first_attempt_at,
+            now=now,
+            retry_after_seconds=float(error.retry_after_seconds) or None,
+        )
+    except ValueError as invalid_policy:  # accepted before validation existed
+        _LOG.warning("flow %s step %s: %s", flow.flow_id, step.sid, invalid_policy)
+        delay = None
+    _LOG.info(
+        "flow %s step %s %s attempt %d failed: %s",
+        flow.flow_id,
+        step.sid,
+        step.phase.value,
+        method.attempt,
+        error.detail,
+    )
+    engine.touch(flow, step)
+    if delay is not None:
+        method.attempt += 1
+        method.retry_at = now + delay
+        waits.arm_wake(engine, flow, step, method.retry_at)
+        return
+    outcomes.method_failed(engine, flow, step, error)
