@@ -12,7 +12,7 @@ Usage::
     uv run python packages/local-engine/tests/sdk_integ/run_sdk_integ.py \
         [--repo PATH] [--json PATH] [--keep] [-k EXPR] [--engine-address HOST:PORT]
 
-The Dex clone defaults to ``$DEX_REPO`` or ``/work/.mirror/superdurable+dex/repo``.
+The Dex clone comes from ``--repo`` or, without it, ``$DEX_REPO``; there is no default.
 Exit status: 0 when every scenario passes except the documented unsupported
 ones, 1 otherwise, 2 when the harness itself cannot run.
 """
@@ -35,7 +35,6 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-DEFAULT_REPO = Path("/work/.mirror/superdurable+dex/repo")
 SCENARIO_DIR = "sdk-python/tests/integ"
 SHIMS_FILE = Path(__file__).with_name("integ_shims.py")
 SHIMS_MODULE = "_local_engine_shims"
@@ -137,7 +136,11 @@ class HarnessReport:
 
 
 def resolve_repo(repo: str | None) -> Path:
-    path = Path(repo or os.environ.get("DEX_REPO") or DEFAULT_REPO)
+    """The Dex clone named by ``--repo`` or, without it, by ``DEX_REPO``."""
+    named = repo or os.environ.get("DEX_REPO")
+    if not named:
+        raise HarnessError("no Dex clone given: pass --repo PATH or set DEX_REPO")
+    path = Path(named)
     if not path.exists():
         raise HarnessError(f"Dex repository not found at {path} (set DEX_REPO or --repo)")
     return path
@@ -335,7 +338,7 @@ def format_table(report: HarnessReport) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--repo", help="Dex clone (default $DEX_REPO or the mirror path)")
+    parser.add_argument("--repo", help="Dex clone (default: $DEX_REPO; required when that is unset)")
     parser.add_argument("--engine-address", help="use a running engine instead of an embedded one")
     parser.add_argument("-k", dest="keyword", help="pytest -k expression to select scenarios")
     parser.add_argument("--json", dest="json_path", help="also write the results as JSON here")

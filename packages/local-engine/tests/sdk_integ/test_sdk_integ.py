@@ -1,7 +1,7 @@
 """Runs the Dex SDK's own integration scenarios against the local engine.
 
-Needs a local clone of the Dex repository ($DEX_REPO, default the mirror path);
-without one these tests skip and say so.
+Needs a local clone of the Dex repository named by ``DEX_REPO``; without one
+these tests skip and say so.
 """
 
 from __future__ import annotations
