@@ -9,7 +9,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -140,7 +140,7 @@ def free_port() -> int:
 class EngineProcess:
     """``python -m dex_local_engine serve`` in a child process."""
 
-    def __init__(self, database: str, port: int = 0) -> None:
+    def __init__(self, database: str, port: int = 0, extra_args: Sequence[str] = ()) -> None:
         self.process = subprocess.Popen(
             [
                 sys.executable,
@@ -151,6 +151,7 @@ class EngineProcess:
                 str(port),
                 "--db",
                 database,
+                *extra_args,
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -19,6 +19,7 @@ from dex import (
     RPCResult,
     Step,
     StepDecision,
+    StepDurability,
     StepList,
     StepMovement,
     StepOptions,
@@ -220,6 +221,10 @@ class FailureFlow(Flow[str]):
 
 
 class Hog(Step[str]):
+    def get_step_options(self) -> StepOptions | None:
+        # SYNC: an RPC waits for the Flow's running ASYNC methods, not for SYNC ones.
+        return StepOptions(execute_durability=StepDurability.SYNC)
+
     def execute(self, context: Context, input: str) -> StepDecision:
         time.sleep(3)
         return dead_end()
@@ -367,7 +372,11 @@ class QueueFlow(Flow[str]):
 
 class Locker(Step[str]):
     def get_step_options(self) -> StepOptions | None:
-        return StepOptions(execute_lock_attributes=(AttributeLock(LockFlow.guarded),))
+        # SYNC, so RPCs do not wait for it (they wait for ASYNC methods) and can conflict.
+        return StepOptions(
+            execute_lock_attributes=(AttributeLock(LockFlow.guarded),),
+            execute_durability=StepDurability.SYNC,
+        )
 
     def execute(self, context: Context, input: str) -> StepDecision:
         LockFlow.guarded.set(context, (LockFlow.guarded.get(context) or "") + f"[{input}")

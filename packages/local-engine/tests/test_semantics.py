@@ -279,9 +279,11 @@ def test_channels_maps_and_close_if_channels_empty(sem: Sem) -> None:
     client = sem.client
     queue = sem.flow(s.QueueFlow)
     client.start_flow(queue, "q", "drain")
-    client.invoke_rpc(queue.publish, "q", ["j1", "j2", "j3"])
+    # Mail first: an RPC waits for the Steps the previous one started (ASYNC methods),
+    # and the publish lets Drain empty the Channel and complete the Flow.
     client.invoke_rpc(queue.mail, "q", "mine")
     client.invoke_rpc(queue.mail, "q", "other")
+    client.invoke_rpc(queue.publish, "q", ["j1", "j2", "j3"])
     result = client.wait_for_flow("q")
     assert result.status is FlowStatus.COMPLETED
     assert result.completions[0].decode(str) == "j1,j2;j3;"

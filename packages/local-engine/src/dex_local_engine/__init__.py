@@ -5,9 +5,11 @@ from importlib.metadata import version as _version
 __version__ = _version("dex-local-engine")
 
 from dex_local_engine.attempt_progress import StepAttemptProgress, recovery_attempt_progress
+from dex_local_engine.durability import Durability
 from dex_local_engine.server import EngineServer, EngineStartError, LocalEngine
 
 __all__ = [
+    "Durability",
     "EngineServer",
     "EngineStartError",
     "LocalEngine",

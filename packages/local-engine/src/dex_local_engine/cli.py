@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from dex_local_engine import __version__
+from dex_local_engine.durability import DEFAULT_DURABILITY, Durability
 from dex_local_engine.server import EngineServer, EngineStartError
 
 
@@ -38,12 +39,19 @@ def build_parser() -> argparse.ArgumentParser:
         default=":memory:",
         help="SQLite database file, created if missing; :memory: keeps nothing (default)",
     )
+    serve.add_argument(
+        "--durability",
+        default=DEFAULT_DURABILITY.value,
+        choices=[mode.value for mode in Durability],
+        help="process-crash (default): SQLite synchronous=NORMAL, a commit survives the "
+        "engine process crashing; power-loss: synchronous=FULL, an fsync per commit",
+    )
     serve.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     return parser
 
 
-async def _serve(host: str, port: int, database: str) -> int:
-    server = EngineServer(database, host, port)
+async def _serve(host: str, port: int, database: str, durability: str) -> int:
+    server = EngineServer(database, host, port, durability)
     try:
         address = await server.start()
     except EngineStartError as error:
@@ -69,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    return asyncio.run(_serve(args.host, args.port, args.db))
+    return asyncio.run(_serve(args.host, args.port, args.db, args.durability))
 
 
 if __name__ == "__main__":

@@ -8,3 +8,5 @@ LONG_POLL_CAP_SECONDS = 30.0
 WAIT_FOR_FLOW_CAP_SECONDS = 60.0
 RPC_FROM_PREFIX = "__rpc/"
 TIMEOUT_HANDLER_STEP_TYPE = "sys:timeout_handler"  # the SDK routes it to Flow.handle_timeout
+# Dex Server runs ASYNC Step methods inside the workflow task for up to this long.
+LOCAL_METHOD_WINDOW_SECONDS = 7.0

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import grpc
 from dex.dexpb import dex_pb2 as pb
 
+from dex_local_engine import search
 from dex_local_engine.errors import DexError
 from dex_local_engine.model import ChannelMsg, Flow
 from dex_local_engine.values import is_null, null, uuid7
@@ -22,6 +23,8 @@ def apply_attribute_writes(engine: Engine, flow: Flow, writes: Iterable[pb.Attri
     for write in writes:
         if not write.key:
             continue
+        if write.HasField("index_config"):
+            search.note_write(engine, write)
         if not write.HasField("value") or is_null(write.value):
             if flow.attributes.pop(write.key, None) is not None:
                 engine.store.put_attribute(flow.flow_id, write.key, None)

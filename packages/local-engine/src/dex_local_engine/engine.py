@@ -23,7 +23,16 @@ from contextlib import contextmanager, suppress
 
 from dex.dexpb import dex_pb2 as pb
 
-from dex_local_engine import errors, flows, queries, recovery, rpcs, state_access, waits
+from dex_local_engine import (
+    errors,
+    flows,
+    queries,
+    recovery,
+    rpcs,
+    search,
+    state_access,
+    waits,
+)
 from dex_local_engine.constants import LONG_POLL_CAP_SECONDS as LONG_POLL_CAP_SECONDS
 from dex_local_engine.constants import WAIT_FOR_FLOW_CAP_SECONDS as WAIT_FOR_FLOW_CAP_SECONDS
 from dex_local_engine.dispatch import Dispatcher
@@ -48,6 +57,7 @@ class Engine:
         self.attempts: dict[tuple[str, str], Attempt] = {}  # (flow ID, sid)
         self.wakes: dict[tuple[str, str], asyncio.TimerHandle] = {}
         self.flow_timers: dict[str, asyncio.TimerHandle] = {}
+        self.indexes: dict[str, pb.IndexConfig] = {}  # Attribute key -> its search index
         self._changed: dict[str, asyncio.Event] = {}
         self._dirty_flows: dict[str, Flow] = {}
         self._dirty_steps: dict[tuple[str, str], StepExec] = {}
@@ -165,6 +175,14 @@ class Engine:
     def get_attributes(self, request: pb.GetAttributesRequest) -> pb.GetAttributesResponse:
         """GetAttributes of a running or closed Flow."""
         return state_access.get_attributes(self, request)
+
+    def sync_indexes(self, request: pb.SyncAttributeIndexRequest) -> None:
+        """SyncAttributeIndexes: remember which Attributes are searchable, and how."""
+        search.sync_indexes(self, request)
+
+    def search_flows(self, request: pb.SearchFlowsRequest) -> pb.SearchFlowsResponse:
+        """SearchFlows: one page of the Flows a query matches."""
+        return search.search_flows(self, request)
 
     def flow_result(self, flow: Flow) -> pb.FlowResult:
         """The result WaitForFlow returns for a closed Flow."""

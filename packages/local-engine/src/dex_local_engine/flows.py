@@ -33,6 +33,10 @@ def start_flow(engine: Engine, request: pb.StartFlowRequest) -> str:
         raise errors.invalid("StartFlow needs a flow_type")
     validate_step_options(request.step_options)
     options = request.flow_start_options
+    config = pb.FlowConfig()
+    if options.HasField("flow_config_override"):
+        config.CopyFrom(options.flow_config_override)
+    validate_flow_config(config)
     existing = engine.flows.get(request.flow_id)
     policy = options.id_reuse_policy or pb.ID_REUSE_POLICY_ALLOW_IF_NO_RUNNING
     with engine.tx():
@@ -49,9 +53,6 @@ def start_flow(engine: Engine, request: pb.StartFlowRequest) -> str:
             ):
                 return _already_started_or_same(engine, request, existing)
             _forget(engine, existing)
-        config = pb.FlowConfig()
-        if options.HasField("flow_config_override"):
-            config.CopyFrom(options.flow_config_override)
         flow = Flow(
             flow_id=request.flow_id,
             run_id=uuid7(),
@@ -280,3 +281,23 @@ def check_graceful(engine: Engine, flow: Flow) -> None:
         TIMEOUT_HANDLER_STEP_TYPE,
     ):
         close_flow(engine, flow, pb.FLOW_STATUS_COMPLETED, 0, "")
+
+
+def validate_flow_config(config: pb.FlowConfig) -> None:
+    """Refuse a Flow configuration Dex Server would refuse, as INVALID_ARGUMENT.
+
+    The engine has no Attribute Store, so naming one is an error, as an unknown store
+    is on Dex Server (a silently ignored projection would lose writes).
+    """
+    if config.continue_as_new_threshold < 0:
+        raise errors.invalid(
+            f"continue_as_new_threshold must be >= 0, got {config.continue_as_new_threshold}"
+        )
+    if config.continue_as_new_page_size_in_bytes < 0:
+        raise errors.invalid(
+            "continue_as_new_page_size_in_bytes must be >= 0, got "
+            f"{config.continue_as_new_page_size_in_bytes}"
+        )
+    for name in config.attribute_store_names.names:
+        if name:
+            raise errors.invalid(f"unknown Attribute Store {name!r}")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import grpc
 from dex.dexpb import dex_pb2 as pb
 
-from dex_local_engine import flows, steps, tasks
+from dex_local_engine import flows, search, steps, tasks
 from dex_local_engine.model import METHOD_PHASES, ChannelMsg, Flow, Phase, StepExec
 
 if TYPE_CHECKING:
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 def recover(engine: Engine) -> None:
     """Load every Flow and resume the running ones after a restart."""
     engine.streams.load()
+    search.load_indexes(engine)
     for row in engine.store.flows():
         flow = Flow.from_row(row.flow_id, row.run_id, row.flow_type, row.status, row.meta)
         engine.flows[flow.flow_id] = flow

@@ -9,11 +9,23 @@ from typing import TYPE_CHECKING
 import grpc
 from dex.dexpb import dex_pb2 as pb
 
-from dex_local_engine import effects, errors, locks, steps, waits, worker_requests
-from dex_local_engine.constants import DEFAULT_RPC_TIMEOUT_SECONDS, RPC_FROM_PREFIX
+from dex_local_engine import (
+    effects,
+    errors,
+    locks,
+    state_access,
+    steps,
+    waits,
+    worker_requests,
+)
+from dex_local_engine.constants import (
+    DEFAULT_RPC_TIMEOUT_SECONDS,
+    LOCAL_METHOD_WINDOW_SECONDS,
+    RPC_FROM_PREFIX,
+)
 from dex_local_engine.dispatch import Task
 from dex_local_engine.errors import DexError
-from dex_local_engine.model import Flow
+from dex_local_engine.model import METHOD_PHASES, Flow
 from dex_local_engine.validation import trusted_movements, validate_step_options
 from dex_local_engine.values import null, uuid7
 
@@ -22,12 +34,24 @@ if TYPE_CHECKING:
 
 
 async def invoke_rpc(engine: Engine, request: pb.InvokeRPCRequest) -> pb.InvokeRPCResponse:
-    """Run an RPC handler on a Worker and apply its effects in one transaction."""
-    flow = engine.flow(request.flow_id, active=True)
+    """Run an RPC handler on a Worker and apply its effects in one transaction.
+
+    As on Dex Server, an RPC first waits for the ASYNC Step methods its Flow is running
+    (Dex runs them inside the workflow task its RPC query waits for), so it sees their
+    writes. An RPC without locks works on a closed Flow too, as long as it only reads:
+    Dex reads state through a query and signals the Flow only to apply writes.
+    """
+    flow = engine.flow(request.flow_id, active=False)
     if not request.rpc_name:
         raise errors.invalid("InvokeRPC needs an rpc_name")
-    holder = f"rpc:{uuid7()}"
     keys = sorted(set(request.lock_attribute_keys))
+    if not flow.running and keys:
+        raise errors.flow_not_found(flow.flow_id, active=True)  # locking RPCs update the run
+    await _settle_async_methods(engine, flow)
+    if not flow.running:
+        state_access.load_closed_attributes(engine, flow)
+    was_running = flow.running
+    holder = f"rpc:{uuid7()}"
     if not locks.acquire(engine, flow, holder, keys):
         raise DexError(
             grpc.StatusCode.ABORTED,
@@ -47,12 +71,6 @@ async def invoke_rpc(engine: Engine, request: pb.InvokeRPCRequest) -> pb.InvokeR
                 worker_error=error,
             )
         response = frame.rpc
-        if not flow.running or engine.flows.get(flow.flow_id) is not flow:
-            raise DexError(
-                grpc.StatusCode.FAILED_PRECONDITION,
-                pb.ERROR_SUB_STATUS_FLOW_CLOSING,
-                f"Flow {flow.flow_id!r} closed while RPC {request.rpc_name!r} ran",
-            )
         for movement in response.step_decision.next_steps:
             if not movement.step_type:
                 raise errors.invalid(
@@ -66,10 +84,19 @@ async def invoke_rpc(engine: Engine, request: pb.InvokeRPCRequest) -> pb.InvokeR
             or response.delete_from_channel
             or decision.next_steps
             or decision.cancel_step_types
+            or response.record_events
         )
         if not has_effects:  # a pure query: nothing to commit
             output = response.output if response.HasField("output") else null()
             return pb.InvokeRPCResponse(output=output)
+        if not was_running:
+            raise errors.flow_not_found(flow.flow_id, active=True)
+        if not flow.running or engine.flows.get(flow.flow_id) is not flow:
+            raise DexError(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                pb.ERROR_SUB_STATUS_FLOW_CLOSING,
+                f"Flow {flow.flow_id!r} closed while RPC {request.rpc_name!r} ran",
+            )
         with engine.tx():
             effects.apply_effects(
                 engine,
@@ -110,6 +137,28 @@ async def invoke_rpc(engine: Engine, request: pb.InvokeRPCRequest) -> pb.InvokeR
         if locks.release(engine, flow, holder) and flow.running:
             with engine.tx():
                 waits.after_change(engine, flow)
+
+
+async def _settle_async_methods(engine: Engine, flow: Flow) -> None:
+    """Wait until no ASYNC Step method of the Flow is in flight.
+
+    Dex Server runs ASYNC methods as local activities inside the workflow task, for
+    at most ``LOCAL_METHOD_WINDOW_SECONDS`` from a method's first attempt; a query
+    (the first part of an RPC) waits for that task. Past the window Dex hands the
+    method to a regular activity and the task ends, so the wait never exceeds it.
+    """
+    while flow.running and engine.flows.get(flow.flow_id) is flow:
+        now = time.time()
+        until = 0.0
+        for step in flow.steps.values():
+            if step.phase not in METHOD_PHASES or not steps.is_async(flow, step):
+                continue
+            ends = step.method.first_attempt_at + LOCAL_METHOD_WINDOW_SECONDS
+            if ends > now:
+                until = max(until, ends)
+        if not until:
+            return
+        await engine.wait_change(flow.flow_id, until - now)
 
 
 async def _call_rpc(

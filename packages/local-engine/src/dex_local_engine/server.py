@@ -13,6 +13,7 @@ from typing import Any, cast
 import grpc
 from dex.dexpb import dex_pb2_grpc as pb_grpc
 
+from dex_local_engine.durability import DEFAULT_DURABILITY, Durability
 from dex_local_engine.engine import Engine
 from dex_local_engine.service import FlowService, WorkerTaskService
 from dex_local_engine.store import Store
@@ -29,9 +30,19 @@ class EngineStartError(RuntimeError):
 class EngineServer:
     """The engine's gRPC server on the running event loop."""
 
-    def __init__(self, database: str | os.PathLike[str], host: str, port: int) -> None:
+    def __init__(
+        self,
+        database: str | os.PathLike[str],
+        host: str,
+        port: int,
+        durability: Durability | str = DEFAULT_DURABILITY,
+    ) -> None:
         if not 0 <= port <= 65535:
             raise EngineStartError(f"port {port} is out of range 0-65535")
+        try:
+            self.durability = Durability.parse(durability)
+        except ValueError as error:
+            raise EngineStartError(str(error)) from None
         self.database = os.fspath(database)
         self.host = host
         self.port = port
@@ -42,7 +53,7 @@ class EngineServer:
 
     async def start(self) -> str:
         try:
-            store = Store(self.database)
+            store = Store(self.database, self.durability)
         except Exception as error:
             raise EngineStartError(str(error)) from error
         self._store = store
@@ -81,7 +92,12 @@ class EngineServer:
         self._server = server
         shown = f"[{self.host}]" if ":" in self.host else self.host
         self.address = f"{shown}:{bound}"
-        _LOG.info("dex-local-engine listening on %s (database %s)", self.address, self.database)
+        _LOG.info(
+            "dex-local-engine listening on %s (database %s, durability %s)",
+            self.address,
+            self.database,
+            self.durability.value,
+        )
         return self.address
 
     async def _close_quietly(self) -> None:
@@ -110,6 +126,9 @@ class LocalEngine:
 
     >>> with LocalEngine() as engine:  # doctest: +SKIP
     ...     client = dex.Client(ClientOptions(server_address=engine.address))
+
+    ``durability`` is ``Durability.PROCESS_CRASH`` (the default) or
+    ``Durability.POWER_LOSS`` (an fsync per commit); see :mod:`dex_local_engine.durability`.
     """
 
     def __init__(
@@ -117,7 +136,9 @@ class LocalEngine:
         database: str | os.PathLike[str] = ":memory:",
         host: str = "127.0.0.1",
         port: int = 0,
+        durability: Durability | str = DEFAULT_DURABILITY,
     ) -> None:
+        self.durability = Durability.parse(durability)
         self.database = os.fspath(database)
         self.host = host
         self.port = port
@@ -165,7 +186,7 @@ class LocalEngine:
             loop.close()
 
     async def _main(self) -> None:
-        server = EngineServer(self.database, self.host, self.port)
+        server = EngineServer(self.database, self.host, self.port, self.durability)
         self._stopped = asyncio.Event()
         self._address = await server.start()
         self._ready.set()

@@ -45,6 +45,7 @@ SUPPORTED_FLOW_RPCS = frozenset(
         "SetAttributes",
         "GetAttributes",
         "GetFlowState",
+        "SearchFlows",
     }
 )
 
@@ -91,7 +92,14 @@ class FlowService(cast(Any, pb_grpc).FlowServiceServicer):
     async def SyncAttributeIndexes(
         self, request: pb.SyncAttributeIndexRequest, context: Any
     ) -> pb.SyncAttributeIndexResponse:
+        self.engine.sync_indexes(request)
         return pb.SyncAttributeIndexResponse()
+
+    @_answering_errors
+    async def SearchFlows(
+        self, request: pb.SearchFlowsRequest, context: Any
+    ) -> pb.SearchFlowsResponse:
+        return self.engine.search_flows(request)
 
     @_answering_errors
     async def StartFlow(self, request: pb.StartFlowRequest, context: Any) -> pb.StartFlowResponse:

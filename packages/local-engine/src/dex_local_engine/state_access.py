@@ -45,11 +45,8 @@ def get_attributes(engine: Engine, request: pb.GetAttributesRequest) -> pb.GetAt
     """GetAttributes of a running or closed Flow."""
     flow = engine.flow(request.flow_id, active=False)
     _check_run(flow, request.run_id)
-    if not flow.running and not flow.attributes:
-        for key, value in engine.store.attributes(flow.flow_id):
-            parsed = pb.Value()
-            parsed.ParseFromString(value)
-            flow.attributes[key] = parsed
+    if not flow.running:
+        load_closed_attributes(engine, flow)
     keys = list(flow.attributes) if request.all_keys else list(request.keys)
     return pb.GetAttributesResponse(
         attributes=[
@@ -61,3 +58,13 @@ def get_attributes(engine: Engine, request: pb.GetAttributesRequest) -> pb.GetAt
 def _check_run(flow: Flow, run_id: str) -> None:
     if run_id and run_id != flow.run_id:
         raise errors.flow_not_found(f"{flow.flow_id}/{run_id}", active=flow.running)
+
+
+def load_closed_attributes(engine: Engine, flow: Flow) -> None:
+    """Load a closed Flow's Attributes from the store (a restart loads only running ones)."""
+    if flow.running or flow.attributes:
+        return
+    for key, value in engine.store.attributes(flow.flow_id):
+        parsed = pb.Value()
+        parsed.ParseFromString(value)
+        flow.attributes[key] = parsed

@@ -145,3 +145,28 @@ def cancel_steps(
                 engine.store.delete_message(flow.flow_id, message.seq)
             end_step(engine, flow, step, Phase.CANCELED)
     locks.wake_lock_waiters(engine, flow)
+
+
+def is_async(flow: Flow, step: StepExec) -> bool:
+    """Whether the Step's current method runs with ASYNC durability, resolved as Dex
+    Server does: the method's override, else SYNC for a method with a recovery policy,
+    else the Flow's configured default, else ASYNC."""
+    options = step.options
+    if step.phase is Phase.WAIT_FOR:
+        override = options.wait_for_durability_override
+        recovers = options.wait_for_failure_policy == (
+            pb.WAIT_FOR_METHOD_FAILURE_POLICY_PROCEED_ON_FAILURE
+        )
+    else:
+        override = options.execute_durability_override
+        recovers = bool(
+            options.execute_failure_policy
+            == pb.EXECUTE_METHOD_FAILURE_POLICY_PROCEED_TO_CONFIGURED_STEP
+            and options.execute_failure_proceed_step_type
+        )
+    if override != pb.STEP_DURABILITY_UNSPECIFIED:
+        return override == pb.STEP_DURABILITY_ASYNC
+    if recovers:
+        return False
+    configured = flow.config.step_durability
+    return configured in (pb.STEP_DURABILITY_UNSPECIFIED, pb.STEP_DURABILITY_ASYNC)

@@ -13,6 +13,8 @@ from collections.abc import Generator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from dex_local_engine.durability import DEFAULT_DURABILITY, Durability
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS flows (
     flow_id TEXT PRIMARY KEY,
@@ -60,6 +62,10 @@ CREATE TABLE IF NOT EXISTS stream_msgs (
     size INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS stream_msgs_by_flow ON stream_msgs (flow_type, stream, flow_id, seq);
+CREATE TABLE IF NOT EXISTS attribute_indexes (
+    attribute_key TEXT PRIMARY KEY,
+    config BLOB NOT NULL
+) WITHOUT ROWID;
 """
 
 
@@ -92,15 +98,20 @@ class StreamRow:
 class Store:
     """The engine's SQLite database. Used only from the engine's event loop thread."""
 
-    def __init__(self, database: str | os.PathLike[str]) -> None:
+    def __init__(
+        self,
+        database: str | os.PathLike[str],
+        durability: Durability = DEFAULT_DURABILITY,
+    ) -> None:
         path = os.fspath(database)
         self.path = path
+        self.durability = durability
         try:
             self._db = sqlite3.connect(
                 path, isolation_level=None, check_same_thread=False, cached_statements=256
             )
             self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute(f"PRAGMA synchronous={durability.sqlite_synchronous}")
             self._db.execute("PRAGMA busy_timeout=5000")
             self._db.executescript(SCHEMA)
         except sqlite3.Error as error:
@@ -147,6 +158,19 @@ class Store:
     def flows(self) -> list[FlowRow]:
         rows = self._db.execute("SELECT flow_id, run_id, flow_type, status, meta FROM flows")
         return [FlowRow(*row) for row in rows]
+
+    # Attribute indexes ------------------------------------------------------------
+
+    def put_attribute_index(self, attribute_key: str, config: bytes) -> None:
+        """Store one Attribute's index configuration (a serialized IndexConfig)."""
+        self._db.execute(
+            "INSERT OR REPLACE INTO attribute_indexes VALUES (?, ?)", (attribute_key, config)
+        )
+
+    def attribute_indexes(self) -> list[tuple[str, bytes]]:
+        """Every stored Attribute index configuration."""
+        rows = self._db.execute("SELECT attribute_key, config FROM attribute_indexes")
+        return [(key, config) for key, config in rows]
 
     # Attributes -------------------------------------------------------------------
 

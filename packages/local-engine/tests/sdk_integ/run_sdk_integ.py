@@ -43,7 +43,6 @@ PER_TEST_TIMEOUT_SECONDS = 120
 # Scenarios that exercise Dex features the local engine deliberately leaves out.
 # Keys are test function names; a failure of one of these is reported, not counted.
 UNSUPPORTED: dict[str, str] = {
-    "test_search_flows_finds_indexed_flow": "SearchFlows is not implemented",
     "test_reset_reapplies_rpc_or_channel": "ResetFlow (time travel) is not implemented",
     "test_reset_can_skip_rpc_or_channel_reapply": "ResetFlow (time travel) is not implemented",
     "test_subflow_returns_identity_and_output": "SubFlows are not implemented",
@@ -338,7 +337,7 @@ def format_table(report: HarnessReport) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--repo", help="Dex clone (default: $DEX_REPO; required when that is unset)")
+    parser.add_argument("--repo", help="Dex clone (default $DEX_REPO; one of them is required)")
     parser.add_argument("--engine-address", help="use a running engine instead of an embedded one")
     parser.add_argument("-k", dest="keyword", help="pytest -k expression to select scenarios")
     parser.add_argument("--json", dest="json_path", help="also write the results as JSON here")

@@ -1,0 +1,115 @@
+"""RPC rules Dex applications rely on, through the real SDK and a real pull Worker.
+
+- An RPC sees the writes of ASYNC Step methods its Flow is running (Dex Server runs
+  them inside the workflow task, and the query behind an RPC waits for that task);
+  it does not wait for SYNC methods, which Dex runs as separate activities.
+- A read-only RPC works on a closed Flow (it is a query); one that writes is refused.
+- A Flow configuration naming an Attribute Store the engine lacks is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+import rpc_semantics_app as app
+from conftest import ThreadWorker
+from dex import (
+    AttributeMatch,
+    BlobCacheConfig,
+    Client,
+    ClientOptions,
+    FlowConfig,
+    FlowNotActiveOrNotFoundError,
+    FlowNotFoundError,
+    FlowStatus,
+    Registry,
+    StartFlowOptions,
+    WaitForAttributeOptions,
+    WorkerTarget,
+    open_blob_cache,
+)
+
+from dex_local_engine import LocalEngine
+
+
+class Apps:
+    def __init__(self, address: str, cache_dir: str) -> None:
+        self.flows = app.flows()
+        self.registry = Registry(self.flows)
+        self.cache = open_blob_cache(BlobCacheConfig(directory=cache_dir, max_bytes=10_000_000))
+        self.client = Client(
+            self.registry,
+            self.cache,
+            ClientOptions(server_address=address, worker_target=WorkerTarget(pull=True)),
+        )
+
+    def flow(self, kind: type[Any]) -> Any:
+        return next(flow for flow in self.flows if isinstance(flow, kind))
+
+
+@pytest.fixture
+def apps(engine: LocalEngine, cache_dir: str) -> Iterator[Apps]:
+    made = Apps(engine.address, cache_dir)
+    worker = ThreadWorker(made.registry, made.cache, engine.address).start()
+    yield made
+    app.RELEASE.set()  # never leave a Step blocked behind the Worker's stop
+    worker.stop()
+    made.cache.close()
+
+
+def test_rpc_right_after_start_sees_the_start_steps_writes(apps: Apps) -> None:
+    flow = apps.flow(app.MarkFlow)
+    for attempt in range(20):
+        flow_id = f"mark-{attempt}"
+        apps.client.start_flow(flow, flow_id, f"value-{attempt}")
+        assert apps.client.invoke_rpc(flow.read, flow_id) == f"value-{attempt}"
+
+
+def test_rpc_right_after_an_rpc_sees_the_steps_it_started(apps: Apps) -> None:
+    flow = apps.flow(app.MarkFlow)
+    apps.client.start_flow(flow, "mark-rpc", "first")
+    assert apps.client.invoke_rpc(flow.read, "mark-rpc") == "first"
+    for attempt in range(5):
+        apps.client.invoke_rpc(flow.restart, "mark-rpc", f"again-{attempt}")
+        assert apps.client.invoke_rpc(flow.read, "mark-rpc") == f"again-{attempt}"
+
+
+def test_rpc_does_not_wait_for_a_sync_step(apps: Apps) -> None:
+    app.RELEASE.clear()
+    flow = apps.flow(app.SyncMarkFlow)
+    apps.client.start_flow(flow, "sync-mark", "late")
+    assert apps.client.invoke_rpc(flow.read, "sync-mark") == ""
+    app.RELEASE.set()
+    assert (
+        apps.client.wait_for_attribute_match(
+            "sync-mark",
+            flow.mark,
+            AttributeMatch.equal_to("late"),
+            WaitForAttributeOptions(request_timeout=timedelta(seconds=30)),
+        )
+        == "late"
+    )
+
+
+def test_read_only_rpc_works_on_a_closed_flow_and_a_writing_one_is_refused(
+    apps: Apps,
+) -> None:
+    flow = apps.flow(app.ClosedFlow)
+    apps.client.start_flow(flow, "closed", "done")
+    assert apps.client.wait_for_flow("closed").status is FlowStatus.COMPLETED
+    assert apps.client.invoke_rpc(flow.read, "closed") == "done"
+    with pytest.raises(FlowNotActiveOrNotFoundError):
+        apps.client.invoke_rpc(flow.write, "closed", "changed")
+    assert apps.client.invoke_rpc(flow.read, "closed") == "done"
+
+
+def test_unknown_attribute_store_is_refused_and_nothing_starts(apps: Apps) -> None:
+    flow = apps.flow(app.ClosedFlow)
+    options = StartFlowOptions(config_override=FlowConfig(attribute_store_names=["warehouse"]))
+    with pytest.raises(Exception, match="unknown Attribute Store 'warehouse'"):
+        apps.client.start_flow(flow, "stored", "x", options)
+    with pytest.raises(FlowNotFoundError):
+        apps.client.describe_flow("stored")
