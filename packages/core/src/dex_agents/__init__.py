@@ -7,6 +7,8 @@ Steps, persistence, RPCs, live events, approvals and crash recovery.
 
 from importlib.metadata import version as _version
 
+from dex_agents.client import AgentSessionClient, SessionEvent, SessionWaitTimeoutError
+from dex_agents.host import AgentHost
 from dex_agents.runner import (
     AgentEventWriter,
     AgentFrameworkRunner,
@@ -87,10 +89,12 @@ __all__ = [
     "AgentEvent",
     "AgentEventWriter",
     "AgentFrameworkRunner",
+    "AgentHost",
     "AgentInterrupt",
     "AgentInterruptResolution",
     "AgentMessage",
     "AgentPlan",
+    "AgentSessionClient",
     "AgentSessionFlow",
     "AgentSessionOptions",
     "AgentSessionStartInput",
@@ -120,6 +124,8 @@ __all__ = [
     "QueuedUserMessage",
     "ResolveInterruptInput",
     "ResolvedToolPolicy",
+    "SessionEvent",
+    "SessionWaitTimeoutError",
     "SupportsUnfinishedTurnMessages",
     "ToolCallCompleted",
     "ToolCallsRequested",
