@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -148,7 +148,7 @@ class AgentSessionClient:
 
     async def iter_messages(
         self, session_id: str, *, page_size: int | None = None
-    ) -> AsyncIterator[AgentMessage]:
+    ) -> AsyncGenerator[AgentMessage]:
         """Every stored message, newest page first and oldest first within a page."""
         before: int | None = None
         while True:
@@ -166,7 +166,7 @@ class AgentSessionClient:
         page = await self.client.list_stream_messages(session_id, self.flow.agent_events, 1)
         return page.messages[0].resume_token if page.messages else ""
 
-    async def events(self, session_id: str, resume_token: str = "") -> AsyncIterator[SessionEvent]:
+    async def events(self, session_id: str, resume_token: str = "") -> AsyncGenerator[SessionEvent]:
         """The session's events after ``resume_token`` (``""``: from the oldest retained one).
 
         Runs until the caller stops iterating. Keep the last ``resume_token`` to

@@ -44,7 +44,6 @@ from dex_agents.testing.session_client import TURN_END_EVENTS, AgentSessionTestC
 from dex_agents.testing.worker_process import (
     WORKER_READY_LINE,
     KillableWorkerProcess,
-    build_pull_worker,
     load_flows,
     run_agent_worker_process,
 )
@@ -77,7 +76,6 @@ __all__ = [
     "ToolBehaviour",
     "ToolCallSpec",
     "UnexpectedToolFailure",
-    "build_pull_worker",
     "build_scenario_flow",
     "build_scripted_flow",
     "executed_step_types",
