@@ -17,17 +17,18 @@ from dex_agents import (
     ToolEffect,
     ToolPolicy,
 )
-from dex_agents.session import AgentSessionFlow
-from dex_agents.stepwise import (
-    AgentDefinition,
+from dex_agents.models import (
     ModelRequest,
     ScriptedModelClient,
     ScriptedModelReply,
     ScriptedToolCall,
+)
+from dex_agents.session import AgentSessionFlow
+from dex_agents.stepwise import (
+    AgentDefinition,
     ToolCallContext,
     create_stepwise_agent_session_flow,
     function_tool,
-    model_call_limit_result,
 )
 from dex_agents.testing import (
     AgentSessionTestClient,
@@ -35,6 +36,7 @@ from dex_agents.testing import (
     executed_step_types,
     read_step_history,
 )
+from dex_agents.texts import model_call_limit_result
 from dex_local_engine import LocalEngine
 
 _flow_numbers = itertools.count(1)

@@ -5,7 +5,6 @@ Engines and Workers run as child processes that tests SIGKILL at exact points,
 and ``read_step_history`` reads the Step shape a session really ran.
 """
 
-from dex_agents.models.scripted import ScriptedModelClient
 from dex_agents.testing.engine import PrivateDexEngine
 from dex_agents.testing.environment import AgentTestEnvironment
 from dex_agents.testing.gates import FileGate, Invocation, InvocationLog
@@ -67,7 +66,6 @@ __all__ = [
     "ScenarioFlowFactory",
     "ScenarioSession",
     "ScenarioTool",
-    "ScriptedModelClient",
     "ScriptedModelFailure",
     "ScriptedRunner",
     "StepHistoryEntry",
