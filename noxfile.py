@@ -20,11 +20,12 @@ nox.options.sessions = ["lint", "typecheck", "tests", "conformance"]
 ROOT = Path(__file__).parent
 WORKSPACE_VENV = ROOT / ".nox" / "workspace"
 # pytest-xdist processes per pytest run: the tests start private engines on free ports
-# in private temp directories, so they run side by side. "--dist loadscope" keeps each
-# module's engine fixture in one process. More than 4 buys little: a package has few
-# slow modules.
+# in private temp directories, so they run side by side. "--dist load" hands out single
+# tests (the conformance suite is one class per runner, which "loadscope" would keep in
+# one process); a module-scoped engine fixture then starts once per process.
+# More than 4 processes buy little: most time is spent in a few slow modules.
 TEST_PROCESSES = str(min(4, os.cpu_count() or 1))
-PARALLEL = ["-n", TEST_PROCESSES, "--dist", "loadscope"]
+PARALLEL = ["-n", TEST_PROCESSES, "--dist", "load"]
 PACKAGE_TESTS = sorted(
     str(path.relative_to(ROOT))
     for path in [*ROOT.glob("packages/*/tests"), ROOT / "tests-shared/tests"]
