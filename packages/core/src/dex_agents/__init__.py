@@ -3,10 +3,14 @@
 One Dex Flow execution is one agent session; its Flow ID is the session ID. A
 runner (``AgentFrameworkRunner``) supplies the agent framework; the session owns
 Steps, persistence, RPCs, live events, approvals and crash recovery.
+``AgentHost`` runs session Flows (embedded engine or a server address) and
+``AgentSessionClient`` starts and drives sessions.
 """
 
 from importlib.metadata import version as _version
 
+from dex_agents.client import AgentSessionClient, SessionEvent, SessionWaitTimeoutError
+from dex_agents.host import AgentHost
 from dex_agents.runner import (
     AgentEventWriter,
     AgentFrameworkRunner,
@@ -63,6 +67,7 @@ from dex_agents.values import (
     InterruptKind,
     ListAgentMessagesInput,
     ListAgentMessagesOutput,
+    MessageRole,
     PlanTask,
     QueuedUserMessage,
     ResolveInterruptInput,
@@ -87,10 +92,12 @@ __all__ = [
     "AgentEvent",
     "AgentEventWriter",
     "AgentFrameworkRunner",
+    "AgentHost",
     "AgentInterrupt",
     "AgentInterruptResolution",
     "AgentMessage",
     "AgentPlan",
+    "AgentSessionClient",
     "AgentSessionFlow",
     "AgentSessionOptions",
     "AgentSessionStartInput",
@@ -115,11 +122,14 @@ __all__ = [
     "InterruptKind",
     "ListAgentMessagesInput",
     "ListAgentMessagesOutput",
+    "MessageRole",
     "ModelCallMetadata",
     "PlanTask",
     "QueuedUserMessage",
     "ResolveInterruptInput",
     "ResolvedToolPolicy",
+    "SessionEvent",
+    "SessionWaitTimeoutError",
     "SupportsUnfinishedTurnMessages",
     "ToolCallCompleted",
     "ToolCallsRequested",
