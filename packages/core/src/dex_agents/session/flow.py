@@ -22,9 +22,11 @@ from dex import (
     rpc,
 )
 
+from dex_agents.compaction import check_compaction_runner
 from dex_agents.runner import AgentFrameworkRunner
 from dex_agents.session import rpcs
 from dex_agents.session.approvals import AwaitToolApproval
+from dex_agents.session.compaction_step import CompactContext
 from dex_agents.session.options import AgentSessionOptions
 from dex_agents.session.persistence import PendingInterruptList, SessionPersistence
 from dex_agents.session.questions import AwaitQuestionAnswer
@@ -47,6 +49,8 @@ from dex_agents.values import (
     AgentEvent,
     AgentInterruptResolution,
     AgentMessage,
+    AgentMessageChunk,
+    AgentMessageIndex,
     AgentSessionStartInput,
     AgentSnapshot,
     AgentState,
@@ -54,6 +58,7 @@ from dex_agents.values import (
     AgentUsage,
     AgentUserMessage,
     AnswerQuestionInput,
+    ContextSummary,
     ListAgentMessagesInput,
     ListAgentMessagesOutput,
     ResolveInterruptInput,
@@ -111,6 +116,7 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
             RecordToolFailure(session),
             RecordToolOutcomeUnknown(session),
             RecordTurnFailure(session),
+            CompactContext(session),
         )
 
     def get_persistence_schema(self) -> PersistenceSchema:
@@ -129,6 +135,18 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
     @property
     def turn_reply_sequence(self) -> Attribute[TurnReplySequence]:
         return self._session.persistence.turn_reply_sequence
+
+    @property
+    def agent_message_chunks(self) -> AttributeMap[AgentMessageChunk]:
+        return self._session.persistence.agent_message_chunks
+
+    @property
+    def agent_message_index(self) -> Attribute[AgentMessageIndex]:
+        return self._session.persistence.agent_message_index
+
+    @property
+    def context_summary(self) -> Attribute[ContextSummary]:
+        return self._session.persistence.context_summary
 
     @property
     def framework_run_state(self) -> Attribute[str]:
@@ -229,11 +247,16 @@ def create_agent_session_flow(
                 f"the options are {', '.join(sorted(known))}"
             )
         resolved = replace(resolved, **option_values)
-    persistence = SessionPersistence.create(resolved.event_stream_capacity_bytes)
+    if resolved.compaction is not None:
+        check_compaction_runner(runner)
+    persistence = SessionPersistence.create(
+        resolved.event_stream_capacity_bytes, resolved.message_storage
+    )
     session = SessionDefinition(
         flow_type=flow_type, runner=runner, options=resolved, persistence=persistence
     )
     messages = persistence.agent_messages
+    chunks = persistence.agent_message_chunks
     records = persistence.agent_tool_calls
 
     class _BoundAgentSessionFlow(AgentSessionFlow):
@@ -253,13 +276,13 @@ def create_agent_session_flow(
 
         @rpc(
             timeout=RPC_TIMEOUT,
-            load_attribute_maps=(messages, records),
+            load_attribute_maps=(messages, chunks, records),
             load_channels=(persistence.queued_user_messages,),
         )
         def get_agent_snapshot(self, context: Context) -> RPCResult[AgentSnapshot]:
             return rpcs.get_agent_snapshot(context, persistence)
 
-        @rpc(timeout=RPC_TIMEOUT, load_attribute_maps=(messages,))
+        @rpc(timeout=RPC_TIMEOUT, load_attribute_maps=(messages, chunks))
         def list_agent_messages(
             self, context: Context, input: ListAgentMessagesInput
         ) -> RPCResult[ListAgentMessagesOutput]:

@@ -13,12 +13,15 @@ from dex_agents.session.interrupts import InterruptDecision
 from dex_agents.session.persistence import SessionPersistence
 from dex_agents.session.read_rules import accepts_user_message, build_snapshot, page_messages
 from dex_agents.session.store import (
+    read_context_summary,
+    read_message_index,
     read_messages,
     read_pending_interrupts,
     read_records,
     read_state,
     read_usage,
 )
+from dex_agents.storage import deleted_before_sequence
 from dex_agents.values import (
     AgentInterrupt,
     AgentSnapshot,
@@ -116,6 +119,7 @@ def get_agent_snapshot(
             records=read_records(context, persistence),
             usage=read_usage(context, persistence),
             queued_messages=queued,
+            context_summary=read_context_summary(context, persistence),
         )
     )
 
@@ -124,4 +128,12 @@ def list_agent_messages(
     context: Context, persistence: SessionPersistence, request: ListAgentMessagesInput
 ) -> RPCResult[ListAgentMessagesOutput]:
     """A page of stored messages, oldest first."""
-    return RPCResult(page_messages(read_messages(context, persistence), request))
+    return RPCResult(
+        page_messages(
+            read_messages(context, persistence),
+            request,
+            deleted_before_sequence=deleted_before_sequence(
+                read_message_index(context, persistence)
+            ),
+        )
+    )

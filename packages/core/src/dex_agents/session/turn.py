@@ -24,6 +24,11 @@ from dex import (
     go_to_many,
 )
 
+from dex_agents.compaction import (
+    SupportsCompaction,
+    compaction_cutoff_is_new,
+    start_compaction,
+)
 from dex_agents.runner import AgentTurnContext, SupportsUnfinishedTurnMessages
 from dex_agents.session.approvals import approval_movement
 from dex_agents.session.events import SessionEventWriter
@@ -34,6 +39,8 @@ from dex_agents.session.store import (
     SessionDefinition,
     apply_changes,
     commit_changes,
+    read_context_summary,
+    read_message_index,
     read_messages,
     read_pending_interrupts,
     read_records,
@@ -46,14 +53,18 @@ from dex_agents.session.timers import timer_movement
 from dex_agents.session.tool_rules import open_record_count, recovery_error_text
 from dex_agents.session.tools import ContextCancellation, tool_step_movement
 from dex_agents.session.turn_rules import apply_model_outcome, fail_turn, start_turn
+from dex_agents.storage import chunk_keys_after
 from dex_agents.texts import build_turn_failure_note
 from dex_agents.values import (
     AgentMessage,
+    AgentMessageIndex,
     AgentSessionStartInput,
     AgentState,
     AgentStatus,
     AgentToolCall,
     AgentUsage,
+    CompactContextInput,
+    ContextSummary,
     FrameworkMessage,
 )
 
@@ -63,6 +74,9 @@ __all__ = [
     "ResumeTurn",
     "RunModel",
     "StartAgentSession",
+    "go_to_run_model",
+    "model_input_chunk_keys",
+    "model_step_options",
     "route",
 ]
 
@@ -74,8 +88,59 @@ MODEL_RETRY = RetryPolicy(maximum_attempts=3, total_duration=timedelta(minutes=3
 RECORD_RETRY = RetryPolicy(maximum_interval=timedelta(seconds=5))
 
 
-def route(session: SessionDefinition, routing: TurnRouting) -> StepDecision:
-    """The Dex decision for ``routing``."""
+def model_input_chunk_keys(
+    session: SessionDefinition,
+    index: AgentMessageIndex | None,
+    summary: ContextSummary | None,
+) -> list[str] | None:
+    """The chunks a model-input Step loads: those after the summary, or ``None`` for all.
+
+    Only a compacting session's model input starts after the summary; without
+    compaction it covers every message, so every chunk loads.
+    """
+    if session.options.compaction is None or summary is None:
+        return None
+    return chunk_keys_after(index, summary.last_sequence)
+
+
+def model_step_options(session: SessionDefinition, chunk_keys: Sequence[str] | None) -> StepOptions:
+    """Options of ``RunModel`` and ``CompactContext``: the window, the turn's records, and
+    the chunks ``chunk_keys`` names (every chunk for ``None``)."""
+    persistence = session.persistence
+    maps = (persistence.agent_messages, persistence.agent_tool_calls)
+    chunks = persistence.agent_message_chunks
+    options = StepOptions(
+        execute_method_timeout=MODEL_METHOD_TIMEOUT,
+        heartbeat_timeout=MODEL_HEARTBEAT_TIMEOUT,
+        execute_retry=MODEL_RETRY,
+        execute_load_attribute_maps=maps if chunk_keys is not None else (*maps, chunks),
+        execute_load_attribute_map_instances=tuple(chunks.load(key) for key in chunk_keys or ()),
+        execute_durability=StepDurability.SYNC,
+        wait_for_durability=StepDurability.SYNC,
+    )
+    return options.on_execute_failure_proceed_to(
+        RecordTurnFailure, record_turn_failure_options(session)
+    )
+
+
+def go_to_run_model(session: SessionDefinition, context: AsyncContext) -> StepDecision:
+    """Move to ``RunModel`` loading only the chunks its input needs (after this commit)."""
+    persistence = session.persistence
+    keys = model_input_chunk_keys(
+        session,
+        read_message_index(context, persistence),
+        read_context_summary(context, persistence),
+    )
+    if keys is None:
+        return go_to(RunModel, None)
+    return go_to_many(StepMovement[None](RunModel, None, model_step_options(session, keys)))
+
+
+def route(
+    session: SessionDefinition, routing: TurnRouting, context: AsyncContext | None = None
+) -> StepDecision:
+    """The Dex decision for ``routing``; with ``context``, ``RunModel`` loads only the
+    chunks its input needs."""
     if routing.tool_steps:
         movements: list[StepMovement[Any]] = []
         for move in routing.tool_steps:
@@ -90,7 +155,7 @@ def route(session: SessionDefinition, routing: TurnRouting) -> StepDecision:
         movements.append(StepMovement[int](ResumeTurn, routing.resume_count))
         return go_to_many(*movements)
     if routing.run_model:
-        return go_to(RunModel, None)
+        return go_to_run_model(session, context) if context is not None else go_to(RunModel, None)
     return go_to(AwaitUserMessage, None)
 
 
@@ -106,7 +171,7 @@ class _SessionStep:
         user_message = self._session.runner.build_user_message(text)
         changes, turn_id = start_turn(state, user_message)
         commit_changes(context, self._session.persistence, changes, turn_id=turn_id)
-        return go_to(RunModel, None)
+        return go_to_run_model(self._session, context)
 
     def _turn_context(
         self,
@@ -117,6 +182,7 @@ class _SessionStep:
         records: Sequence[AgentToolCall],
         events: SessionEventWriter,
         heartbeat: Callable[[], Awaitable[None]],
+        context_summary: ContextSummary | None = None,
     ) -> AgentTurnContext:
         """What the runner sees in this attempt, from committed state only."""
         options = self._session.options
@@ -135,6 +201,7 @@ class _SessionStep:
             default_tool_effect=options.default_tool_effect,
             heartbeat=heartbeat,
             enabled_built_in_tools=options.built_in_tools,
+            context_summary=context_summary,
         )
 
 
@@ -143,7 +210,9 @@ class StartAgentSession(_SessionStep, Step[AgentSessionStartInput]):
 
     def get_step_options(self) -> StepOptions | None:
         return StepOptions(
-            execute_durability=StepDurability.SYNC, wait_for_durability=StepDurability.SYNC
+            execute_load_attribute_maps=(self._session.persistence.agent_messages,),
+            execute_durability=StepDurability.SYNC,
+            wait_for_durability=StepDurability.SYNC,
         )
 
     async def execute(self, context: AsyncContext, input: AgentSessionStartInput) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
@@ -164,7 +233,9 @@ class AwaitUserMessage(_SessionStep, Step[None]):
 
     def get_step_options(self) -> StepOptions | None:
         return StepOptions(
-            execute_durability=StepDurability.SYNC, wait_for_durability=StepDurability.SYNC
+            execute_load_attribute_maps=(self._session.persistence.agent_messages,),
+            execute_durability=StepDurability.SYNC,
+            wait_for_durability=StepDurability.SYNC,
         )
 
     async def wait_for(self, context: AsyncContext, input: None) -> Wait:  # pyright: ignore[reportIncompatibleMethodOverride]
@@ -188,18 +259,8 @@ class RunModel(_SessionStep, Step[None]):
     """One model call through ``run_model_step``; routes to tools, or ends the turn."""
 
     def get_step_options(self) -> StepOptions | None:
-        persistence = self._session.persistence
-        options = StepOptions(
-            execute_method_timeout=MODEL_METHOD_TIMEOUT,
-            heartbeat_timeout=MODEL_HEARTBEAT_TIMEOUT,
-            execute_retry=MODEL_RETRY,
-            execute_load_attribute_maps=(persistence.agent_messages, persistence.agent_tool_calls),
-            execute_durability=StepDurability.SYNC,
-            wait_for_durability=StepDurability.SYNC,
-        )
-        return options.on_execute_failure_proceed_to(
-            RecordTurnFailure, record_turn_failure_options(self._session)
-        )
+        # A movement without options (such as from an older Worker) loads every chunk.
+        return model_step_options(self._session, None)
 
     async def execute(self, context: AsyncContext, input: None) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
         session = self._session
@@ -208,7 +269,14 @@ class RunModel(_SessionStep, Step[None]):
         if state is None or state.active_turn_id is None:
             return go_to(AwaitUserMessage, None)
         turn_id = state.active_turn_id
-        messages = read_messages(context, persistence)
+        summary = read_context_summary(context, persistence)
+        compacting = isinstance(session.runner, SupportsCompaction)
+        messages = read_messages(
+            context,
+            persistence,
+            after_sequence=summary.last_sequence if compacting and summary is not None else None,
+        )
+        self._warn_about_deleted_input(context, compacting)
         records = read_records(context, persistence)
         events = self._writer(context, turn_id)
         try:
@@ -224,7 +292,12 @@ class RunModel(_SessionStep, Step[None]):
                     records=records,
                     events=events,
                     heartbeat=heartbeats.beat,
+                    context_summary=summary if compacting else None,
                 )
+                through = await self._compaction_cutoff(turn, state, summary)
+                if through is not None:
+                    persistence.agent_state.set(context, start_compaction(state))
+                    return self._go_to_compaction(context, through)
                 outcome = await session.runner.run_model_step(turn)
             changes, routing = apply_model_outcome(
                 state,
@@ -242,7 +315,57 @@ class RunModel(_SessionStep, Step[None]):
             apply_changes(context, persistence, changes, events)
         finally:
             events.close()
-        return route(session, routing)
+        return route(session, routing, context)
+
+    async def _compaction_cutoff(
+        self, turn: AgentTurnContext, state: AgentState, summary: ContextSummary | None
+    ) -> int | None:
+        """The sequence to summarize through when the input crossed the policy's threshold."""
+        policy = self._session.options.compaction
+        runner = self._session.runner
+        if policy is None or not isinstance(runner, SupportsCompaction):
+            return None
+        tokens = await runner.estimate_input_tokens(turn)
+        if tokens < policy.trigger_tokens:
+            return None
+        cutoff = await runner.select_compaction_cutoff(turn, policy.retained_token_budget)
+        if not compaction_cutoff_is_new(cutoff, summary=summary, message_count=state.message_count):
+            _log.warning(
+                "%s: the model input (%d tokens) passed the compaction threshold, "
+                "but the runner found no cut to summarize",
+                turn.flow_id,
+                tokens,
+            )
+            return None
+        assert isinstance(cutoff, int)
+        return cutoff
+
+    def _go_to_compaction(self, context: AsyncContext, through: int) -> StepDecision:
+        from dex_agents.session.compaction_step import CompactContext
+
+        session = self._session
+        keys = model_input_chunk_keys(
+            session,
+            read_message_index(context, session.persistence),
+            read_context_summary(context, session.persistence),
+        )
+        return go_to_many(
+            StepMovement[CompactContextInput](
+                CompactContext,
+                CompactContextInput(through_sequence=through),
+                model_step_options(session, keys),
+            )
+        )
+
+    def _warn_about_deleted_input(self, context: AsyncContext, compacting: bool) -> None:
+        index = read_message_index(context, self._session.persistence)
+        if not compacting and index is not None and index.first_sequence > 1:
+            _log.warning(
+                "%s: retention deleted the messages before %d, and this runner cannot "
+                "use the summary; its model input starts at the oldest stored message",
+                context.flow_id,
+                index.first_sequence,
+            )
 
 
 class ResumeTurn(_SessionStep, Step[int]):
@@ -273,16 +396,18 @@ class ResumeTurn(_SessionStep, Step[int]):
             return go_to(AwaitUserMessage, None)
         if state.status is not AgentStatus.RUNNING_MODEL:
             persistence.agent_state.set(context, replace(state, status=AgentStatus.RUNNING_MODEL))
-        return go_to(RunModel, None)
+        return go_to_run_model(self._session, context)
 
 
 def record_turn_failure_options(session: SessionDefinition) -> StepOptions:
     """Static options of ``RecordTurnFailure``: capped backoff; messages only when needed."""
     persistence = session.persistence
+    # The window always loads, because the Step appends messages; the chunks only
+    # when the runner builds unfinished-turn messages from every stored message.
     maps = (
-        (persistence.agent_tool_calls, persistence.agent_messages)
+        (persistence.agent_tool_calls, persistence.agent_messages, persistence.agent_message_chunks)
         if isinstance(session.runner, SupportsUnfinishedTurnMessages)
-        else (persistence.agent_tool_calls,)
+        else (persistence.agent_tool_calls, persistence.agent_messages)
     )
     return StepOptions(
         execute_retry=RECORD_RETRY,
@@ -322,7 +447,7 @@ class RecordTurnFailure(_SessionStep, Step[None]):
             apply_changes(context, persistence, changes, events)
         finally:
             events.close()
-        return route(session, routing)
+        return route(session, routing, context)
 
     def _note_message(self, note: str) -> FrameworkMessage | None:
         try:
