@@ -7,6 +7,12 @@ Steps, persistence, RPCs, live events, approvals and crash recovery.
 
 from importlib.metadata import version as _version
 
+from dex_agents.compaction import (
+    CompactionPolicy,
+    ContextSummaryRequest,
+    ContextSummaryResult,
+    SupportsCompaction,
+)
 from dex_agents.runner import (
     AgentEventWriter,
     AgentFrameworkRunner,
@@ -34,6 +40,13 @@ from dex_agents.session import (
     AgentSessionOptions,
     create_agent_session_flow,
 )
+from dex_agents.session_settings import (
+    INVALID_START_SESSION_SETTINGS_REASON,
+    MAX_SESSION_SETTINGS_BYTES,
+    SESSION_SETTINGS_SIZE_TOLERANCE_BYTES,
+    session_settings_size,
+    validate_session_settings,
+)
 from dex_agents.texts import (
     OUTCOME_UNKNOWN_TOOL_RESULT,
     TOOL_CALL_NOT_RUN_ERROR_PREFIX,
@@ -46,6 +59,9 @@ from dex_agents.values import (
     AgentInterrupt,
     AgentInterruptResolution,
     AgentMessage,
+    AgentMessageChunk,
+    AgentMessageChunkRange,
+    AgentMessageIndex,
     AgentPlan,
     AgentSessionStartInput,
     AgentSnapshot,
@@ -57,6 +73,7 @@ from dex_agents.values import (
     AgentUsage,
     AgentUserMessage,
     AnswerQuestionInput,
+    CompactContextInput,
     ContextSummary,
     FrameworkMessage,
     InteractionMode,
@@ -68,6 +85,8 @@ from dex_agents.values import (
     ResolveInterruptInput,
     ToolCallCompleted,
     ToolEffect,
+    TurnSessionSettings,
+    UpdateSessionSettingsInput,
     add_agent_usage,
     empty_agent_usage,
     from_wire,
@@ -82,7 +101,10 @@ __version__ = _version("dex-agents")
 
 __all__ = [
     "FINAL_TOOL_CALL_STATUSES",
+    "INVALID_START_SESSION_SETTINGS_REASON",
+    "MAX_SESSION_SETTINGS_BYTES",
     "OUTCOME_UNKNOWN_TOOL_RESULT",
+    "SESSION_SETTINGS_SIZE_TOLERANCE_BYTES",
     "TOOL_CALL_NOT_RUN_ERROR_PREFIX",
     "AgentEvent",
     "AgentEventWriter",
@@ -90,6 +112,9 @@ __all__ = [
     "AgentInterrupt",
     "AgentInterruptResolution",
     "AgentMessage",
+    "AgentMessageChunk",
+    "AgentMessageChunkRange",
+    "AgentMessageIndex",
     "AgentPlan",
     "AgentSessionFlow",
     "AgentSessionOptions",
@@ -106,7 +131,11 @@ __all__ = [
     "AgentUserMessage",
     "AnswerQuestionInput",
     "CancellationSignal",
+    "CompactContextInput",
+    "CompactionPolicy",
     "ContextSummary",
+    "ContextSummaryRequest",
+    "ContextSummaryResult",
     "DeferredToolCall",
     "DeferredToolExecution",
     "DeferredToolOutcome",
@@ -120,6 +149,7 @@ __all__ = [
     "QueuedUserMessage",
     "ResolveInterruptInput",
     "ResolvedToolPolicy",
+    "SupportsCompaction",
     "SupportsUnfinishedTurnMessages",
     "ToolCallCompleted",
     "ToolCallsRequested",
@@ -129,6 +159,8 @@ __all__ = [
     "ToolInputRequested",
     "ToolPolicy",
     "TurnCompleted",
+    "TurnSessionSettings",
+    "UpdateSessionSettingsInput",
     "__version__",
     "add_agent_usage",
     "build_turn_failure_note",
@@ -142,6 +174,8 @@ __all__ = [
     "model_call_metadata",
     "resolve_tool_policy",
     "session_codec_registry",
+    "session_settings_size",
     "to_wire",
     "to_wire_json",
+    "validate_session_settings",
 ]

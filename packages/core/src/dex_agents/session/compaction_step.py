@@ -71,7 +71,7 @@ class CompactContext(_SessionStep, Step[CompactContextInput]):
                     previous_summary=previous,
                     through_sequence=input.through_sequence,
                     input_token_budget=policy.context_window_tokens if policy else 0,
-                    session_settings={},
+                    session_settings=self._session_settings(context, turn_id),
                     events=events,
                     cancellation=ContextCancellation(context),
                     deadline=datetime.now(UTC) + MODEL_METHOD_TIMEOUT,

@@ -28,7 +28,11 @@ from dex_agents.session import rpcs
 from dex_agents.session.approvals import AwaitToolApproval
 from dex_agents.session.compaction_step import CompactContext
 from dex_agents.session.options import AgentSessionOptions
-from dex_agents.session.persistence import PendingInterruptList, SessionPersistence
+from dex_agents.session.persistence import (
+    PendingInterruptList,
+    SessionPersistence,
+    SessionSettingsValue,
+)
 from dex_agents.session.questions import AwaitQuestionAnswer
 from dex_agents.session.store import SessionDefinition
 from dex_agents.session.timers import AwaitTimer
@@ -64,6 +68,8 @@ from dex_agents.values import (
     ResolveInterruptInput,
     ToolCallCompleted,
     TurnReplySequence,
+    TurnSessionSettings,
+    UpdateSessionSettingsInput,
 )
 
 __all__ = ["AgentSessionFlow", "create_agent_session_flow"]
@@ -149,6 +155,14 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         return self._session.persistence.context_summary
 
     @property
+    def session_settings(self) -> Attribute[SessionSettingsValue]:
+        return self._session.persistence.session_settings
+
+    @property
+    def turn_session_settings(self) -> Attribute[TurnSessionSettings]:
+        return self._session.persistence.turn_session_settings
+
+    @property
     def framework_run_state(self) -> Attribute[str]:
         return self._session.persistence.framework_run_state
 
@@ -202,6 +216,12 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         self, context: Context, input: ListAgentMessagesInput
     ) -> RPCResult[ListAgentMessagesOutput]:
         """A page of stored messages, oldest first."""
+        raise NotImplementedError
+
+    def update_session_settings(
+        self, context: Context, input: UpdateSessionSettingsInput
+    ) -> RPCResult[bool]:
+        """Replace the session settings; ``False`` before the session initialized."""
         raise NotImplementedError
 
 
@@ -287,6 +307,12 @@ def create_agent_session_flow(
             self, context: Context, input: ListAgentMessagesInput
         ) -> RPCResult[ListAgentMessagesOutput]:
             return rpcs.list_agent_messages(context, persistence, input)
+
+        @rpc(timeout=RPC_TIMEOUT)
+        def update_session_settings(
+            self, context: Context, input: UpdateSessionSettingsInput
+        ) -> RPCResult[bool]:
+            return rpcs.update_session_settings(context, persistence, input)
 
     _BoundAgentSessionFlow.__name__ = "AgentSessionFlow"
     _BoundAgentSessionFlow.__qualname__ = "AgentSessionFlow"

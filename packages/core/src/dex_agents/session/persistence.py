@@ -6,7 +6,6 @@ definition objects because a Dex Registry matches definitions by identity.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,8 +34,9 @@ __all__ = ["PendingInterruptList", "SessionPersistence", "SessionSettingsValue"]
 PendingInterruptList = tuple[AgentInterrupt, ...]
 """``PendingInterrupts`` holds a JSON array of ``AgentInterrupt``."""
 
-SessionSettingsValue = Mapping[str, Any]
-"""``SessionSettings`` holds one JSON object."""
+SessionSettingsValue = str
+"""``SessionSettings`` holds the settings object as compact JSON text: Dex's automatic
+codec cannot encode a JSON object of arbitrary values without a registered codec."""
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from dex_agents.values import (
     AgentInterrupt,
@@ -46,6 +47,7 @@ def build_snapshot(
     usage: AgentUsage | None,
     queued_messages: Sequence[QueuedUserMessage],
     context_summary: ContextSummary | None = None,
+    session_settings: Mapping[str, Any] | None = None,
 ) -> AgentSnapshot:
     """One committed view of the session: messages by sequence, calls by deferral order."""
     return AgentSnapshot(
@@ -57,6 +59,7 @@ def build_snapshot(
         queued_message_count=len(queued_messages),
         queued_messages=tuple(queued_messages),
         context_summary=context_summary,
+        session_settings=session_settings if session_settings is not None else {},
     )
 
 

@@ -6,7 +6,7 @@ runner, and apply.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -20,6 +20,7 @@ from dex import (
     StepMovement,
     StepOptions,
     Wait,
+    force_fail,
     go_to,
     go_to_many,
 )
@@ -42,6 +43,7 @@ from dex_agents.session.store import (
     read_context_summary,
     read_message_index,
     read_messages,
+    read_optional,
     read_pending_interrupts,
     read_records,
     read_reply_sequence,
@@ -53,6 +55,14 @@ from dex_agents.session.timers import timer_movement
 from dex_agents.session.tool_rules import open_record_count, recovery_error_text
 from dex_agents.session.tools import ContextCancellation, tool_step_movement
 from dex_agents.session.turn_rules import apply_model_outcome, fail_turn, start_turn
+from dex_agents.session_settings import (
+    INVALID_START_SESSION_SETTINGS_REASON,
+    SESSION_SETTINGS_SIZE_TOLERANCE_BYTES,
+    session_settings_error,
+    session_settings_from_text,
+    session_settings_text,
+    turn_settings,
+)
 from dex_agents.storage import chunk_keys_after
 from dex_agents.texts import build_turn_failure_note
 from dex_agents.values import (
@@ -66,6 +76,7 @@ from dex_agents.values import (
     CompactContextInput,
     ContextSummary,
     FrameworkMessage,
+    TurnSessionSettings,
 )
 
 __all__ = [
@@ -166,12 +177,34 @@ class _SessionStep:
     def _writer(self, context: AsyncContext, turn_id: str) -> SessionEventWriter:
         return SessionEventWriter(context, self._session.persistence.agent_events, turn_id=turn_id)
 
-    def _start_turn(self, context: AsyncContext, state: AgentState, text: str) -> StepDecision:
-        """Store the runner's user message for ``text`` as a new turn and run the model."""
+    def _start_turn(
+        self,
+        context: AsyncContext,
+        state: AgentState,
+        text: str,
+        settings: Mapping[str, Any] | None = None,
+    ) -> StepDecision:
+        """Store the runner's user message for ``text`` as a new turn and run the model.
+
+        The turn keeps a copy of the session settings (``settings``, else the stored
+        ones), so an update during the turn takes effect at the next one.
+        """
+        persistence = self._session.persistence
         user_message = self._session.runner.build_user_message(text)
         changes, turn_id = start_turn(state, user_message)
-        commit_changes(context, self._session.persistence, changes, turn_id=turn_id)
+        commit_changes(context, persistence, changes, turn_id=turn_id)
+        if settings is None:
+            stored = read_optional(persistence.session_settings, context)
+            settings = session_settings_from_text(stored)
+        persistence.turn_session_settings.set(
+            context, TurnSessionSettings(turn_id=turn_id, session_settings=settings)
+        )
         return go_to_run_model(self._session, context)
+
+    def _session_settings(self, context: AsyncContext, turn_id: str) -> Mapping[str, Any]:
+        """The settings ``turn_id`` started with (``{}`` for none)."""
+        copy = read_optional(self._session.persistence.turn_session_settings, context)
+        return turn_settings(copy, turn_id)
 
     def _turn_context(
         self,
@@ -202,6 +235,7 @@ class _SessionStep:
             heartbeat=heartbeat,
             enabled_built_in_tools=options.built_in_tools,
             context_summary=context_summary,
+            session_settings=self._session_settings(context, turn_id),
         )
 
 
@@ -222,10 +256,18 @@ class StartAgentSession(_SessionStep, Step[AgentSessionStartInput]):
         if read_usage(context, persistence) == AgentUsage():
             persistence.agent_usage.set(context, AgentUsage())
         persistence.pending_interrupts.set(context, read_pending_interrupts(context, persistence))
+        settings = input.session_settings
+        if settings is not None:
+            error = session_settings_error(
+                settings, tolerance=SESSION_SETTINGS_SIZE_TOLERANCE_BYTES
+            )
+            if error is not None:
+                return force_fail(f"{INVALID_START_SESSION_SETTINGS_REASON}: {error}")
+            persistence.session_settings.set(context, session_settings_text(settings))
         text = input.initial_message
         if text is None or not text.strip() or state.active_turn_id is not None:
             return go_to(AwaitUserMessage, None)
-        return self._start_turn(context, state, text)
+        return self._start_turn(context, state, text, settings)
 
 
 class AwaitUserMessage(_SessionStep, Step[None]):

@@ -9,12 +9,14 @@ retried until the wait's deadline.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
+from typing import Any
 
 import dex
 
 from dex_agents.session import AgentSessionFlow
+from dex_agents.session_settings import validate_session_settings
 from dex_agents.testing.polling import PollTimeoutError, poll_until
 from dex_agents.values import (
     AgentEvent,
@@ -29,6 +31,7 @@ from dex_agents.values import (
     ListAgentMessagesInput,
     ListAgentMessagesOutput,
     ResolveInterruptInput,
+    UpdateSessionSettingsInput,
 )
 
 DEFAULT_WAIT = timedelta(seconds=60)
@@ -52,14 +55,30 @@ class AgentSessionTestClient:
         initial_message: str | None = None,
         *,
         config: dex.FlowConfig | None = None,
+        session_settings: Mapping[str, Any] | None = None,
     ) -> str:
         """Start session ``session_id``; ``config`` overrides the Flow's config (for example
-        ``FlowConfig(step_durability=StepDurability.ASYNC)``). Returns the run ID."""
+        ``FlowConfig(step_durability=StepDurability.ASYNC)``). ``session_settings`` are
+        checked with ``validate_session_settings`` first. Returns the run ID."""
+        if session_settings is not None:
+            validate_session_settings(session_settings)
         return await self.client.start_flow(
             self.flow,
             session_id,
-            AgentSessionStartInput(initial_message=initial_message),
+            AgentSessionStartInput(
+                initial_message=initial_message, session_settings=session_settings
+            ),
             dex.StartFlowOptions(config_override=config),
+        )
+
+    async def update_session_settings(
+        self, session_id: str, session_settings: Mapping[str, Any] | None
+    ) -> bool:
+        """Replace the session's settings; the next turn uses them."""
+        return await self.client.invoke_rpc(
+            self.flow.update_session_settings,
+            session_id,
+            UpdateSessionSettingsInput(session_settings=session_settings),
         )
 
     async def send_user_message(
