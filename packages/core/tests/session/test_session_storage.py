@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 
-from core_session_support import ScriptRunner, assistant_text, session_id, usage
+from core_session_support import (
+    CompactingRunner,
+    ScriptRunner,
+    assistant_text,
+    session_id,
+    usage,
+)
 
 from dex_agents import AgentTurnContext, ListAgentMessagesInput, TurnCompleted
-from dex_agents.compaction import CompactionPolicy, ContextSummaryRequest, ContextSummaryResult
+from dex_agents.compaction import CompactionPolicy
 from dex_agents.session import create_agent_session_flow
 from dex_agents.testing import read_step_history
 from dex_agents.testing.attributes import read_stored_attributes
@@ -19,29 +24,6 @@ def echo(turn: AgentTurnContext) -> TurnCompleted:
     return TurnCompleted(
         new_messages=[assistant_text(f"echo {turn.messages[-1].text}")], usage=usage()
     )
-
-
-@dataclass
-class CompactingRunner(ScriptRunner):
-    """Counts one token per message; keeps the newest ``budget`` messages unsummarized."""
-
-    summaries: list[ContextSummaryRequest] = field(default_factory=list)
-
-    async def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
-        return len(turn.messages) + (1 if turn.context_summary is not None else 0)
-
-    async def select_compaction_cutoff(
-        self, turn: AgentTurnContext, retained_token_budget: int
-    ) -> int | None:
-        if len(turn.messages) <= retained_token_budget:
-            return None
-        return turn.messages[-retained_token_budget - 1].sequence
-
-    async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
-        self.summaries.append(request)
-        previous = request.previous_summary.summary if request.previous_summary else ""
-        texts = " ".join(message.text or "" for message in request.messages)
-        return ContextSummaryResult(summary=f"{previous} {texts}".strip(), usage=usage(3, 2))
 
 
 async def _send_turns(harness, flow, sid: str, count: int) -> None:
