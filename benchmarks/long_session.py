@@ -288,7 +288,7 @@ def print_table(label: str, checkpoints: Sequence[Checkpoint]) -> None:
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description="A long session, with and without compaction.")
     parser.add_argument("--turns", type=int, default=2000)
     parser.add_argument("--context-window", type=int, default=32_000)
     parser.add_argument("--skip-without-compaction", action="store_true")
