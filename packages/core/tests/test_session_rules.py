@@ -399,6 +399,23 @@ def test_failure_routes_record_by_effect() -> None:
     assert single.written_records[0].status is AgentToolCallStatus.OUTCOME_UNKNOWN
 
 
+def test_a_tool_step_that_never_started_records_failed_safe_to_call_again() -> None:
+    from dex_agents import TOOL_CALL_NOT_RUN_ERROR_PREFIX
+
+    error = RecoveryErrorInfo(detail="no Worker took the task", error_type="Timeout")
+    for effect, always in ((ToolEffect.NON_IDEMPOTENT_WRITE, True), (ToolEffect.READ, False)):
+        changes = record_failure_route(
+            record(effect=effect), error, outcome_unknown_always=always, never_started=True
+        )
+        written = changes.written_records[0]
+        assert written.status is AgentToolCallStatus.FAILED
+        assert written.error == f"{TOOL_CALL_NOT_RUN_ERROR_PREFIX}: no Worker took the task"
+    # A call whose tool asked a question ran before: its effect decides.
+    asked = record(effect=ToolEffect.NON_IDEMPOTENT_WRITE, input_answers=("yes",))
+    kept = record_failure_route(asked, error, outcome_unknown_always=True, never_started=True)
+    assert kept.written_records[0].status is AgentToolCallStatus.OUTCOME_UNKNOWN
+
+
 def test_idempotency_key_and_open_records() -> None:
     assert idempotency_key("s-1", record("c9")) == "s-1/turn-1/c9"
     assert open_record_count([record("a"), record("b", status=AgentToolCallStatus.FAILED)]) == 1

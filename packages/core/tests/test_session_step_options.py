@@ -80,6 +80,7 @@ def test_every_step_sets_sync_durability_explicitly(flow: Any) -> None:
         "RecordToolFailure",
         "RecordToolOutcomeUnknown",
         "RecordTurnFailure",
+        "CompactContext",
     }
     for name, step in steps.items():
         options = step.get_step_options()

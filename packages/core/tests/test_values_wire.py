@@ -230,8 +230,9 @@ def test_rpc_inputs_and_outputs_have_the_contract_fields() -> None:
         "queued_messages",
         "steered_messages",
         "context_summary",
+        "session_settings",
     }
-    assert _keys(AgentSessionStartInput()) == {"initial_message"}
+    assert _keys(AgentSessionStartInput()) == {"initial_message", "session_settings"}
 
 
 def test_persisted_values_have_the_contract_fields() -> None:

@@ -10,6 +10,12 @@ Steps, persistence, RPCs, live events, approvals and crash recovery.
 from importlib.metadata import version as _version
 
 from dex_agents.client import AgentSessionClient, SessionEvent, SessionWaitTimeoutError
+from dex_agents.compaction import (
+    CompactionPolicy,
+    ContextSummaryRequest,
+    ContextSummaryResult,
+    SupportsCompaction,
+)
 from dex_agents.host import AgentHost
 from dex_agents.runner import (
     AgentEventWriter,
@@ -38,6 +44,13 @@ from dex_agents.session import (
     AgentSessionOptions,
     create_agent_session_flow,
 )
+from dex_agents.session_settings import (
+    INVALID_START_SESSION_SETTINGS_REASON,
+    MAX_SESSION_SETTINGS_BYTES,
+    SESSION_SETTINGS_SIZE_TOLERANCE_BYTES,
+    session_settings_size,
+    validate_session_settings,
+)
 from dex_agents.texts import (
     OUTCOME_UNKNOWN_TOOL_RESULT,
     TOOL_CALL_NOT_RUN_ERROR_PREFIX,
@@ -50,6 +63,9 @@ from dex_agents.values import (
     AgentInterrupt,
     AgentInterruptResolution,
     AgentMessage,
+    AgentMessageChunk,
+    AgentMessageChunkRange,
+    AgentMessageIndex,
     AgentPlan,
     AgentSessionStartInput,
     AgentSnapshot,
@@ -61,6 +77,7 @@ from dex_agents.values import (
     AgentUsage,
     AgentUserMessage,
     AnswerQuestionInput,
+    CompactContextInput,
     ContextSummary,
     FrameworkMessage,
     InteractionMode,
@@ -73,6 +90,8 @@ from dex_agents.values import (
     ResolveInterruptInput,
     ToolCallCompleted,
     ToolEffect,
+    TurnSessionSettings,
+    UpdateSessionSettingsInput,
     add_agent_usage,
     empty_agent_usage,
     from_wire,
@@ -87,7 +106,10 @@ __version__ = _version("dex-agents")
 
 __all__ = [
     "FINAL_TOOL_CALL_STATUSES",
+    "INVALID_START_SESSION_SETTINGS_REASON",
+    "MAX_SESSION_SETTINGS_BYTES",
     "OUTCOME_UNKNOWN_TOOL_RESULT",
+    "SESSION_SETTINGS_SIZE_TOLERANCE_BYTES",
     "TOOL_CALL_NOT_RUN_ERROR_PREFIX",
     "AgentEvent",
     "AgentEventWriter",
@@ -96,6 +118,9 @@ __all__ = [
     "AgentInterrupt",
     "AgentInterruptResolution",
     "AgentMessage",
+    "AgentMessageChunk",
+    "AgentMessageChunkRange",
+    "AgentMessageIndex",
     "AgentPlan",
     "AgentSessionClient",
     "AgentSessionFlow",
@@ -113,7 +138,11 @@ __all__ = [
     "AgentUserMessage",
     "AnswerQuestionInput",
     "CancellationSignal",
+    "CompactContextInput",
+    "CompactionPolicy",
     "ContextSummary",
+    "ContextSummaryRequest",
+    "ContextSummaryResult",
     "DeferredToolCall",
     "DeferredToolExecution",
     "DeferredToolOutcome",
@@ -130,6 +159,7 @@ __all__ = [
     "ResolvedToolPolicy",
     "SessionEvent",
     "SessionWaitTimeoutError",
+    "SupportsCompaction",
     "SupportsUnfinishedTurnMessages",
     "ToolCallCompleted",
     "ToolCallsRequested",
@@ -139,6 +169,8 @@ __all__ = [
     "ToolInputRequested",
     "ToolPolicy",
     "TurnCompleted",
+    "TurnSessionSettings",
+    "UpdateSessionSettingsInput",
     "__version__",
     "add_agent_usage",
     "build_turn_failure_note",
@@ -152,6 +184,8 @@ __all__ = [
     "model_call_metadata",
     "resolve_tool_policy",
     "session_codec_registry",
+    "session_settings_size",
     "to_wire",
     "to_wire_json",
+    "validate_session_settings",
 ]

@@ -12,13 +12,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 import dex
 
 from dex_agents.session import AgentSessionFlow
+from dex_agents.session_settings import validate_session_settings
 from dex_agents.values import (
     AgentEvent,
     AgentInterrupt,
@@ -31,6 +33,7 @@ from dex_agents.values import (
     ListAgentMessagesInput,
     ListAgentMessagesOutput,
     ResolveInterruptInput,
+    UpdateSessionSettingsInput,
 )
 
 __all__ = ["AgentSessionClient", "SessionEvent", "SessionWaitTimeoutError"]
@@ -80,16 +83,32 @@ class AgentSessionClient:
         initial_message: str | None = None,
         *,
         config: dex.FlowConfig | None = None,
+        session_settings: Mapping[str, Any] | None = None,
     ) -> str:
         """Start session ``session_id`` (the Flow ID), with a first user message when given.
 
-        ``config`` overrides the Flow's config. Returns the Dex run ID.
+        ``config`` overrides the Flow's config. ``session_settings`` are checked with
+        ``validate_session_settings`` first. Returns the Dex run ID.
         """
+        if session_settings is not None:
+            validate_session_settings(session_settings)
         return await self.client.start_flow(
             self.flow,
             session_id,
-            AgentSessionStartInput(initial_message=initial_message),
+            AgentSessionStartInput(
+                initial_message=initial_message, session_settings=session_settings
+            ),
             dex.StartFlowOptions(config_override=config),
+        )
+
+    async def update_session_settings(
+        self, session_id: str, session_settings: Mapping[str, Any] | None
+    ) -> bool:
+        """Replace the session's settings; the next turn uses them."""
+        return await self.client.invoke_rpc(
+            self.flow.update_session_settings,
+            session_id,
+            UpdateSessionSettingsInput(session_settings=session_settings),
         )
 
     async def send_user_message(

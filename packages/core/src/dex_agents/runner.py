@@ -29,6 +29,7 @@ from dex_agents.values import (
     AgentToolCall,
     AgentToolCallStatus,
     AgentUsage,
+    ContextSummary,
     FrameworkMessage,
     ToolEffect,
 )
@@ -331,6 +332,10 @@ class AgentTurnContext:
     heartbeat: Callable[[], Awaitable[None]]
     enabled_built_in_tools: tuple[str, ...] = ()
     """Names of built-in tools to offer the model; see ``dex_agents.builtin_tools``."""
+    context_summary: ContextSummary | None = None
+    """The summary of the messages before ``messages``, once the session compacted."""
+    session_settings: Mapping[str, Any] = field(default_factory=lambda: dict[str, Any]())
+    """The settings this turn started with; ``{}`` when there are none."""
 
     @property
     def is_resuming(self) -> bool:

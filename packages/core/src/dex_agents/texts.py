@@ -12,6 +12,8 @@ from dex_agents.values import AgentToolCall, AgentToolCallStatus
 
 __all__ = [
     "APPROVAL_DEADLINE_PASSED",
+    "CONTEXT_SUMMARY_INSTRUCTIONS",
+    "CONTEXT_SUMMARY_NOTE_HEADER",
     "DEFAULT_REJECTION_MESSAGE",
     "OUTCOME_UNKNOWN_TOOL_RESULT",
     "QUESTION_DEADLINE_PASSED",
@@ -19,6 +21,7 @@ __all__ = [
     "TOOL_CALL_NOT_RUN_ERROR_PREFIX",
     "TURN_FAILURE_NOTE_FOOTER",
     "TURN_FAILURE_NOTE_HEADER",
+    "build_context_summary_omission_note",
     "build_turn_failure_note",
     "describe_tool_call_outcome",
     "invalid_built_in_arguments_error",
@@ -111,3 +114,26 @@ def model_call_limit_result(limit: int) -> str:
 def unknown_tool_error(tool_name: str) -> str:
     """Stepwise: the error of a call whose name is no offered tool."""
     return f"unknown tool {tool_name}"
+
+
+CONTEXT_SUMMARY_NOTE_HEADER = "[Dex] Summary of the earlier conversation:"
+"""First line of the note that carries the context summary at the start of model input."""
+
+CONTEXT_SUMMARY_INSTRUCTIONS = (
+    "You summarize a conversation between a user and an AI assistant so that the "
+    "assistant can continue it without the earlier messages. Keep every fact, decision, "
+    "open question and commitment, the user's goals and preferences, names, numbers and "
+    "identifiers, and which tool calls ran with what outcome, so that no write is "
+    "repeated. When an earlier summary is given, fold it into the new one. Answer with "
+    "the summary only."
+)
+"""Stepwise: the instructions of a ``summarize_context`` model call."""
+
+
+def build_context_summary_omission_note(omitted_count: int) -> str:
+    """Stepwise: the note that starts a summary request whose oldest messages were left out."""
+    noun = "message was" if omitted_count == 1 else "messages were"
+    return (
+        f"[Dex] {omitted_count} older {noun} left out of this summary request "
+        "because they did not fit in the model's context window."
+    )

@@ -10,6 +10,7 @@ JSON codec, which yields the same JSON.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -25,6 +26,9 @@ __all__ = [
     "AgentInterrupt",
     "AgentInterruptResolution",
     "AgentMessage",
+    "AgentMessageChunk",
+    "AgentMessageChunkRange",
+    "AgentMessageIndex",
     "AgentPlan",
     "AgentSessionStartInput",
     "AgentSnapshot",
@@ -36,6 +40,7 @@ __all__ = [
     "AgentUsage",
     "AgentUserMessage",
     "AnswerQuestionInput",
+    "CompactContextInput",
     "ContextSummary",
     "FrameworkMessage",
     "InteractionMode",
@@ -49,6 +54,8 @@ __all__ = [
     "ToolCallCompleted",
     "ToolEffect",
     "TurnReplySequence",
+    "TurnSessionSettings",
+    "UpdateSessionSettingsInput",
     "add_agent_usage",
     "empty_agent_usage",
     "format_timestamp",
@@ -431,6 +438,8 @@ class AgentSessionStartInput(WireValue):
     wire_name = "AgentSessionStartInput"
 
     initial_message: str | None = None
+    session_settings: Mapping[str, Any] | None = None
+    """Stored as ``SessionSettings``; the model calls of every turn read them."""
 
 
 # --- plans and summaries (filled by later releases; carried on the wire now) ---------
@@ -466,6 +475,73 @@ class ContextSummary(WireValue):
     generation: int
     last_sequence: int
     summary: str
+
+
+# --- message storage, compaction and session settings ------------------------------
+
+
+@dataclass(frozen=True)
+class AgentMessageChunk(WireValue):
+    """One ``AgentMessageChunks`` instance: consecutive older messages, never rewritten."""
+
+    wire_name = "AgentMessageChunk"
+
+    messages: tuple[AgentMessage, ...]
+
+
+@dataclass(frozen=True)
+class AgentMessageChunkRange(WireValue):
+    """The first and last sequence of one kept chunk."""
+
+    wire_name = "AgentMessageChunkRange"
+
+    first_sequence: int
+    last_sequence: int
+
+
+@dataclass(frozen=True)
+class AgentMessageIndex(WireValue):
+    """The ``AgentMessageIndex`` Attribute: where each stored message lives.
+
+    ``chunks`` lists every kept chunk in order; ``first_sequence`` is the oldest stored
+    message (retention deleted every earlier one); messages from
+    ``window_first_sequence`` on are in the ``AgentMessages`` window, except an
+    oversized one, which has a chunk of its own at or after it.
+    """
+
+    wire_name = "AgentMessageIndex"
+
+    chunks: tuple[AgentMessageChunkRange, ...] = ()
+    first_sequence: int = 1
+    window_first_sequence: int = 1
+
+
+@dataclass(frozen=True)
+class CompactContextInput(WireValue):
+    """Input of ``CompactContext``: summarize the messages through ``through_sequence``."""
+
+    wire_name = "CompactContextInput"
+
+    through_sequence: int
+
+
+@dataclass(frozen=True)
+class TurnSessionSettings(WireValue):
+    """The ``TurnSessionSettings`` Attribute: the settings a turn started with."""
+
+    wire_name = "TurnSessionSettings"
+
+    turn_id: str
+    session_settings: Mapping[str, Any] = field(default_factory=lambda: dict[str, Any]())
+
+
+@dataclass(frozen=True)
+class UpdateSessionSettingsInput(WireValue):
+    """Input of ``update_session_settings``: the new settings; ``{}`` clears them."""
+
+    wire_name = "UpdateSessionSettingsInput"
+
+    session_settings: Mapping[str, Any] | None
 
 
 # --- RPC inputs and outputs --------------------------------------------------------
@@ -530,6 +606,8 @@ class AgentSnapshot(WireValue):
     queued_messages: tuple[QueuedUserMessage, ...] = ()
     steered_messages: tuple[QueuedUserMessage, ...] = ()
     context_summary: ContextSummary | None = None
+    session_settings: Mapping[str, Any] = field(default_factory=lambda: dict[str, Any]())
+    """The next turn's settings (``{}`` for none)."""
 
 
 # --- events ------------------------------------------------------------------------
@@ -599,6 +677,12 @@ def session_codec_registry() -> CodecRegistry:
         PlanTask,
         AgentPlan,
         ContextSummary,
+        AgentMessageChunk,
+        AgentMessageChunkRange,
+        AgentMessageIndex,
+        CompactContextInput,
+        TurnSessionSettings,
+        UpdateSessionSettingsInput,
         ResolveInterruptInput,
         AnswerQuestionInput,
         ListAgentMessagesInput,

@@ -29,6 +29,7 @@ from dex_agents import (
     TurnCompleted,
     describe_tool_call_outcome,
 )
+from dex_agents.compaction import ContextSummaryRequest, ContextSummaryResult
 
 
 def user_message(text: str) -> FrameworkMessage:
@@ -209,3 +210,31 @@ class Harness:
             token = page.next_page_token
         collected.reverse()
         return collected
+
+
+@dataclass
+class CompactingRunner(ScriptRunner):
+    """Counts one token per message; keeps the newest ``budget`` messages unsummarized."""
+
+    summaries: list[ContextSummaryRequest] = field(default_factory=list)
+    summary_chars: int | None = None
+    """Keep only the last this many characters of each summary (a bounded summary)."""
+
+    async def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
+        return len(turn.messages) + (1 if turn.context_summary is not None else 0)
+
+    async def select_compaction_cutoff(
+        self, turn: AgentTurnContext, retained_token_budget: int
+    ) -> int | None:
+        if len(turn.messages) <= retained_token_budget:
+            return None
+        return turn.messages[-retained_token_budget - 1].sequence
+
+    async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
+        self.summaries.append(request)
+        previous = request.previous_summary.summary if request.previous_summary else ""
+        texts = " ".join(message.text or "" for message in request.messages)
+        summary = f"{previous} {texts}".strip()
+        if self.summary_chars is not None:
+            summary = summary[-self.summary_chars :]
+        return ContextSummaryResult(summary=summary, usage=usage(3, 2))

@@ -22,11 +22,17 @@ from dex import (
     rpc,
 )
 
+from dex_agents.compaction import check_compaction_runner
 from dex_agents.runner import AgentFrameworkRunner
 from dex_agents.session import rpcs
 from dex_agents.session.approvals import AwaitToolApproval
+from dex_agents.session.compaction_step import CompactContext
 from dex_agents.session.options import AgentSessionOptions
-from dex_agents.session.persistence import PendingInterruptList, SessionPersistence
+from dex_agents.session.persistence import (
+    PendingInterruptList,
+    SessionPersistence,
+    SessionSettingsValue,
+)
 from dex_agents.session.questions import AwaitQuestionAnswer
 from dex_agents.session.store import SessionDefinition
 from dex_agents.session.timers import AwaitTimer
@@ -47,6 +53,8 @@ from dex_agents.values import (
     AgentEvent,
     AgentInterruptResolution,
     AgentMessage,
+    AgentMessageChunk,
+    AgentMessageIndex,
     AgentSessionStartInput,
     AgentSnapshot,
     AgentState,
@@ -54,11 +62,14 @@ from dex_agents.values import (
     AgentUsage,
     AgentUserMessage,
     AnswerQuestionInput,
+    ContextSummary,
     ListAgentMessagesInput,
     ListAgentMessagesOutput,
     ResolveInterruptInput,
     ToolCallCompleted,
     TurnReplySequence,
+    TurnSessionSettings,
+    UpdateSessionSettingsInput,
 )
 
 __all__ = ["AgentSessionFlow", "create_agent_session_flow"]
@@ -111,6 +122,7 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
             RecordToolFailure(session),
             RecordToolOutcomeUnknown(session),
             RecordTurnFailure(session),
+            CompactContext(session),
         )
 
     def get_persistence_schema(self) -> PersistenceSchema:
@@ -129,6 +141,26 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
     @property
     def turn_reply_sequence(self) -> Attribute[TurnReplySequence]:
         return self._session.persistence.turn_reply_sequence
+
+    @property
+    def agent_message_chunks(self) -> AttributeMap[AgentMessageChunk]:
+        return self._session.persistence.agent_message_chunks
+
+    @property
+    def agent_message_index(self) -> Attribute[AgentMessageIndex]:
+        return self._session.persistence.agent_message_index
+
+    @property
+    def context_summary(self) -> Attribute[ContextSummary]:
+        return self._session.persistence.context_summary
+
+    @property
+    def session_settings(self) -> Attribute[SessionSettingsValue]:
+        return self._session.persistence.session_settings
+
+    @property
+    def turn_session_settings(self) -> Attribute[TurnSessionSettings]:
+        return self._session.persistence.turn_session_settings
 
     @property
     def framework_run_state(self) -> Attribute[str]:
@@ -186,6 +218,12 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         """A page of stored messages, oldest first."""
         raise NotImplementedError
 
+    def update_session_settings(
+        self, context: Context, input: UpdateSessionSettingsInput
+    ) -> RPCResult[bool]:
+        """Replace the session settings; ``False`` before the session initialized."""
+        raise NotImplementedError
+
 
 def _check_runner(runner: object) -> None:
     build = getattr(runner, "build_user_message", None)
@@ -229,11 +267,16 @@ def create_agent_session_flow(
                 f"the options are {', '.join(sorted(known))}"
             )
         resolved = replace(resolved, **option_values)
-    persistence = SessionPersistence.create(resolved.event_stream_capacity_bytes)
+    if resolved.compaction is not None:
+        check_compaction_runner(runner)
+    persistence = SessionPersistence.create(
+        resolved.event_stream_capacity_bytes, resolved.message_storage
+    )
     session = SessionDefinition(
         flow_type=flow_type, runner=runner, options=resolved, persistence=persistence
     )
     messages = persistence.agent_messages
+    chunks = persistence.agent_message_chunks
     records = persistence.agent_tool_calls
 
     class _BoundAgentSessionFlow(AgentSessionFlow):
@@ -253,17 +296,23 @@ def create_agent_session_flow(
 
         @rpc(
             timeout=RPC_TIMEOUT,
-            load_attribute_maps=(messages, records),
+            load_attribute_maps=(messages, chunks, records),
             load_channels=(persistence.queued_user_messages,),
         )
         def get_agent_snapshot(self, context: Context) -> RPCResult[AgentSnapshot]:
             return rpcs.get_agent_snapshot(context, persistence)
 
-        @rpc(timeout=RPC_TIMEOUT, load_attribute_maps=(messages,))
+        @rpc(timeout=RPC_TIMEOUT, load_attribute_maps=(messages, chunks))
         def list_agent_messages(
             self, context: Context, input: ListAgentMessagesInput
         ) -> RPCResult[ListAgentMessagesOutput]:
             return rpcs.list_agent_messages(context, persistence, input)
+
+        @rpc(timeout=RPC_TIMEOUT)
+        def update_session_settings(
+            self, context: Context, input: UpdateSessionSettingsInput
+        ) -> RPCResult[bool]:
+            return rpcs.update_session_settings(context, persistence, input)
 
     _BoundAgentSessionFlow.__name__ = "AgentSessionFlow"
     _BoundAgentSessionFlow.__qualname__ = "AgentSessionFlow"

@@ -8,7 +8,15 @@ from datetime import timedelta
 from types import MappingProxyType
 
 from dex_agents.builtin_tools import BUILT_IN_TOOL_NAMES
+from dex_agents.compaction import CompactionPolicy
 from dex_agents.runner import ToolPolicy
+from dex_agents.storage import (
+    DEFAULT_MESSAGE_CHUNK_MAX_BYTES,
+    DEFAULT_MESSAGE_CHUNK_SIZE,
+    DEFAULT_MESSAGE_WINDOW_SIZE,
+    DEFAULT_RETAINED_MESSAGE_LIMIT,
+    MessageStorageSettings,
+)
 from dex_agents.values import ToolEffect
 
 __all__ = [
@@ -39,6 +47,15 @@ class AgentSessionOptions:
         built_in_tools: Built-in tools the session handles (``"ask_user"``,
             ``"durable_wait"``); their names are reserved.
         max_durable_wait: Longest ``durable_wait``, whole seconds, at least one.
+        compaction: A ``CompactionPolicy`` that keeps model input under the context
+            window; needs a runner with the compaction methods. ``None`` never compacts.
+        message_window_size: Most messages the ``AgentMessages`` window holds; at least
+            ``message_chunk_size``.
+        message_chunk_size: Most messages per ``AgentMessageChunks`` chunk.
+        message_chunk_max_bytes: Most bytes per chunk, 1 to 8,388,608; a larger message
+            is stored straight into its own chunk.
+        retained_message_limit: With compaction, the stored messages retention always
+            keeps; ``None`` keeps every message.
     """
 
     tool_policies: Mapping[str, ToolPolicy] = field(default_factory=lambda: dict[str, ToolPolicy]())
@@ -47,6 +64,21 @@ class AgentSessionOptions:
     interrupt_deadline: timedelta | None = None
     built_in_tools: tuple[str, ...] = ()
     max_durable_wait: timedelta = DEFAULT_MAX_DURABLE_WAIT
+    compaction: CompactionPolicy | None = None
+    message_window_size: int = DEFAULT_MESSAGE_WINDOW_SIZE
+    message_chunk_size: int = DEFAULT_MESSAGE_CHUNK_SIZE
+    message_chunk_max_bytes: int = DEFAULT_MESSAGE_CHUNK_MAX_BYTES
+    retained_message_limit: int | None = DEFAULT_RETAINED_MESSAGE_LIMIT
+
+    @property
+    def message_storage(self) -> MessageStorageSettings:
+        """The storage bounds as one value."""
+        return MessageStorageSettings(
+            window_size=self.message_window_size,
+            chunk_size=self.message_chunk_size,
+            chunk_max_bytes=self.message_chunk_max_bytes,
+            retained_message_limit=self.retained_message_limit,
+        )
 
     def __post_init__(self) -> None:
         if not isinstance(self.tool_policies, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -93,3 +125,6 @@ class AgentSessionOptions:
             or wait.microseconds != 0
         ):
             raise ValueError("max_durable_wait must be a whole number of seconds, at least 1")
+        if self.compaction is not None and not isinstance(self.compaction, CompactionPolicy):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError("compaction must be a CompactionPolicy or None")
+        _ = self.message_storage  # checks the storage bounds

@@ -6,28 +6,37 @@ definition objects because a Dex Registry matches definitions by identity.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from dex import Attribute, AttributeMap, Channel, ChannelMap, PersistenceSchema, Stream
 
+from dex_agents.storage import MessageStorageSettings
 from dex_agents.values import (
     AgentEvent,
     AgentInterrupt,
     AgentInterruptResolution,
     AgentMessage,
+    AgentMessageChunk,
+    AgentMessageIndex,
     AgentState,
     AgentToolCall,
     AgentUsage,
     AgentUserMessage,
+    ContextSummary,
     ToolCallCompleted,
     TurnReplySequence,
+    TurnSessionSettings,
 )
 
-__all__ = ["PendingInterruptList", "SessionPersistence"]
+__all__ = ["PendingInterruptList", "SessionPersistence", "SessionSettingsValue"]
 
 PendingInterruptList = tuple[AgentInterrupt, ...]
 """``PendingInterrupts`` holds a JSON array of ``AgentInterrupt``."""
+
+SessionSettingsValue = str
+"""``SessionSettings`` holds the settings object as compact JSON text: Dex's automatic
+codec cannot encode a JSON object of arbitrary values without a registered codec."""
 
 
 @dataclass(frozen=True)
@@ -45,9 +54,29 @@ class SessionPersistence:
     interrupt_resolutions: ChannelMap[AgentInterruptResolution]
     tool_call_results: Channel[ToolCallCompleted]
     agent_events: Stream[AgentEvent]
+    agent_message_chunks: AttributeMap[AgentMessageChunk] = field(
+        default_factory=lambda: AttributeMap("AgentMessageChunks", AgentMessageChunk)
+    )
+    agent_message_index: Attribute[AgentMessageIndex] = field(
+        default_factory=lambda: Attribute("AgentMessageIndex", AgentMessageIndex)
+    )
+    context_summary: Attribute[ContextSummary] = field(
+        default_factory=lambda: Attribute("ContextSummary", ContextSummary)
+    )
+    session_settings: Attribute[SessionSettingsValue] = field(
+        default_factory=lambda: Attribute("SessionSettings", SessionSettingsValue)
+    )
+    turn_session_settings: Attribute[TurnSessionSettings] = field(
+        default_factory=lambda: Attribute("TurnSessionSettings", TurnSessionSettings)
+    )
+    message_storage: MessageStorageSettings = field(default_factory=MessageStorageSettings)
+    """Window, chunk and retention bounds that every message append applies."""
 
     @staticmethod
-    def create(event_stream_capacity_bytes: int) -> SessionPersistence:
+    def create(
+        event_stream_capacity_bytes: int,
+        message_storage: MessageStorageSettings | None = None,
+    ) -> SessionPersistence:
         """New definitions with the contract's names."""
         return SessionPersistence(
             agent_state=Attribute("AgentState", AgentState),
@@ -61,6 +90,7 @@ class SessionPersistence:
             interrupt_resolutions=ChannelMap("InterruptResolutions", AgentInterruptResolution),
             tool_call_results=Channel("ToolCallResults", ToolCallCompleted),
             agent_events=Stream("AgentEvents", AgentEvent, event_stream_capacity_bytes),
+            message_storage=message_storage or MessageStorageSettings(),
         )
 
     def schema(self) -> PersistenceSchema:
@@ -76,5 +106,10 @@ class SessionPersistence:
             self.interrupt_resolutions,
             self.tool_call_results,
             self.agent_events,
+            self.agent_message_chunks,
+            self.agent_message_index,
+            self.context_summary,
+            self.session_settings,
+            self.turn_session_settings,
         )
         return PersistenceSchema.of(*definitions)

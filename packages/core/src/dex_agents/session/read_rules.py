@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from dex_agents.values import (
     AgentInterrupt,
@@ -12,6 +13,7 @@ from dex_agents.values import (
     AgentToolCall,
     AgentUsage,
     AgentUserMessage,
+    ContextSummary,
     ListAgentMessagesInput,
     ListAgentMessagesOutput,
     QueuedUserMessage,
@@ -44,6 +46,8 @@ def build_snapshot(
     records: Sequence[AgentToolCall],
     usage: AgentUsage | None,
     queued_messages: Sequence[QueuedUserMessage],
+    context_summary: ContextSummary | None = None,
+    session_settings: Mapping[str, Any] | None = None,
 ) -> AgentSnapshot:
     """One committed view of the session: messages by sequence, calls by deferral order."""
     return AgentSnapshot(
@@ -54,16 +58,23 @@ def build_snapshot(
         usage=usage if usage is not None else AgentUsage(),
         queued_message_count=len(queued_messages),
         queued_messages=tuple(queued_messages),
+        context_summary=context_summary,
+        session_settings=session_settings if session_settings is not None else {},
     )
 
 
 def page_messages(
-    messages: Sequence[AgentMessage], request: ListAgentMessagesInput
+    messages: Sequence[AgentMessage],
+    request: ListAgentMessagesInput,
+    *,
+    deleted_before_sequence: int | None = None,
 ) -> ListAgentMessagesOutput:
     """The ``limit`` messages before ``before_sequence``, oldest first.
 
     ``limit`` is clamped to 1..200 and defaults to 50; ``next_before_sequence`` is
     the first sequence of the page while older messages exist, else null.
+    ``deleted_before_sequence`` is the oldest stored sequence once retention deleted
+    earlier messages; every page carries it.
     """
     limit = DEFAULT_MESSAGE_PAGE_LIMIT if request.limit is None else request.limit
     limit = min(MAX_MESSAGE_PAGE_LIMIT, max(1, limit))
@@ -75,5 +86,5 @@ def page_messages(
     return ListAgentMessagesOutput(
         messages=tuple(page),
         next_before_sequence=page[0].sequence if page and has_older else None,
-        deleted_before_sequence=None,
+        deleted_before_sequence=deleted_before_sequence,
     )

@@ -13,12 +13,22 @@ from dex_agents.session.interrupts import InterruptDecision
 from dex_agents.session.persistence import SessionPersistence
 from dex_agents.session.read_rules import accepts_user_message, build_snapshot, page_messages
 from dex_agents.session.store import (
+    read_context_summary,
+    read_message_index,
     read_messages,
+    read_optional,
     read_pending_interrupts,
     read_records,
     read_state,
     read_usage,
 )
+from dex_agents.session_settings import (
+    SESSION_SETTINGS_SIZE_TOLERANCE_BYTES,
+    session_settings_error,
+    session_settings_from_text,
+    session_settings_text,
+)
+from dex_agents.storage import deleted_before_sequence
 from dex_agents.values import (
     AgentInterrupt,
     AgentSnapshot,
@@ -28,6 +38,7 @@ from dex_agents.values import (
     ListAgentMessagesOutput,
     QueuedUserMessage,
     ResolveInterruptInput,
+    UpdateSessionSettingsInput,
 )
 
 __all__ = [
@@ -36,6 +47,7 @@ __all__ = [
     "list_agent_messages",
     "resolve_interrupt",
     "send_user_message",
+    "update_session_settings",
 ]
 
 
@@ -116,12 +128,43 @@ def get_agent_snapshot(
             records=read_records(context, persistence),
             usage=read_usage(context, persistence),
             queued_messages=queued,
+            context_summary=read_context_summary(context, persistence),
+            session_settings=session_settings_from_text(
+                read_optional(persistence.session_settings, context)
+            ),
         )
     )
+
+
+def update_session_settings(
+    context: Context, persistence: SessionPersistence, request: UpdateSessionSettingsInput
+) -> RPCResult[bool]:
+    """Replace the session settings (``{}`` clears them); the next turn uses them.
+
+    ``False`` before the session initialized, for ``null``, and for settings that are
+    not a JSON object or pass the size limit with its tolerance.
+    """
+    if read_state(context, persistence) is None:
+        return RPCResult(False)
+    settings = request.session_settings
+    if settings is None or session_settings_error(
+        settings, tolerance=SESSION_SETTINGS_SIZE_TOLERANCE_BYTES
+    ):
+        return RPCResult(False)
+    persistence.session_settings.set(context, session_settings_text(settings))
+    return RPCResult(True)
 
 
 def list_agent_messages(
     context: Context, persistence: SessionPersistence, request: ListAgentMessagesInput
 ) -> RPCResult[ListAgentMessagesOutput]:
     """A page of stored messages, oldest first."""
-    return RPCResult(page_messages(read_messages(context, persistence), request))
+    return RPCResult(
+        page_messages(
+            read_messages(context, persistence),
+            request,
+            deleted_before_sequence=deleted_before_sequence(
+                read_message_index(context, persistence)
+            ),
+        )
+    )

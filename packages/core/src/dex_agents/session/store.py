@@ -17,12 +17,16 @@ from dex_agents.session.changes import SessionChanges
 from dex_agents.session.events import SessionEventWriter
 from dex_agents.session.options import AgentSessionOptions
 from dex_agents.session.persistence import SessionPersistence
+from dex_agents.storage import assemble_messages, chunk_keys_after, plan_message_storage
 from dex_agents.values import (
     AgentInterrupt,
     AgentMessage,
+    AgentMessageChunk,
+    AgentMessageIndex,
     AgentState,
     AgentToolCall,
     AgentUsage,
+    ContextSummary,
     ToolCallCompleted,
     TurnReplySequence,
     message_sequence_key,
@@ -32,6 +36,8 @@ __all__ = [
     "SessionDefinition",
     "apply_changes",
     "commit_changes",
+    "read_context_summary",
+    "read_message_index",
     "read_messages",
     "read_optional",
     "read_pending_interrupts",
@@ -41,6 +47,7 @@ __all__ = [
     "read_run_state",
     "read_state",
     "read_usage",
+    "store_messages",
 ]
 
 ValueT = TypeVar("ValueT")
@@ -90,11 +97,73 @@ def read_pending_interrupts(
     return tuple(pending) if pending is not None else ()
 
 
-def read_messages(context: Context, persistence: SessionPersistence) -> list[AgentMessage]:
-    """Every stored message in sequence order; the Step must load ``AgentMessages``."""
-    messages = persistence.agent_messages
-    stored = [messages.get(context, key) for key in messages.get_all_instance_keys(context)]
-    return sorted(stored, key=lambda message: message.sequence)
+def read_message_index(
+    context: Context, persistence: SessionPersistence
+) -> AgentMessageIndex | None:
+    return read_optional(persistence.agent_message_index, context)
+
+
+def read_context_summary(
+    context: Context, persistence: SessionPersistence
+) -> ContextSummary | None:
+    return read_optional(persistence.context_summary, context)
+
+
+def read_messages(
+    context: Context, persistence: SessionPersistence, *, after_sequence: int | None = None
+) -> list[AgentMessage]:
+    """The stored messages after ``after_sequence`` in sequence order, from the window and
+    the chunks; the Step must load ``AgentMessages`` and every chunk that holds a message
+    after ``after_sequence`` (``model_input_chunk_keys`` names them)."""
+    window = persistence.agent_messages
+    floor = 0 if after_sequence is None else after_sequence
+    # Window keys are zero-padded sequences, so older ones are skipped without decoding.
+    stored = [
+        window.get(context, key)
+        for key in window.get_all_instance_keys(context)
+        if int(key) > floor
+    ]
+    index = read_message_index(context, persistence)
+    chunk_map = persistence.agent_message_chunks
+    chunks: dict[str, AgentMessageChunk] = {}
+    for key in chunk_keys_after(index, after_sequence):
+        try:
+            chunks[key] = chunk_map.get(context, key)
+        except KeyError:
+            continue  # deleted in this commit
+    return assemble_messages(index, stored, chunks, after_sequence=after_sequence)
+
+
+def store_messages(
+    context: Context,
+    persistence: SessionPersistence,
+    appended: list[AgentMessage],
+    *,
+    message_count: int,
+) -> None:
+    """Append ``appended`` through the window, rolling older messages into chunks and
+    applying retention in this commit; the Step must load ``AgentMessages``."""
+    window = persistence.agent_messages
+    keys = window.get_all_instance_keys(context)
+    plan = plan_message_storage(
+        index=read_message_index(context, persistence),
+        window_keys=[int(key) for key in keys],
+        load_window_message=lambda sequence: window.get(context, message_sequence_key(sequence)),
+        appended=appended,
+        message_count=message_count,
+        summary=read_context_summary(context, persistence),
+        settings=persistence.message_storage,
+    )
+    for message in plan.window_writes:
+        window.set(context, message_sequence_key(message.sequence), message)
+    for key in plan.window_deletes:
+        window.delete(context, key)
+    for key, chunk in plan.chunk_writes.items():
+        persistence.agent_message_chunks.set(context, key, chunk)
+    for key in plan.chunk_deletes:
+        persistence.agent_message_chunks.delete(context, key)
+    if plan.index is not None:
+        persistence.agent_message_index.set(context, plan.index)
 
 
 def read_records(context: Context, persistence: SessionPersistence) -> list[AgentToolCall]:
@@ -123,8 +192,13 @@ def apply_changes(
     """Stage every write of ``changes`` in the handler result and write its events."""
     if changes.state is not None:
         persistence.agent_state.set(context, changes.state)
-    for message in changes.appended_messages:
-        persistence.agent_messages.set(context, message_sequence_key(message.sequence), message)
+    if changes.appended_messages:
+        message_count = (
+            changes.state.message_count
+            if changes.state is not None
+            else changes.appended_messages[-1].sequence
+        )
+        store_messages(context, persistence, changes.appended_messages, message_count=message_count)
     for record in changes.written_records:
         persistence.agent_tool_calls.set(context, record.tool_call_id, record)
     for tool_call_id in changes.deleted_record_ids:

@@ -8,6 +8,7 @@ from dataclasses import replace
 from dex import RecoveryErrorInfo
 
 from dex_agents.session.changes import SessionChanges
+from dex_agents.texts import TOOL_CALL_NOT_RUN_ERROR_PREFIX
 from dex_agents.values import AgentToolCall, AgentToolCallStatus, ToolEffect
 
 __all__ = [
@@ -77,14 +78,23 @@ def record_failure_route(
     recovery_error: RecoveryErrorInfo | None,
     *,
     outcome_unknown_always: bool,
+    never_started: bool = False,
 ) -> SessionChanges:
     """The final record of a call whose tool Step ran out of attempts, crashed, or timed out.
 
     A ``read`` call in ``RecordToolFailure`` records ``failed``; any other call, and
     every call in ``RecordToolOutcomeUnknown``, records ``outcome_unknown`` because
-    the write may have taken effect.
+    the write may have taken effect. A call whose Step ``never_started``
+    (``StepAttemptProgress.NOT_STARTED``) records ``failed`` with
+    ``TOOL_CALL_NOT_RUN_ERROR_PREFIX`` instead, unless its tool already asked a question.
     """
     text = recovery_error_text(recovery_error)
+    if never_started and not record.input_answers and record.input_question is None:
+        # No attempt reached a Worker, and no earlier Step of the call asked a question:
+        # the tool never ran, so the model may call it again.
+        return finish_tool_call(
+            record, AgentToolCallStatus.FAILED, error=f"{TOOL_CALL_NOT_RUN_ERROR_PREFIX}: {text}"
+        )
     if not outcome_unknown_always and record.effect is ToolEffect.READ:
         return finish_tool_call(record, AgentToolCallStatus.FAILED, error=text)
     return finish_tool_call(record, AgentToolCallStatus.OUTCOME_UNKNOWN, error=text)

@@ -45,6 +45,7 @@ from dex_agents.session.tool_rules import (
     record_failure_route,
 )
 from dex_agents.values import AgentToolCall, AgentToolCallStatus
+from dex_local_engine import StepAttemptProgress, recovery_attempt_progress
 
 __all__ = [
     "CallSingleAttemptTool",
@@ -238,7 +239,10 @@ class _RecordFailure(Step[str]):
         if record is None or record.is_final:
             return dead_end()
         changes = record_failure_route(
-            record, context.recovery_error, outcome_unknown_always=self.outcome_unknown_always
+            record,
+            context.recovery_error,
+            outcome_unknown_always=self.outcome_unknown_always,
+            never_started=recovery_attempt_progress(context) is StepAttemptProgress.NOT_STARTED,
         )
         commit_changes(context, persistence, changes, turn_id=record.turn_id)
         return dead_end()

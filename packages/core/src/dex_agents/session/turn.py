@@ -6,7 +6,7 @@ runner, and apply.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -20,10 +20,16 @@ from dex import (
     StepMovement,
     StepOptions,
     Wait,
+    force_fail,
     go_to,
     go_to_many,
 )
 
+from dex_agents.compaction import (
+    SupportsCompaction,
+    compaction_cutoff_is_new,
+    start_compaction,
+)
 from dex_agents.runner import AgentTurnContext, SupportsUnfinishedTurnMessages
 from dex_agents.session.approvals import approval_movement
 from dex_agents.session.events import SessionEventWriter
@@ -34,7 +40,10 @@ from dex_agents.session.store import (
     SessionDefinition,
     apply_changes,
     commit_changes,
+    read_context_summary,
+    read_message_index,
     read_messages,
+    read_optional,
     read_pending_interrupts,
     read_records,
     read_reply_sequence,
@@ -46,15 +55,28 @@ from dex_agents.session.timers import timer_movement
 from dex_agents.session.tool_rules import open_record_count, recovery_error_text
 from dex_agents.session.tools import ContextCancellation, tool_step_movement
 from dex_agents.session.turn_rules import apply_model_outcome, fail_turn, start_turn
+from dex_agents.session_settings import (
+    INVALID_START_SESSION_SETTINGS_REASON,
+    SESSION_SETTINGS_SIZE_TOLERANCE_BYTES,
+    session_settings_error,
+    session_settings_from_text,
+    session_settings_text,
+    turn_settings,
+)
+from dex_agents.storage import chunk_keys_after
 from dex_agents.texts import build_turn_failure_note
 from dex_agents.values import (
     AgentMessage,
+    AgentMessageIndex,
     AgentSessionStartInput,
     AgentState,
     AgentStatus,
     AgentToolCall,
     AgentUsage,
+    CompactContextInput,
+    ContextSummary,
     FrameworkMessage,
+    TurnSessionSettings,
 )
 
 __all__ = [
@@ -63,6 +85,9 @@ __all__ = [
     "ResumeTurn",
     "RunModel",
     "StartAgentSession",
+    "go_to_run_model",
+    "model_input_chunk_keys",
+    "model_step_options",
     "route",
 ]
 
@@ -74,8 +99,59 @@ MODEL_RETRY = RetryPolicy(maximum_attempts=3, total_duration=timedelta(minutes=3
 RECORD_RETRY = RetryPolicy(maximum_interval=timedelta(seconds=5))
 
 
-def route(session: SessionDefinition, routing: TurnRouting) -> StepDecision:
-    """The Dex decision for ``routing``."""
+def model_input_chunk_keys(
+    session: SessionDefinition,
+    index: AgentMessageIndex | None,
+    summary: ContextSummary | None,
+) -> list[str] | None:
+    """The chunks a model-input Step loads: those after the summary, or ``None`` for all.
+
+    Only a compacting session's model input starts after the summary; without
+    compaction it covers every message, so every chunk loads.
+    """
+    if session.options.compaction is None or summary is None:
+        return None
+    return chunk_keys_after(index, summary.last_sequence)
+
+
+def model_step_options(session: SessionDefinition, chunk_keys: Sequence[str] | None) -> StepOptions:
+    """Options of ``RunModel`` and ``CompactContext``: the window, the turn's records, and
+    the chunks ``chunk_keys`` names (every chunk for ``None``)."""
+    persistence = session.persistence
+    maps = (persistence.agent_messages, persistence.agent_tool_calls)
+    chunks = persistence.agent_message_chunks
+    options = StepOptions(
+        execute_method_timeout=MODEL_METHOD_TIMEOUT,
+        heartbeat_timeout=MODEL_HEARTBEAT_TIMEOUT,
+        execute_retry=MODEL_RETRY,
+        execute_load_attribute_maps=maps if chunk_keys is not None else (*maps, chunks),
+        execute_load_attribute_map_instances=tuple(chunks.load(key) for key in chunk_keys or ()),
+        execute_durability=StepDurability.SYNC,
+        wait_for_durability=StepDurability.SYNC,
+    )
+    return options.on_execute_failure_proceed_to(
+        RecordTurnFailure, record_turn_failure_options(session)
+    )
+
+
+def go_to_run_model(session: SessionDefinition, context: AsyncContext) -> StepDecision:
+    """Move to ``RunModel`` loading only the chunks its input needs (after this commit)."""
+    persistence = session.persistence
+    keys = model_input_chunk_keys(
+        session,
+        read_message_index(context, persistence),
+        read_context_summary(context, persistence),
+    )
+    if keys is None:
+        return go_to(RunModel, None)
+    return go_to_many(StepMovement[None](RunModel, None, model_step_options(session, keys)))
+
+
+def route(
+    session: SessionDefinition, routing: TurnRouting, context: AsyncContext | None = None
+) -> StepDecision:
+    """The Dex decision for ``routing``; with ``context``, ``RunModel`` loads only the
+    chunks its input needs."""
     if routing.tool_steps:
         movements: list[StepMovement[Any]] = []
         for move in routing.tool_steps:
@@ -90,7 +166,7 @@ def route(session: SessionDefinition, routing: TurnRouting) -> StepDecision:
         movements.append(StepMovement[int](ResumeTurn, routing.resume_count))
         return go_to_many(*movements)
     if routing.run_model:
-        return go_to(RunModel, None)
+        return go_to_run_model(session, context) if context is not None else go_to(RunModel, None)
     return go_to(AwaitUserMessage, None)
 
 
@@ -101,12 +177,34 @@ class _SessionStep:
     def _writer(self, context: AsyncContext, turn_id: str) -> SessionEventWriter:
         return SessionEventWriter(context, self._session.persistence.agent_events, turn_id=turn_id)
 
-    def _start_turn(self, context: AsyncContext, state: AgentState, text: str) -> StepDecision:
-        """Store the runner's user message for ``text`` as a new turn and run the model."""
+    def _start_turn(
+        self,
+        context: AsyncContext,
+        state: AgentState,
+        text: str,
+        settings: Mapping[str, Any] | None = None,
+    ) -> StepDecision:
+        """Store the runner's user message for ``text`` as a new turn and run the model.
+
+        The turn keeps a copy of the session settings (``settings``, else the stored
+        ones), so an update during the turn takes effect at the next one.
+        """
+        persistence = self._session.persistence
         user_message = self._session.runner.build_user_message(text)
         changes, turn_id = start_turn(state, user_message)
-        commit_changes(context, self._session.persistence, changes, turn_id=turn_id)
-        return go_to(RunModel, None)
+        commit_changes(context, persistence, changes, turn_id=turn_id)
+        if settings is None:
+            stored = read_optional(persistence.session_settings, context)
+            settings = session_settings_from_text(stored)
+        persistence.turn_session_settings.set(
+            context, TurnSessionSettings(turn_id=turn_id, session_settings=settings)
+        )
+        return go_to_run_model(self._session, context)
+
+    def _session_settings(self, context: AsyncContext, turn_id: str) -> Mapping[str, Any]:
+        """The settings ``turn_id`` started with (``{}`` for none)."""
+        copy = read_optional(self._session.persistence.turn_session_settings, context)
+        return turn_settings(copy, turn_id)
 
     def _turn_context(
         self,
@@ -117,6 +215,7 @@ class _SessionStep:
         records: Sequence[AgentToolCall],
         events: SessionEventWriter,
         heartbeat: Callable[[], Awaitable[None]],
+        context_summary: ContextSummary | None = None,
     ) -> AgentTurnContext:
         """What the runner sees in this attempt, from committed state only."""
         options = self._session.options
@@ -135,6 +234,8 @@ class _SessionStep:
             default_tool_effect=options.default_tool_effect,
             heartbeat=heartbeat,
             enabled_built_in_tools=options.built_in_tools,
+            context_summary=context_summary,
+            session_settings=self._session_settings(context, turn_id),
         )
 
 
@@ -143,7 +244,9 @@ class StartAgentSession(_SessionStep, Step[AgentSessionStartInput]):
 
     def get_step_options(self) -> StepOptions | None:
         return StepOptions(
-            execute_durability=StepDurability.SYNC, wait_for_durability=StepDurability.SYNC
+            execute_load_attribute_maps=(self._session.persistence.agent_messages,),
+            execute_durability=StepDurability.SYNC,
+            wait_for_durability=StepDurability.SYNC,
         )
 
     async def execute(self, context: AsyncContext, input: AgentSessionStartInput) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
@@ -153,10 +256,18 @@ class StartAgentSession(_SessionStep, Step[AgentSessionStartInput]):
         if read_usage(context, persistence) == AgentUsage():
             persistence.agent_usage.set(context, AgentUsage())
         persistence.pending_interrupts.set(context, read_pending_interrupts(context, persistence))
+        settings = input.session_settings
+        if settings is not None:
+            error = session_settings_error(
+                settings, tolerance=SESSION_SETTINGS_SIZE_TOLERANCE_BYTES
+            )
+            if error is not None:
+                return force_fail(f"{INVALID_START_SESSION_SETTINGS_REASON}: {error}")
+            persistence.session_settings.set(context, session_settings_text(settings))
         text = input.initial_message
         if text is None or not text.strip() or state.active_turn_id is not None:
             return go_to(AwaitUserMessage, None)
-        return self._start_turn(context, state, text)
+        return self._start_turn(context, state, text, settings)
 
 
 class AwaitUserMessage(_SessionStep, Step[None]):
@@ -164,7 +275,9 @@ class AwaitUserMessage(_SessionStep, Step[None]):
 
     def get_step_options(self) -> StepOptions | None:
         return StepOptions(
-            execute_durability=StepDurability.SYNC, wait_for_durability=StepDurability.SYNC
+            execute_load_attribute_maps=(self._session.persistence.agent_messages,),
+            execute_durability=StepDurability.SYNC,
+            wait_for_durability=StepDurability.SYNC,
         )
 
     async def wait_for(self, context: AsyncContext, input: None) -> Wait:  # pyright: ignore[reportIncompatibleMethodOverride]
@@ -188,18 +301,8 @@ class RunModel(_SessionStep, Step[None]):
     """One model call through ``run_model_step``; routes to tools, or ends the turn."""
 
     def get_step_options(self) -> StepOptions | None:
-        persistence = self._session.persistence
-        options = StepOptions(
-            execute_method_timeout=MODEL_METHOD_TIMEOUT,
-            heartbeat_timeout=MODEL_HEARTBEAT_TIMEOUT,
-            execute_retry=MODEL_RETRY,
-            execute_load_attribute_maps=(persistence.agent_messages, persistence.agent_tool_calls),
-            execute_durability=StepDurability.SYNC,
-            wait_for_durability=StepDurability.SYNC,
-        )
-        return options.on_execute_failure_proceed_to(
-            RecordTurnFailure, record_turn_failure_options(self._session)
-        )
+        # A movement without options (such as from an older Worker) loads every chunk.
+        return model_step_options(self._session, None)
 
     async def execute(self, context: AsyncContext, input: None) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
         session = self._session
@@ -208,7 +311,14 @@ class RunModel(_SessionStep, Step[None]):
         if state is None or state.active_turn_id is None:
             return go_to(AwaitUserMessage, None)
         turn_id = state.active_turn_id
-        messages = read_messages(context, persistence)
+        summary = read_context_summary(context, persistence)
+        compacting = isinstance(session.runner, SupportsCompaction)
+        messages = read_messages(
+            context,
+            persistence,
+            after_sequence=summary.last_sequence if compacting and summary is not None else None,
+        )
+        self._warn_about_deleted_input(context, compacting)
         records = read_records(context, persistence)
         events = self._writer(context, turn_id)
         try:
@@ -224,7 +334,12 @@ class RunModel(_SessionStep, Step[None]):
                     records=records,
                     events=events,
                     heartbeat=heartbeats.beat,
+                    context_summary=summary if compacting else None,
                 )
+                through = await self._compaction_cutoff(turn, state, summary)
+                if through is not None:
+                    persistence.agent_state.set(context, start_compaction(state))
+                    return self._go_to_compaction(context, through)
                 outcome = await session.runner.run_model_step(turn)
             changes, routing = apply_model_outcome(
                 state,
@@ -242,7 +357,57 @@ class RunModel(_SessionStep, Step[None]):
             apply_changes(context, persistence, changes, events)
         finally:
             events.close()
-        return route(session, routing)
+        return route(session, routing, context)
+
+    async def _compaction_cutoff(
+        self, turn: AgentTurnContext, state: AgentState, summary: ContextSummary | None
+    ) -> int | None:
+        """The sequence to summarize through when the input crossed the policy's threshold."""
+        policy = self._session.options.compaction
+        runner = self._session.runner
+        if policy is None or not isinstance(runner, SupportsCompaction):
+            return None
+        tokens = await runner.estimate_input_tokens(turn)
+        if tokens < policy.trigger_tokens:
+            return None
+        cutoff = await runner.select_compaction_cutoff(turn, policy.retained_token_budget)
+        if not compaction_cutoff_is_new(cutoff, summary=summary, message_count=state.message_count):
+            _log.warning(
+                "%s: the model input (%d tokens) passed the compaction threshold, "
+                "but the runner found no cut to summarize",
+                turn.flow_id,
+                tokens,
+            )
+            return None
+        assert isinstance(cutoff, int)
+        return cutoff
+
+    def _go_to_compaction(self, context: AsyncContext, through: int) -> StepDecision:
+        from dex_agents.session.compaction_step import CompactContext
+
+        session = self._session
+        keys = model_input_chunk_keys(
+            session,
+            read_message_index(context, session.persistence),
+            read_context_summary(context, session.persistence),
+        )
+        return go_to_many(
+            StepMovement[CompactContextInput](
+                CompactContext,
+                CompactContextInput(through_sequence=through),
+                model_step_options(session, keys),
+            )
+        )
+
+    def _warn_about_deleted_input(self, context: AsyncContext, compacting: bool) -> None:
+        index = read_message_index(context, self._session.persistence)
+        if not compacting and index is not None and index.first_sequence > 1:
+            _log.warning(
+                "%s: retention deleted the messages before %d, and this runner cannot "
+                "use the summary; its model input starts at the oldest stored message",
+                context.flow_id,
+                index.first_sequence,
+            )
 
 
 class ResumeTurn(_SessionStep, Step[int]):
@@ -273,16 +438,18 @@ class ResumeTurn(_SessionStep, Step[int]):
             return go_to(AwaitUserMessage, None)
         if state.status is not AgentStatus.RUNNING_MODEL:
             persistence.agent_state.set(context, replace(state, status=AgentStatus.RUNNING_MODEL))
-        return go_to(RunModel, None)
+        return go_to_run_model(self._session, context)
 
 
 def record_turn_failure_options(session: SessionDefinition) -> StepOptions:
     """Static options of ``RecordTurnFailure``: capped backoff; messages only when needed."""
     persistence = session.persistence
+    # The window always loads, because the Step appends messages; the chunks only
+    # when the runner builds unfinished-turn messages from every stored message.
     maps = (
-        (persistence.agent_tool_calls, persistence.agent_messages)
+        (persistence.agent_tool_calls, persistence.agent_messages, persistence.agent_message_chunks)
         if isinstance(session.runner, SupportsUnfinishedTurnMessages)
-        else (persistence.agent_tool_calls,)
+        else (persistence.agent_tool_calls, persistence.agent_messages)
     )
     return StepOptions(
         execute_retry=RECORD_RETRY,
@@ -322,7 +489,7 @@ class RecordTurnFailure(_SessionStep, Step[None]):
             apply_changes(context, persistence, changes, events)
         finally:
             events.close()
-        return route(session, routing)
+        return route(session, routing, context)
 
     def _note_message(self, note: str) -> FrameworkMessage | None:
         try:

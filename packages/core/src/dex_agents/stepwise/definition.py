@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from dex_agents.builtin_tools import validate_built_in_tool_names
+from dex_agents.compaction import CompactionPolicy
 from dex_agents.models.types import ModelClient, ModelSettings
 from dex_agents.runner import ToolPolicy
 from dex_agents.stepwise.function_tool import FunctionTool
@@ -35,6 +36,8 @@ class InstructionContext:
     attempt: int
     interaction_mode: str = "chat"
     plan: AgentPlan | None = None
+    session_settings: Mapping[str, Any] = field(default_factory=lambda: dict[str, Any]())
+    """The turn's session settings (``{}`` for none)."""
 
 
 Instructions = str | Callable[[InstructionContext], "str | Awaitable[str]"]
@@ -67,6 +70,12 @@ class AgentDefinition:
     interrupt_deadline: timedelta | None = None
     event_stream_capacity_bytes: int | None = None
     tool_source_listing_timeout: timedelta = DEFAULT_TOOL_SOURCE_LISTING_TIMEOUT
+    resolve_model: Callable[[Mapping[str, Any]], ModelClient] | None = None
+    """Maps the turn's session settings to the ``ModelClient`` of each model call,
+    summary calls and token estimates included; choose only among clients the Worker
+    built, because the settings come from the application."""
+    compaction: CompactionPolicy | None = None
+    """Summarize earlier messages before the input passes the context window."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -76,6 +85,8 @@ class AgentDefinition:
         model: Any = self.model
         if not callable(getattr(model, "generate", None)):
             raise TypeError("AgentDefinition.model must be a ModelClient (with generate)")
+        if self.resolve_model is not None and not callable(self.resolve_model):
+            raise TypeError("AgentDefinition.resolve_model must be a function of the settings")
         if (
             isinstance(self.max_model_calls_per_turn, bool)
             or not isinstance(self.max_model_calls_per_turn, int)  # pyright: ignore[reportUnnecessaryIsInstance]

@@ -20,6 +20,8 @@ def session_options_of(definition: AgentDefinition) -> AgentSessionOptions:
         "interrupt_deadline": definition.interrupt_deadline,
         "built_in_tools": tuple(definition.built_in_tools),
     }
+    if definition.compaction is not None:
+        options["compaction"] = definition.compaction
     if definition.event_stream_capacity_bytes is not None:
         options["event_stream_capacity_bytes"] = definition.event_stream_capacity_bytes
     return AgentSessionOptions(**options)

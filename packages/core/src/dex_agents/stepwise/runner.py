@@ -13,8 +13,9 @@ import asyncio
 import dataclasses
 import inspect
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from dex_agents.adapter_support import (
     UNKNOWN_TOOL_POLICY,
@@ -22,7 +23,9 @@ from dex_agents.adapter_support import (
     resolve_declared_tool_policy,
 )
 from dex_agents.builtin_tools import BUILT_IN_TOOL_POLICY, enabled_builtin_tool_definitions
+from dex_agents.compaction import ContextSummaryRequest, ContextSummaryResult
 from dex_agents.models.types import (
+    ModelClient,
     ModelRequest,
     ModelSettings,
     ModelToolCall,
@@ -39,6 +42,12 @@ from dex_agents.runner import (
     DeferredToolOutcome,
     ToolCallsRequested,
     TurnCompleted,
+)
+from dex_agents.stepwise.compaction import (
+    estimate_request_tokens,
+    select_cut,
+    summary_note,
+    trim_summary_items,
 )
 from dex_agents.stepwise.definition import AgentDefinition, InstructionContext
 from dex_agents.stepwise.function_tool import FunctionTool, ToolCallContext
@@ -57,7 +66,11 @@ from dex_agents.stepwise.transcript import (
     unanswered_tool_calls,
     user_text_message,
 )
-from dex_agents.texts import describe_tool_call_outcome, model_call_limit_result
+from dex_agents.texts import (
+    CONTEXT_SUMMARY_INSTRUCTIONS,
+    describe_tool_call_outcome,
+    model_call_limit_result,
+)
 from dex_agents.values import AgentToolCall, FrameworkMessage
 
 __all__ = ["StepwiseAgentRunner"]
@@ -103,6 +116,8 @@ class StepwiseAgentRunner:
         self._sources: dict[str, ToolSource] = {
             source.source_name: source for source in definition.tool_sources
         }
+        # Only for token estimates, which must not list (no I/O before compaction).
+        self._last_listings: dict[str, tuple[ModelToolDefinition, ...]] = {}
 
     # --- messages ------------------------------------------------------------------
 
@@ -116,22 +131,44 @@ class StepwiseAgentRunner:
 
     # --- the model step ------------------------------------------------------------
 
-    async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
-        model_calls = decode_run_state(turn.framework_run_state)
-        limit = self.definition.max_model_calls_per_turn
-        tools_allowed = model_calls < limit
-        offered = await self._offered_tools(turn, list_sources=tools_allowed)
+    def model_for(self, session_settings: Mapping[str, Any]) -> ModelClient:
+        """The model client of a call under ``session_settings``: ``resolve_model``'s choice,
+        else the definition's model."""
+        resolve = self.definition.resolve_model
+        if resolve is None:
+            return self.definition.model
+        model = resolve(session_settings)
+        if not callable(getattr(model, "generate", None)):
+            raise TypeError("AgentDefinition.resolve_model must return a ModelClient")
+        return model
 
+    async def _model_request(
+        self, turn: AgentTurnContext, *, tools_allowed: bool, list_sources: bool
+    ) -> tuple[ModelRequest, _OfferedTools, list[ToolResultItem]]:
+        """The next model call's request, its offered tools, and the results it adds."""
+        offered = await self._offered_tools(turn, list_sources=list_sources)
         stored = decode_transcript(turn.messages)
         new_results = self._new_results(stored, turn)
         items: list[TranscriptItem] = [*stored, *new_results]
+        if turn.context_summary is not None:
+            items.insert(0, summary_note(turn.context_summary))
         request = ModelRequest(
             instructions=await self._instructions(turn),
             items=tuple(pair_tool_calls_with_results(items)),
             tools=offered.definitions if tools_allowed else (),
             settings=self.definition.model_settings or ModelSettings(),
         )
-        response = await self.definition.model.generate(request, _EventSink(turn.events))
+        return request, offered, new_results
+
+    async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
+        model_calls = decode_run_state(turn.framework_run_state)
+        limit = self.definition.max_model_calls_per_turn
+        tools_allowed = model_calls < limit
+        request, offered, new_results = await self._model_request(
+            turn, tools_allowed=tools_allowed, list_sources=tools_allowed
+        )
+        model = self.model_for(turn.session_settings)
+        response = await model.generate(request, _EventSink(turn.events))
 
         output = response.output
         new_messages = [tool_result_message(result) for result in new_results]
@@ -163,6 +200,77 @@ class StepwiseAgentRunner:
             model_call_metadata=response.metadata,
         )
 
+    # --- compaction ----------------------------------------------------------------
+
+    async def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
+        """The next request's tokens: the model client's ``count_input_tokens`` when it has
+        one, else one token per four characters of its JSON. Tool sources count with
+        their last listing, without I/O."""
+        tools_allowed = decode_run_state(turn.framework_run_state) < (
+            self.definition.max_model_calls_per_turn
+        )
+        request, _, _ = await self._model_request(
+            turn, tools_allowed=tools_allowed, list_sources=False
+        )
+        if tools_allowed and self._last_listings:
+            listed = [tool for tools in self._last_listings.values() for tool in tools]
+            request = dataclasses.replace(request, tools=(*request.tools, *listed))
+        return await self._count_tokens(self.model_for(turn.session_settings), request)
+
+    async def select_compaction_cutoff(
+        self, turn: AgentTurnContext, retained_token_budget: int
+    ) -> int | None:
+        """The last sequence to summarize: the cut keeping the most messages within the
+        budget, between model responses whose tool calls all have stored results."""
+        items = decode_transcript(turn.messages)
+        point = select_cut(items, retained_token_budget)
+        if point is None:
+            return None
+        return turn.messages[point - 1].sequence
+
+    async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
+        """One model call without tools, with ``CONTEXT_SUMMARY_INSTRUCTIONS``, over the
+        earlier summary and the messages; the oldest are left out when the request and
+        ``max_output_tokens`` would pass ``input_token_budget``."""
+        model = self.model_for(request.session_settings)
+        settings = self.definition.model_settings or ModelSettings()
+        reserved = settings.max_output_tokens or 0
+        lead = [summary_note(request.previous_summary)] if request.previous_summary else []
+
+        def build(items: list[TranscriptItem]) -> ModelRequest:
+            return ModelRequest(
+                instructions=CONTEXT_SUMMARY_INSTRUCTIONS,
+                items=tuple(pair_tool_calls_with_results([*lead, *items])),
+                settings=settings,
+            )
+
+        def fits(items: list[TranscriptItem]) -> bool:
+            return estimate_request_tokens(build(items)) + reserved <= request.input_token_budget
+
+        items, omitted = trim_summary_items(decode_transcript(request.messages), fits=fits)
+        if omitted:
+            logger.warning(
+                "%s: left %d messages out of the summary request to fit the context window",
+                request.flow_id,
+                omitted,
+            )
+        response = await model.generate(build(items), _EventSink(request.events))
+        return ContextSummaryResult(
+            summary=response.output.text,
+            usage=response.usage,
+            model_call_metadata=response.metadata,
+        )
+
+    @staticmethod
+    async def _count_tokens(model: ModelClient, request: ModelRequest) -> int:
+        count = getattr(model, "count_input_tokens", None)
+        if callable(count):
+            counted = count(request)
+            value = await counted if inspect.isawaitable(counted) else counted
+            if isinstance(value, int):
+                return value
+        return estimate_request_tokens(request)
+
     async def _instructions(self, turn: AgentTurnContext) -> str:
         instructions = self.definition.instructions
         if isinstance(instructions, str):
@@ -173,6 +281,7 @@ class StepwiseAgentRunner:
             attempt=turn.attempt,
             interaction_mode=str(getattr(turn, "interaction_mode", "chat")),
             plan=getattr(turn, "plan", None),
+            session_settings=turn.session_settings,
         )
         produced = instructions(context)
         text = await produced if inspect.isawaitable(produced) else produced
@@ -233,7 +342,9 @@ class StepwiseAgentRunner:
             # asyncio.timeout, not wait_for: Python 3.11's wait_for can drop a cancellation
             # of the RunModel attempt that arrives as the listing finishes.
             async with asyncio.timeout(timeout):
-                return list(await source.list_tools())
+                listed = list(await source.list_tools())
+            self._last_listings[source.source_name] = tuple(listed)
+            return listed
         except Exception as error:
             logger.warning(
                 "tool source %r offers no tools in this model call: listing failed (%s)",

@@ -1,0 +1,153 @@
+"""Stepwise compaction and session settings on the real local engine."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator, Iterator
+from datetime import timedelta
+from typing import Any
+
+import dex
+import pytest
+
+from dex_agents import (
+    INVALID_START_SESSION_SETTINGS_REASON,
+    AgentSessionStartInput,
+    CompactionPolicy,
+)
+from dex_agents.models.types import UserTextItem
+from dex_agents.stepwise import (
+    AgentDefinition,
+    ModelRequest,
+    ScriptedModelClient,
+    create_stepwise_agent_session_flow,
+)
+from dex_agents.stepwise.compaction import estimate_request_tokens
+from dex_agents.testing import AgentSessionTestClient, AgentTestEnvironment
+from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS, CONTEXT_SUMMARY_NOTE_HEADER
+from dex_local_engine import LocalEngine
+
+_numbers = itertools.count(1)
+FILLER = "lorem ipsum dolor sit amet " * 8
+
+
+@pytest.fixture(scope="module")
+def engine() -> Iterator[LocalEngine]:
+    with LocalEngine(database=":memory:", port=0) as running:
+        yield running
+
+
+@pytest.fixture
+async def open_sessions(engine: LocalEngine) -> AsyncIterator[Any]:
+    opened: list[AgentTestEnvironment] = []
+
+    async def make(definition: AgentDefinition, **options: Any) -> AgentSessionTestClient:
+        flow = create_stepwise_agent_session_flow(definition, f"LongTest{next(_numbers)}")
+        if options:
+            from dataclasses import replace
+
+            from dex_agents.session import create_agent_session_flow
+
+            flow = create_agent_session_flow(
+                flow.runner, flow.get_flow_type(), replace(flow.options, **options)
+            )
+        environment = await AgentTestEnvironment.start(
+            flows=[flow], server_address=engine.address, worker_in_process=True
+        )
+        opened.append(environment)
+        return AgentSessionTestClient(environment.client, flow)
+
+    yield make
+    for environment in opened:
+        await environment.close()
+
+
+def last_user_text(request: ModelRequest) -> str:
+    texts = [item.text for item in request.items if isinstance(item, UserTextItem)]
+    return texts[-1] if texts else ""
+
+
+async def test_stepwise_compacts_and_keeps_the_input_under_the_window(open_sessions) -> None:
+    answers: list[ModelRequest] = []
+    summaries: list[ModelRequest] = []
+
+    def script(request: ModelRequest) -> str:
+        if request.instructions == CONTEXT_SUMMARY_INSTRUCTIONS:
+            summaries.append(request)
+            return f"summary {len(summaries)}"
+        answers.append(request)
+        return f"reply to {last_user_text(request)[:12]} {FILLER}"
+
+    window = 2_000
+    definition = AgentDefinition(
+        name="long",
+        instructions="Answer briefly.",
+        model=ScriptedModelClient(script),
+        compaction=CompactionPolicy(context_window_tokens=window),
+    )
+    sessions = await open_sessions(definition, message_window_size=8, message_chunk_size=4)
+    await sessions.start_session("long-1", f"question 1 {FILLER}")
+    await sessions.wait_for_completed_turns("long-1", 1)
+    for turn in range(2, 31):
+        assert await sessions.send_user_message("long-1", f"question {turn} {FILLER}")
+        await sessions.wait_for_completed_turns("long-1", turn)
+    snapshot = await sessions.snapshot("long-1")
+
+    assert snapshot.context_summary is not None
+    assert summaries, "the session never compacted"
+    assert all(estimate_request_tokens(request) < window for request in answers)
+    last = answers[-1]
+    first = last.items[0]
+    assert isinstance(first, UserTextItem)
+    assert first.text.startswith(CONTEXT_SUMMARY_NOTE_HEADER)
+    assert snapshot.context_summary.summary in first.text
+    # A later summary request starts with the earlier summary.
+    assert isinstance(summaries[-1].items[0], UserTextItem)
+    assert summaries[-1].items[0].text.startswith(CONTEXT_SUMMARY_NOTE_HEADER)
+    assert summaries[-1].tools == ()
+    assert snapshot.usage.model_calls == 30 + len(summaries)
+
+
+async def test_session_settings_choose_the_model_per_turn(open_sessions) -> None:
+    def named(name: str) -> ScriptedModelClient:
+        return ScriptedModelClient(lambda request: f"{name}: {last_user_text(request)}")
+
+    models = {"small": named("small"), "large": named("large")}
+    definition = AgentDefinition(
+        name="picker",
+        instructions="Answer.",
+        model=models["small"],
+        resolve_model=lambda settings: models.get(str(settings.get("model")), models["small"]),
+    )
+    sessions = await open_sessions(definition)
+    await sessions.start_session("pick-1", "hello", session_settings={"model": "large"})
+    await sessions.wait_for_completed_turns("pick-1", 1)
+    assert await sessions.update_session_settings("pick-1", {"model": "small"})
+    assert not await sessions.update_session_settings("pick-1", None)
+    assert not await sessions.update_session_settings("pick-1", {"x": "y" * 20_000})
+    snapshot = await sessions.snapshot("pick-1")
+    assert snapshot.session_settings == {"model": "small"}
+    assert await sessions.send_user_message("pick-1", "again")
+    snapshot = await sessions.wait_for_completed_turns("pick-1", 2)
+    replies = [m.text for m in snapshot.messages if m.role == "assistant"]
+    assert replies == ["large: hello", "small: again"]
+    assert await sessions.update_session_settings("pick-1", {})
+    assert (await sessions.snapshot("pick-1")).session_settings == {}
+
+
+async def test_start_settings_over_the_limit_fail_the_session(open_sessions) -> None:
+    definition = AgentDefinition(
+        name="strict", instructions="Answer.", model=ScriptedModelClient(lambda r: "ok")
+    )
+    sessions = await open_sessions(definition)
+    with pytest.raises(ValueError, match="limit is 16384"):
+        await sessions.start_session("big-0", "hi", session_settings={"x": "y" * 20_000})
+    # The session's own check (with its tolerance) fails the Flow at once.
+    await sessions.client.start_flow(
+        sessions.flow,
+        "big-1",
+        AgentSessionStartInput(initial_message="hi", session_settings={"x": "y" * 20_000}),
+    )
+    result = await sessions.client.wait_for_flow("big-1", timedelta(seconds=60))
+    assert result.status is dex.FlowStatus.FAILED
+    assert (result.error_message or "").startswith(INVALID_START_SESSION_SETTINGS_REASON)
