@@ -10,6 +10,9 @@ Step:
 * ``execute_deferred_tool_call(call)``: one tool call, in ``CallTool`` or
   ``CallSingleAttemptTool``, possibly in parallel with its siblings.
 
+A runner that offers only ``write_todos`` in a planning turn sets the class
+attribute ``supports_plan_mode = True``; see ``dex_agents.plans``.
+
 A runner that stores the turn's messages as it goes (``ToolCallsRequested.new_messages``)
 also implements ``build_unfinished_turn_messages(turn)``; see
 ``SupportsUnfinishedTurnMessages``.
@@ -26,10 +29,12 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from dex_agents.values import (
     AgentMessage,
+    AgentPlan,
     AgentToolCall,
     AgentToolCallStatus,
     AgentUsage,
     FrameworkMessage,
+    InteractionMode,
     ToolEffect,
 )
 
@@ -55,6 +60,7 @@ __all__ = [
     "default_requires_approval",
     "model_call_metadata",
     "resolve_tool_policy",
+    "supports_plan_mode",
 ]
 
 JsonValue = Any
@@ -331,6 +337,10 @@ class AgentTurnContext:
     heartbeat: Callable[[], Awaitable[None]]
     enabled_built_in_tools: tuple[str, ...] = ()
     """Names of built-in tools to offer the model; see ``dex_agents.builtin_tools``."""
+    interaction_mode: InteractionMode = InteractionMode.CHAT
+    """``planning``: offer only ``write_todos``; ``executing``: the turn runs an approved plan."""
+    plan: AgentPlan | None = None
+    """The session's plan; show it with ``dex_agents.plans.build_plan_note``."""
 
     @property
     def is_resuming(self) -> bool:
@@ -410,6 +420,11 @@ class AgentFrameworkRunner(Protocol):
         else is unexpected and retried by effect.
         """
         ...
+
+
+def supports_plan_mode(runner: object) -> bool:
+    """Whether ``runner`` offers only ``write_todos`` in a planning turn."""
+    return getattr(runner, "supports_plan_mode", False) is True
 
 
 @runtime_checkable

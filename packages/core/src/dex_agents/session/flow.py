@@ -22,12 +22,14 @@ from dex import (
     rpc,
 )
 
-from dex_agents.runner import AgentFrameworkRunner
-from dex_agents.session import rpcs
+from dex_agents.runner import AgentFrameworkRunner, supports_plan_mode
+from dex_agents.session import rpcs, turn_control_rpcs
 from dex_agents.session.approvals import AwaitToolApproval
+from dex_agents.session.cancellation import FinishTurnCancellation
 from dex_agents.session.options import AgentSessionOptions
 from dex_agents.session.persistence import PendingInterruptList, SessionPersistence
 from dex_agents.session.questions import AwaitQuestionAnswer
+from dex_agents.session.steering import ApplyTurnControl
 from dex_agents.session.store import SessionDefinition
 from dex_agents.session.timers import AwaitTimer
 from dex_agents.session.tools import (
@@ -47,6 +49,7 @@ from dex_agents.values import (
     AgentEvent,
     AgentInterruptResolution,
     AgentMessage,
+    AgentPlan,
     AgentSessionStartInput,
     AgentSnapshot,
     AgentState,
@@ -54,9 +57,13 @@ from dex_agents.values import (
     AgentUsage,
     AgentUserMessage,
     AnswerQuestionInput,
+    CancelTurnInput,
+    DeleteQueuedMessageInput,
+    ExecutePlanInput,
     ListAgentMessagesInput,
     ListAgentMessagesOutput,
     ResolveInterruptInput,
+    SteerUserMessageInput,
     ToolCallCompleted,
     TurnReplySequence,
 )
@@ -111,6 +118,8 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
             RecordToolFailure(session),
             RecordToolOutcomeUnknown(session),
             RecordTurnFailure(session),
+            ApplyTurnControl(session),
+            FinishTurnCancellation(session),
         )
 
     def get_persistence_schema(self) -> PersistenceSchema:
@@ -162,6 +171,14 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
     def agent_events(self) -> Stream[AgentEvent]:
         return self._session.persistence.agent_events
 
+    @property
+    def steered_user_messages(self) -> Channel[AgentUserMessage]:
+        return self._session.persistence.steered_user_messages
+
+    @property
+    def agent_plan(self) -> Attribute[AgentPlan]:
+        return self._session.persistence.agent_plan
+
     # --- RPCs (each Flow binds them with its own locks and loads) ---
 
     def send_user_message(self, context: Context, input: AgentUserMessage) -> RPCResult[bool]:
@@ -184,6 +201,24 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         self, context: Context, input: ListAgentMessagesInput
     ) -> RPCResult[ListAgentMessagesOutput]:
         """A page of stored messages, oldest first."""
+        raise NotImplementedError
+
+    def steer_user_message(self, context: Context, input: SteerUserMessageInput) -> RPCResult[bool]:
+        """Steer the active turn with new text or a queued message; queues text between turns."""
+        raise NotImplementedError
+
+    def delete_queued_message(
+        self, context: Context, input: DeleteQueuedMessageInput
+    ) -> RPCResult[bool]:
+        """Delete a queued message; ``False`` when it is no longer queued."""
+        raise NotImplementedError
+
+    def cancel_turn(self, context: Context, input: CancelTurnInput) -> RPCResult[bool]:
+        """Stop the active turn; ``False`` when it is not active or does not accept it."""
+        raise NotImplementedError
+
+    def execute_plan(self, context: Context, input: ExecutePlanInput) -> RPCResult[bool]:
+        """Approve a plan revision; the session then starts the turn that executes it."""
         raise NotImplementedError
 
 
@@ -229,6 +264,11 @@ def create_agent_session_flow(
                 f"the options are {', '.join(sorted(known))}"
             )
         resolved = replace(resolved, **option_values)
+    if resolved.plan_mode_enabled and not supports_plan_mode(runner):
+        raise ValueError(
+            f"plan_mode_enabled needs a runner whose supports_plan_mode is true; "
+            f"{type(runner).__name__} cannot offer only write_todos in a planning turn"
+        )
     persistence = SessionPersistence.create(resolved.event_stream_capacity_bytes)
     session = SessionDefinition(
         flow_type=flow_type, runner=runner, options=resolved, persistence=persistence
@@ -239,7 +279,9 @@ def create_agent_session_flow(
     class _BoundAgentSessionFlow(AgentSessionFlow):
         @rpc(timeout=RPC_TIMEOUT)
         def send_user_message(self, context: Context, input: AgentUserMessage) -> RPCResult[bool]:
-            return rpcs.send_user_message(context, persistence, input)
+            return rpcs.send_user_message(
+                context, persistence, input, plan_mode_enabled=resolved.plan_mode_enabled
+            )
 
         @rpc(timeout=RPC_TIMEOUT, lock_attributes=(persistence.pending_interrupts.lock(),))
         def resolve_interrupt(
@@ -254,7 +296,7 @@ def create_agent_session_flow(
         @rpc(
             timeout=RPC_TIMEOUT,
             load_attribute_maps=(messages, records),
-            load_channels=(persistence.queued_user_messages,),
+            load_channels=(persistence.queued_user_messages, persistence.steered_user_messages),
         )
         def get_agent_snapshot(self, context: Context) -> RPCResult[AgentSnapshot]:
             return rpcs.get_agent_snapshot(context, persistence)
@@ -264,6 +306,40 @@ def create_agent_session_flow(
             self, context: Context, input: ListAgentMessagesInput
         ) -> RPCResult[ListAgentMessagesOutput]:
             return rpcs.list_agent_messages(context, persistence, input)
+
+        @rpc(
+            timeout=RPC_TIMEOUT,
+            is_transactional=True,
+            load_channels=(persistence.queued_user_messages,),
+        )
+        def steer_user_message(
+            self, context: Context, input: SteerUserMessageInput
+        ) -> RPCResult[bool]:
+            return turn_control_rpcs.steer_user_message(context, persistence, input)
+
+        @rpc(
+            timeout=RPC_TIMEOUT,
+            is_transactional=True,
+            load_channels=(persistence.queued_user_messages,),
+        )
+        def delete_queued_message(
+            self, context: Context, input: DeleteQueuedMessageInput
+        ) -> RPCResult[bool]:
+            return turn_control_rpcs.delete_queued_message(context, persistence, input)
+
+        @rpc(
+            timeout=RPC_TIMEOUT,
+            lock_attributes=(
+                persistence.turn_cancellation_request.lock(),
+                persistence.pending_interrupts.lock(),
+            ),
+        )
+        def cancel_turn(self, context: Context, input: CancelTurnInput) -> RPCResult[bool]:
+            return turn_control_rpcs.cancel_turn(context, session, input)
+
+        @rpc(timeout=RPC_TIMEOUT, lock_attributes=(persistence.pending_plan_execution.lock(),))
+        def execute_plan(self, context: Context, input: ExecutePlanInput) -> RPCResult[bool]:
+            return turn_control_rpcs.execute_plan(context, persistence, input)
 
     _BoundAgentSessionFlow.__name__ = "AgentSessionFlow"
     _BoundAgentSessionFlow.__qualname__ = "AgentSessionFlow"

@@ -39,6 +39,8 @@ class AgentSessionOptions:
         built_in_tools: Built-in tools the session handles (``"ask_user"``,
             ``"durable_wait"``); their names are reserved.
         max_durable_wait: Longest ``durable_wait``, whole seconds, at least one.
+        plan_mode_enabled: Accept ``plan_mode`` user messages; needs ``"write_todos"`` in
+            ``built_in_tools`` and a runner whose ``supports_plan_mode`` is true.
     """
 
     tool_policies: Mapping[str, ToolPolicy] = field(default_factory=lambda: dict[str, ToolPolicy]())
@@ -47,6 +49,7 @@ class AgentSessionOptions:
     interrupt_deadline: timedelta | None = None
     built_in_tools: tuple[str, ...] = ()
     max_durable_wait: timedelta = DEFAULT_MAX_DURABLE_WAIT
+    plan_mode_enabled: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.tool_policies, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -93,3 +96,9 @@ class AgentSessionOptions:
             or wait.microseconds != 0
         ):
             raise ValueError("max_durable_wait must be a whole number of seconds, at least 1")
+        if not isinstance(self.plan_mode_enabled, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError("plan_mode_enabled must be a bool")
+        if self.plan_mode_enabled and "write_todos" not in built_in:
+            raise ValueError(
+                "plan_mode_enabled needs 'write_todos' in built_in_tools: plans are written with it"
+            )

@@ -16,11 +16,16 @@ from dex_agents.values import (
     AgentInterrupt,
     AgentInterruptResolution,
     AgentMessage,
+    AgentPlan,
     AgentState,
     AgentToolCall,
     AgentUsage,
     AgentUserMessage,
+    PlanExecutionRequest,
+    ToolCallCancellation,
     ToolCallCompleted,
+    TurnCancellationRequest,
+    TurnControlRequest,
     TurnReplySequence,
 )
 
@@ -45,6 +50,14 @@ class SessionPersistence:
     interrupt_resolutions: ChannelMap[AgentInterruptResolution]
     tool_call_results: Channel[ToolCallCompleted]
     agent_events: Stream[AgentEvent]
+    # Steering, cancellation and plans.
+    steered_user_messages: Channel[AgentUserMessage]
+    turn_control_requests: Channel[TurnControlRequest]
+    turn_cancellation_request: Attribute[TurnCancellationRequest]
+    tool_call_cancellations: ChannelMap[ToolCallCancellation]
+    agent_plan: Attribute[AgentPlan]
+    plan_executions: ChannelMap[PlanExecutionRequest]
+    pending_plan_execution: Attribute[PlanExecutionRequest]
 
     @staticmethod
     def create(event_stream_capacity_bytes: int) -> SessionPersistence:
@@ -61,6 +74,13 @@ class SessionPersistence:
             interrupt_resolutions=ChannelMap("InterruptResolutions", AgentInterruptResolution),
             tool_call_results=Channel("ToolCallResults", ToolCallCompleted),
             agent_events=Stream("AgentEvents", AgentEvent, event_stream_capacity_bytes),
+            steered_user_messages=Channel("SteeredUserMessages", AgentUserMessage),
+            turn_control_requests=Channel("TurnControlRequests", TurnControlRequest),
+            turn_cancellation_request=Attribute("TurnCancellationRequest", TurnCancellationRequest),
+            tool_call_cancellations=ChannelMap("ToolCallCancellations", ToolCallCancellation),
+            agent_plan=Attribute("AgentPlan", AgentPlan),
+            plan_executions=ChannelMap("PlanExecutions", PlanExecutionRequest),
+            pending_plan_execution=Attribute("PendingPlanExecution", PlanExecutionRequest),
         )
 
     def schema(self) -> PersistenceSchema:
@@ -76,5 +96,12 @@ class SessionPersistence:
             self.interrupt_resolutions,
             self.tool_call_results,
             self.agent_events,
+            self.steered_user_messages,
+            self.turn_control_requests,
+            self.turn_cancellation_request,
+            self.tool_call_cancellations,
+            self.agent_plan,
+            self.plan_executions,
+            self.pending_plan_execution,
         )
         return PersistenceSchema.of(*definitions)

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dex_agents.values import (
     AgentInterrupt,
     AgentMessage,
+    AgentPlan,
     AgentSnapshot,
     AgentState,
     AgentToolCall,
@@ -44,6 +45,8 @@ def build_snapshot(
     records: Sequence[AgentToolCall],
     usage: AgentUsage | None,
     queued_messages: Sequence[QueuedUserMessage],
+    plan: AgentPlan | None = None,
+    steered_messages: Sequence[QueuedUserMessage] = (),
 ) -> AgentSnapshot:
     """One committed view of the session: messages by sequence, calls by deferral order."""
     return AgentSnapshot(
@@ -54,6 +57,8 @@ def build_snapshot(
         usage=usage if usage is not None else AgentUsage(),
         queued_message_count=len(queued_messages),
         queued_messages=tuple(queued_messages),
+        plan=plan,
+        steered_messages=tuple(steered_messages),
     )
 
 

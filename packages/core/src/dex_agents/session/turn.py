@@ -24,10 +24,14 @@ from dex import (
     go_to_many,
 )
 
+from dex_agents.builtin_tools import WRITE_TODOS
+from dex_agents.plans import interaction_mode_for_turn, plan_updated_payload
 from dex_agents.runner import AgentTurnContext, SupportsUnfinishedTurnMessages
 from dex_agents.session.approvals import approval_movement
+from dex_agents.session.control_reads import read_plan, read_turn_control
 from dex_agents.session.events import SessionEventWriter
 from dex_agents.session.heartbeats import BackgroundHeartbeats
+from dex_agents.session.plan_rules import activate_plan, is_current_plan_execution
 from dex_agents.session.questions import question_movement
 from dex_agents.session.routing import ToolStepKind, TurnRouting
 from dex_agents.session.store import (
@@ -45,16 +49,20 @@ from dex_agents.session.store import (
 from dex_agents.session.timers import timer_movement
 from dex_agents.session.tool_rules import open_record_count, recovery_error_text
 from dex_agents.session.tools import ContextCancellation, tool_step_movement
+from dex_agents.session.turn_control_rules import steer_wake
 from dex_agents.session.turn_rules import apply_model_outcome, fail_turn, start_turn
-from dex_agents.texts import build_turn_failure_note
+from dex_agents.texts import build_turn_failure_note, plan_execution_user_text
 from dex_agents.values import (
     AgentMessage,
+    AgentPlan,
     AgentSessionStartInput,
     AgentState,
     AgentStatus,
     AgentToolCall,
     AgentUsage,
     FrameworkMessage,
+    InteractionMode,
+    plan_execution_key,
 )
 
 __all__ = [
@@ -62,6 +70,7 @@ __all__ = [
     "RecordTurnFailure",
     "ResumeTurn",
     "RunModel",
+    "SessionStep",
     "StartAgentSession",
     "route",
 ]
@@ -76,6 +85,11 @@ RECORD_RETRY = RetryPolicy(maximum_interval=timedelta(seconds=5))
 
 def route(session: SessionDefinition, routing: TurnRouting) -> StepDecision:
     """The Dex decision for ``routing``."""
+    if routing.apply_turn_control:
+        # Imported here: steering.py builds on this module's Steps.
+        from dex_agents.session.steering import ApplyTurnControl
+
+        return go_to(ApplyTurnControl, None)
     if routing.tool_steps:
         movements: list[StepMovement[Any]] = []
         for move in routing.tool_steps:
@@ -101,10 +115,16 @@ class _SessionStep:
     def _writer(self, context: AsyncContext, turn_id: str) -> SessionEventWriter:
         return SessionEventWriter(context, self._session.persistence.agent_events, turn_id=turn_id)
 
-    def _start_turn(self, context: AsyncContext, state: AgentState, text: str) -> StepDecision:
+    def _start_turn(
+        self,
+        context: AsyncContext,
+        state: AgentState,
+        text: str,
+        interaction_mode: InteractionMode = InteractionMode.CHAT,
+    ) -> StepDecision:
         """Store the runner's user message for ``text`` as a new turn and run the model."""
         user_message = self._session.runner.build_user_message(text)
-        changes, turn_id = start_turn(state, user_message)
+        changes, turn_id = start_turn(state, user_message, interaction_mode)
         commit_changes(context, self._session.persistence, changes, turn_id=turn_id)
         return go_to(RunModel, None)
 
@@ -117,9 +137,15 @@ class _SessionStep:
         records: Sequence[AgentToolCall],
         events: SessionEventWriter,
         heartbeat: Callable[[], Awaitable[None]],
+        interaction_mode: InteractionMode = InteractionMode.CHAT,
+        plan: AgentPlan | None = None,
     ) -> AgentTurnContext:
         """What the runner sees in this attempt, from committed state only."""
         options = self._session.options
+        built_in_tools = options.built_in_tools
+        if interaction_mode is InteractionMode.PLANNING:
+            # A planning turn offers only write_todos; RunModel rejects any other call.
+            built_in_tools = tuple(name for name in built_in_tools if name == WRITE_TODOS)
         return AgentTurnContext(
             flow_id=context.flow_id,
             turn_id=turn_id,
@@ -134,7 +160,9 @@ class _SessionStep:
             tool_policies=options.tool_policies,
             default_tool_effect=options.default_tool_effect,
             heartbeat=heartbeat,
-            enabled_built_in_tools=options.built_in_tools,
+            enabled_built_in_tools=built_in_tools,
+            interaction_mode=interaction_mode,
+            plan=plan,
         )
 
 
@@ -160,28 +188,68 @@ class StartAgentSession(_SessionStep, Step[AgentSessionStartInput]):
 
 
 class AwaitUserMessage(_SessionStep, Step[None]):
-    """Waits for one queued user message and starts a turn with it."""
+    """Waits for, in this order, a steer, one queued user message, or an approval of the
+    current plan revision, and starts the turn (a steer goes to ``ApplyTurnControl``)."""
 
     def get_step_options(self) -> StepOptions | None:
         return StepOptions(
-            execute_durability=StepDurability.SYNC, wait_for_durability=StepDurability.SYNC
+            execute_durability=StepDurability.SYNC,
+            wait_for_durability=StepDurability.SYNC,
+            # No turn starts while cancel_turn decides.
+            execute_lock_attributes=(self._session.persistence.turn_cancellation_request.lock(),),
         )
 
     async def wait_for(self, context: AsyncContext, input: None) -> Wait:  # pyright: ignore[reportIncompatibleMethodOverride]
-        return Wait.until(self._session.persistence.queued_user_messages.for_one())
+        persistence = self._session.persistence
+        plan = read_plan(context, persistence)
+        conditions = [
+            persistence.turn_control_requests.for_one(),
+            persistence.queued_user_messages.for_one(),
+        ]
+        if plan is not None and plan.status in ("draft", "active"):
+            key = plan_execution_key(plan.revision)
+            conditions.append(persistence.plan_executions.for_one(key))
+        return Wait.any_of(*conditions)
 
     async def execute(self, context: AsyncContext, input: None) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
         persistence = self._session.persistence
+        if persistence.turn_control_requests.results(context):
+            return route(self._session, TurnRouting(apply_turn_control=True))
         messages = persistence.queued_user_messages.results(context)
         state = read_state(context, persistence) or AgentState()
+        plan = read_plan(context, persistence)
         if not messages:
-            return go_to(AwaitUserMessage, None)
+            return self._execute_plan(context, state, plan)
         if state.active_turn_id is not None:
             raise RuntimeError(
                 f"a user message arrived while {state.active_turn_id} is active; "
                 "AwaitUserMessage runs only between turns"
             )
-        return self._start_turn(context, state, messages[0].text)
+        mode = interaction_mode_for_turn(messages[0].plan_mode, plan)
+        return self._start_turn(context, state, messages[0].text, mode)
+
+    def _execute_plan(
+        self, context: AsyncContext, state: AgentState, plan: AgentPlan | None
+    ) -> StepDecision:
+        """Start the ``executing`` turn of an approved plan; a stale approval just waits again."""
+        persistence = self._session.persistence
+        if plan is None or state.active_turn_id is not None:
+            return go_to(AwaitUserMessage, None)
+        approvals = persistence.plan_executions.results(context, plan_execution_key(plan.revision))
+        if not approvals or not is_current_plan_execution(approvals[0], plan):
+            return go_to(AwaitUserMessage, None)
+        persistence.pending_plan_execution.delete(context)
+        user_message = self._session.runner.build_user_message(
+            plan_execution_user_text(plan.revision)
+        )
+        changes, turn_id = start_turn(state, user_message, InteractionMode.EXECUTING)
+        active = activate_plan(plan)
+        if active is not None:
+            changes.plan = active
+            changes.event("plan_updated", **plan_updated_payload(active))
+        changes.event("plan_execution_started", revision=plan.revision)
+        commit_changes(context, persistence, changes, turn_id=turn_id)
+        return go_to(RunModel, None)
 
 
 class RunModel(_SessionStep, Step[None]):
@@ -208,8 +276,12 @@ class RunModel(_SessionStep, Step[None]):
         if state is None or state.active_turn_id is None:
             return go_to(AwaitUserMessage, None)
         turn_id = state.active_turn_id
+        if read_turn_control(context, persistence, turn_id).reason is not None:
+            # Steered or cancelled at a safe boundary: end the turn without a model call.
+            return route(session, TurnRouting(apply_turn_control=True))
         messages = read_messages(context, persistence)
         records = read_records(context, persistence)
+        plan = read_plan(context, persistence)
         events = self._writer(context, turn_id)
         try:
             async with BackgroundHeartbeats(context) as heartbeats:
@@ -224,6 +296,8 @@ class RunModel(_SessionStep, Step[None]):
                     records=records,
                     events=events,
                     heartbeat=heartbeats.beat,
+                    interaction_mode=state.interaction_mode,
+                    plan=plan,
                 )
                 outcome = await session.runner.run_model_step(turn)
             changes, routing = apply_model_outcome(
@@ -238,6 +312,7 @@ class RunModel(_SessionStep, Step[None]):
                 interrupt_deadline=session.options.interrupt_deadline,
                 built_in_tools=session.options.built_in_tools,
                 max_durable_wait=session.options.max_durable_wait,
+                plan=plan,
             )
             apply_changes(context, persistence, changes, events)
         finally:
@@ -260,17 +335,31 @@ class ResumeTurn(_SessionStep, Step[int]):
     async def wait_for(self, context: AsyncContext, input: int) -> Wait:  # pyright: ignore[reportIncompatibleMethodOverride]
         if input < 1:
             return Wait.skip_immediately()
-        return Wait.until(self._session.persistence.tool_call_results.for_n(input))
+        persistence = self._session.persistence
+        # A steer wakes the turn so that its waits end at once.
+        return Wait.any_of(
+            persistence.tool_call_results.for_n(input), persistence.turn_control_requests.for_one()
+        )
 
     async def execute(self, context: AsyncContext, input: int) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
         persistence = self._session.persistence
-        still_open = open_record_count(read_records(context, persistence))
-        if still_open > 0:
-            # A stray completion resumed us early; wait for the calls still running.
-            return go_to(ResumeTurn, still_open)
+        records = read_records(context, persistence)
         state = read_state(context, persistence)
+        if persistence.turn_control_requests.results(context):
+            turn_id = state.active_turn_id if state is not None else None
+            reason = read_turn_control(context, persistence, turn_id).reason
+            if turn_id is not None and reason is not None:
+                pending = read_pending_interrupts(context, persistence)
+                changes = steer_wake(turn_id, records, pending, reason)
+                commit_changes(context, persistence, changes, turn_id=turn_id)
+        still_open = open_record_count(records)
+        if still_open > 0:
+            # A stray completion or a steer resumed us early; wait for the calls still running.
+            return go_to(ResumeTurn, still_open)
         if state is None or state.active_turn_id is None:
             return go_to(AwaitUserMessage, None)
+        if read_turn_control(context, persistence, state.active_turn_id).reason is not None:
+            return route(self._session, TurnRouting(apply_turn_control=True))
         if state.status is not AgentStatus.RUNNING_MODEL:
             persistence.agent_state.set(context, replace(state, status=AgentStatus.RUNNING_MODEL))
         return go_to(RunModel, None)
@@ -365,3 +454,7 @@ class RecordTurnFailure(_SessionStep, Step[None]):
             _log.error("build_unfinished_turn_messages returned a value that is not a message")
             return ()
         return messages
+
+
+SessionStep = _SessionStep
+"""The shared base of the session's Steps, for Steps defined in other modules."""
