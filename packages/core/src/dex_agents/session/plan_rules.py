@@ -104,12 +104,9 @@ def accepts_plan_execution(
         return False
     if plan is None or plan.revision != request.revision or plan.status not in ("draft", "active"):
         return False
-    return (
-        pending is None
-        and queued_count == 0
-        and steered_count == 0
-        and (pending_interrupt_count == 0)
-    )
+    if pending is not None and pending.revision == request.revision:
+        return False
+    return queued_count == 0 and steered_count == 0 and pending_interrupt_count == 0
 
 
 def is_current_plan_execution(request: PlanExecutionRequest, plan: AgentPlan | None) -> bool:

@@ -90,7 +90,8 @@ def route(session: SessionDefinition, routing: TurnRouting) -> StepDecision:
         from dex_agents.session.steering import ApplyTurnControl
 
         return go_to(ApplyTurnControl, None)
-    if routing.tool_steps:
+    if routing.tool_steps or routing.resume_count:
+        # Every call may be final already (write_todos, a planning turn): ResumeTurn still runs.
         movements: list[StepMovement[Any]] = []
         for move in routing.tool_steps:
             if move.kind is ToolStepKind.AWAIT_APPROVAL:
