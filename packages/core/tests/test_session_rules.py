@@ -116,7 +116,11 @@ def test_start_turn_numbers_the_turn_and_stores_the_user_message() -> None:
     changes, turn_id = start_turn(state, user("hi"))
     assert turn_id == "turn-3"
     assert changes.state == AgentState(
-        status=AgentStatus.RUNNING_MODEL, turn_count=3, active_turn_id="turn-3", message_count=8
+        status=AgentStatus.RUNNING_MODEL,
+        turn_count=3,
+        active_turn_id="turn-3",
+        message_count=8,
+        accepts_turn_control=True,
     )
     assert [(m.sequence, m.turn_id, m.text) for m in changes.appended_messages] == [
         (8, "turn-3", "hi")

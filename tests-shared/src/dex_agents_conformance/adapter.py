@@ -17,6 +17,10 @@ class Capability(StrEnum):
     """The test model can raise an unexpected error on chosen attempts (``fail_attempts``)."""
     GATED_MODEL_CALLS = "gated_model_calls"
     """The test model can block on a ``FileGate`` (and stream text before it)."""
+    BUILT_IN_TOOLS = "built_in_tools"
+    """The factory enables the scenario's built-in tools (``ScenarioSession.built_in_tools``)."""
+    PLAN_MODE = "plan_mode"
+    """The runner declares ``supports_plan_mode``: a planning turn offers only ``write_todos``."""
 
 
 ALL_CAPABILITIES = frozenset(Capability)

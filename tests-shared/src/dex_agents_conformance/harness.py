@@ -130,6 +130,8 @@ class ConformanceHarness:
         *,
         interrupt_deadline: timedelta | None = None,
         start_worker: bool = True,
+        built_in_tools: Sequence[str] = (),
+        plan_mode_enabled: bool = False,
     ) -> AsyncGenerator[ScenarioRun]:
         """Write the scenario, build its Flow under a fresh Flow type, and start a Worker."""
         flow_type = f"Conformance{uuid.uuid4().hex[:12]}"
@@ -137,7 +139,12 @@ class ConformanceHarness:
         scenario = Scenario(
             script=script,
             tools=tools,
-            session=ScenarioSession(flow_type, interrupt_deadline=interrupt_deadline),
+            session=ScenarioSession(
+                flow_type,
+                interrupt_deadline=interrupt_deadline,
+                built_in_tools=tuple(built_in_tools),
+                plan_mode_enabled=plan_mode_enabled,
+            ),
         )
         scenario.write(state_directory)
         flow: dex.Flow[Any] = build_scenario_flow(self.adapter.factory, state_directory)

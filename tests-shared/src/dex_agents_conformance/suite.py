@@ -34,6 +34,7 @@ from dex_agents_conformance.checks import (
 )
 from dex_agents_conformance.harness import ConformanceHarness
 from dex_agents_conformance.tools import CHARGE_CARD, LOOKUP_ORDER, LOOKUP_STOCK, REFUND_ORDER
+from dex_agents_conformance.turn_control_suite import TurnControlScenarios
 
 READ_TOOL_TURN = [
     ModelTurn(tool_calls=[ToolCallSpec("lookup_order", {"order_id": "42"})]),
@@ -55,8 +56,11 @@ FIRST_CALL = "call-0-0"
 SECOND_CALL = "call-0-1"
 
 
-class ConformanceSuite:
-    """Every scenario of the suite; see the module docstring."""
+class ConformanceSuite(TurnControlScenarios):
+    """Every scenario of the suite; see the module docstring.
+
+    The steering, cancellation and plan scenarios come from ``TurnControlScenarios``.
+    """
 
     pytestmark: ClassVar[list[pytest.MarkDecorator]] = [
         pytest.mark.conformance,

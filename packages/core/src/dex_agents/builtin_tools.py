@@ -22,6 +22,7 @@ __all__ = [
     "BUILT_IN_TOOL_NAMES",
     "BUILT_IN_TOOL_POLICY",
     "DURABLE_WAIT",
+    "WRITE_TODOS",
     "BuiltInToolDefinition",
     "builtin_tool_definitions",
     "enabled_builtin_tool_definitions",
@@ -30,6 +31,7 @@ __all__ = [
 
 ASK_USER: Final = "ask_user"
 DURABLE_WAIT: Final = "durable_wait"
+WRITE_TODOS: Final = "write_todos"
 
 BUILT_IN_TOOL_POLICY: Final = ResolvedToolPolicy(ToolEffect.READ, False)
 """The fixed policy of every built-in tool call: it runs in the session, needs no approval."""
@@ -102,10 +104,43 @@ _DURABLE_WAIT_DEFINITION = BuiltInToolDefinition(
     },
 )
 
+_WRITE_TODOS_DEFINITION = BuiltInToolDefinition(
+    name=WRITE_TODOS,
+    description=(
+        "Write your plan as a list of tasks. Each call replaces the whole plan, so send every "
+        "task each time, with its status: pending, in_progress or completed. Keep the "
+        "statuses current as you work. Send an empty list to clear the plan."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "todos": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "content": {"type": "string", "description": "What the task does."},
+                        "status": {
+                            "type": "string",
+                            "enum": ["pending", "in_progress", "completed"],
+                        },
+                    },
+                    "required": ["content", "status"],
+                    "additionalProperties": False,
+                },
+                "description": "Every task of the plan, in order.",
+            },
+        },
+        "required": ["todos"],
+        "additionalProperties": False,
+    },
+)
+
 builtin_tool_definitions: Final[Mapping[str, BuiltInToolDefinition]] = MappingProxyType(
     {
         ASK_USER: _ASK_USER_DEFINITION,
         DURABLE_WAIT: _DURABLE_WAIT_DEFINITION,
+        WRITE_TODOS: _WRITE_TODOS_DEFINITION,
     }
 )
 """Every built-in tool by name, in the order a runner offers them."""

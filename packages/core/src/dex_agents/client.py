@@ -30,9 +30,13 @@ from dex_agents.values import (
     AgentStatus,
     AgentUserMessage,
     AnswerQuestionInput,
+    CancelTurnInput,
+    DeleteQueuedMessageInput,
+    ExecutePlanInput,
     ListAgentMessagesInput,
     ListAgentMessagesOutput,
     ResolveInterruptInput,
+    SteerUserMessageInput,
     UpdateSessionSettingsInput,
 )
 
@@ -149,6 +153,32 @@ class AgentSessionClient:
         request = AnswerQuestionInput(interrupt_id=interrupt_id, answer=answer)
         return await _retrying_lock_conflicts(
             lambda: self.client.invoke_rpc(self.flow.answer_question, session_id, request)
+        )
+
+    async def steer_user_message(
+        self, session_id: str, *, text: str | None = None, message_id: str | None = None
+    ) -> bool:
+        """Steer the active turn with ``text`` or a queued message; queues text between turns."""
+        request = SteerUserMessageInput(message_id=message_id, text=text)
+        return await self.client.invoke_rpc(self.flow.steer_user_message, session_id, request)
+
+    async def delete_queued_message(self, session_id: str, message_id: str) -> bool:
+        """Delete a queued message; ``False`` when it is no longer queued."""
+        request = DeleteQueuedMessageInput(message_id=message_id)
+        return await self.client.invoke_rpc(self.flow.delete_queued_message, session_id, request)
+
+    async def cancel_turn(self, session_id: str, turn_id: str | None = None) -> bool:
+        """Stop the active turn; retries lock conflicts, which the contract says are safe."""
+        request = CancelTurnInput(turn_id=turn_id)
+        return await _retrying_lock_conflicts(
+            lambda: self.client.invoke_rpc(self.flow.cancel_turn, session_id, request)
+        )
+
+    async def execute_plan(self, session_id: str, revision: int) -> bool:
+        """Approve plan ``revision``; retries lock conflicts like ``cancel_turn``."""
+        request = ExecutePlanInput(revision=revision)
+        return await _retrying_lock_conflicts(
+            lambda: self.client.invoke_rpc(self.flow.execute_plan, session_id, request)
         )
 
     async def snapshot(self, session_id: str) -> AgentSnapshot:

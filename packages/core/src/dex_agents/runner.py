@@ -10,6 +10,9 @@ Step:
 * ``execute_deferred_tool_call(call)``: one tool call, in ``CallTool`` or
   ``CallSingleAttemptTool``, possibly in parallel with its siblings.
 
+A runner that offers only ``write_todos`` in a planning turn sets the class
+attribute ``supports_plan_mode = True``; see ``dex_agents.plans``.
+
 A runner that stores the turn's messages as it goes (``ToolCallsRequested.new_messages``)
 also implements ``build_unfinished_turn_messages(turn)``; see
 ``SupportsUnfinishedTurnMessages``.
@@ -26,11 +29,13 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from dex_agents.values import (
     AgentMessage,
+    AgentPlan,
     AgentToolCall,
     AgentToolCallStatus,
     AgentUsage,
     ContextSummary,
     FrameworkMessage,
+    InteractionMode,
     ToolEffect,
 )
 
@@ -56,6 +61,7 @@ __all__ = [
     "default_requires_approval",
     "model_call_metadata",
     "resolve_tool_policy",
+    "supports_plan_mode",
 ]
 
 JsonValue = Any
@@ -336,6 +342,10 @@ class AgentTurnContext:
     """The summary of the messages before ``messages``, once the session compacted."""
     session_settings: Mapping[str, Any] = field(default_factory=lambda: dict[str, Any]())
     """The settings this turn started with; ``{}`` when there are none."""
+    interaction_mode: InteractionMode = InteractionMode.CHAT
+    """``planning``: offer only ``write_todos``; ``executing``: the turn runs an approved plan."""
+    plan: AgentPlan | None = None
+    """The session's plan; show it with ``dex_agents.plans.build_plan_note``."""
 
     @property
     def is_resuming(self) -> bool:
@@ -415,6 +425,11 @@ class AgentFrameworkRunner(Protocol):
         else is unexpected and retried by effect.
         """
         ...
+
+
+def supports_plan_mode(runner: object) -> bool:
+    """Whether ``runner`` offers only ``write_todos`` in a planning turn."""
+    return getattr(runner, "supports_plan_mode", False) is True
 
 
 @runtime_checkable

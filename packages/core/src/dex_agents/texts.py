@@ -16,16 +16,25 @@ __all__ = [
     "CONTEXT_SUMMARY_NOTE_HEADER",
     "DEFAULT_REJECTION_MESSAGE",
     "OUTCOME_UNKNOWN_TOOL_RESULT",
+    "PLANNING_TURN_TOOL_REJECTED",
     "QUESTION_DEADLINE_PASSED",
     "QUESTION_DECLINED",
+    "TOOL_CALL_CANCELLED_BY_STEERING_RESULT",
+    "TOOL_CALL_CANCELLED_BY_TURN_CANCELLATION_RESULT",
     "TOOL_CALL_NOT_RUN_ERROR_PREFIX",
+    "TURN_CANCELLED_NOTE_HEADER",
     "TURN_FAILURE_NOTE_FOOTER",
     "TURN_FAILURE_NOTE_HEADER",
+    "TURN_STEERED_NOTE_HEADER",
+    "WRITE_TODOS_CALLED_TWICE",
     "build_context_summary_omission_note",
+    "build_turn_control_note",
     "build_turn_failure_note",
     "describe_tool_call_outcome",
     "invalid_built_in_arguments_error",
+    "invalid_todos_error",
     "model_call_limit_result",
+    "plan_execution_user_text",
     "question_id_in_use_error",
     "unknown_tool_error",
 ]
@@ -82,6 +91,10 @@ def build_turn_failure_note(records: Iterable[AgentToolCall]) -> str | None:
 
     One line per final call: ``- <tool> <arguments> -> <status>: <result>``.
     """
+    return _tool_call_note(TURN_FAILURE_NOTE_HEADER, records)
+
+
+def _tool_call_note(header: str, records: Iterable[AgentToolCall]) -> str | None:
     lines = [
         f"- {record.tool_name} {record.arguments} -> {record.status.value}: "
         f"{describe_tool_call_outcome(record)}"
@@ -90,7 +103,53 @@ def build_turn_failure_note(records: Iterable[AgentToolCall]) -> str | None:
     ]
     if not lines:
         return None
-    return "\n".join([TURN_FAILURE_NOTE_HEADER, *lines, TURN_FAILURE_NOTE_FOOTER])
+    return "\n".join([header, *lines, TURN_FAILURE_NOTE_FOOTER])
+
+
+TOOL_CALL_CANCELLED_BY_STEERING_RESULT = (
+    "The tool call was not run: the user sent a new message that redirected this turn."
+)
+"""Result of a call that had not started when the user steered the turn."""
+
+TOOL_CALL_CANCELLED_BY_TURN_CANCELLATION_RESULT = (
+    "The tool call was not run: the user stopped this turn."
+)
+"""Result of a call that had not started when the user cancelled the turn."""
+
+TURN_STEERED_NOTE_HEADER = "[Dex] The user redirected the previous turn after these tool calls ran:"
+TURN_CANCELLED_NOTE_HEADER = "[Dex] The user stopped the previous turn after these tool calls ran:"
+
+
+def build_turn_control_note(*, cancelled: bool, records: Iterable[AgentToolCall]) -> str | None:
+    """The note a steered or cancelled turn stores when its runner cannot store the transcript.
+
+    It lists the turn's final calls like the turn failure note, under
+    ``TURN_CANCELLED_NOTE_HEADER`` or ``TURN_STEERED_NOTE_HEADER``; ``None`` when none ran.
+    """
+    header = TURN_CANCELLED_NOTE_HEADER if cancelled else TURN_STEERED_NOTE_HEADER
+    return _tool_call_note(header, records)
+
+
+PLANNING_TURN_TOOL_REJECTED = (
+    "The tool call was not run: a planning turn can only call write_todos."
+)
+"""Result of any call but ``write_todos`` in a planning turn."""
+
+WRITE_TODOS_CALLED_TWICE = "write_todos was called more than once in one response"
+"""Error of every ``write_todos`` call of a response that has more than one."""
+
+
+def invalid_todos_error(reason: str) -> str:
+    """The error of a ``write_todos`` call whose todos are invalid."""
+    return f"invalid todos: {reason}"
+
+
+def plan_execution_user_text(revision: int) -> str:
+    """The user message of the turn that executes an approved plan revision."""
+    return (
+        f"[Dex] The user approved plan revision {revision}. Execute it and keep the task "
+        "statuses current with write_todos."
+    )
 
 
 def question_id_in_use_error(interrupt_id: str) -> str:

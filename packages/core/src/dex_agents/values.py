@@ -40,19 +40,27 @@ __all__ = [
     "AgentUsage",
     "AgentUserMessage",
     "AnswerQuestionInput",
+    "CancelTurnInput",
     "CompactContextInput",
     "ContextSummary",
+    "DeleteQueuedMessageInput",
+    "ExecutePlanInput",
     "FrameworkMessage",
     "InteractionMode",
     "InterruptKind",
     "ListAgentMessagesInput",
     "ListAgentMessagesOutput",
     "MessageRole",
+    "PlanExecutionRequest",
     "PlanTask",
     "QueuedUserMessage",
     "ResolveInterruptInput",
+    "SteerUserMessageInput",
+    "ToolCallCancellation",
     "ToolCallCompleted",
     "ToolEffect",
+    "TurnCancellationRequest",
+    "TurnControlRequest",
     "TurnReplySequence",
     "TurnSessionSettings",
     "UpdateSessionSettingsInput",
@@ -63,6 +71,7 @@ __all__ = [
     "from_wire_json",
     "message_sequence_key",
     "parse_timestamp",
+    "plan_execution_key",
     "session_codec_registry",
     "to_wire",
     "to_wire_json",
@@ -304,7 +313,8 @@ class AgentState(WireValue):
     last_turn_error: str | None = None
     interaction_mode: InteractionMode = InteractionMode.CHAT
     accepts_turn_control: bool = False
-    """Whether the active turn can be steered or cancelled (a later release sets it)."""
+    """Whether the active turn can be steered or cancelled: set when a Worker with steering
+    starts the turn, so a turn that an older Worker started is never steered."""
 
 
 @dataclass(frozen=True)
@@ -610,6 +620,88 @@ class AgentSnapshot(WireValue):
     """The next turn's settings (``{}`` for none)."""
 
 
+# --- steering, cancellation and plan execution --------------------------------------
+
+
+@dataclass(frozen=True)
+class TurnControlRequest(WireValue):
+    """Published to ``TurnControlRequests`` by ``steer_user_message``: wakes the session."""
+
+    wire_name = "TurnControlRequest"
+
+    kind: Literal["steer"] = "steer"
+
+
+@dataclass(frozen=True)
+class TurnCancellationRequest(WireValue):
+    """The ``TurnCancellationRequest`` Attribute, written only by ``cancel_turn``."""
+
+    wire_name = "TurnCancellationRequest"
+
+    turn_id: str
+    requested_at: str
+
+
+@dataclass(frozen=True)
+class ToolCallCancellation(WireValue):
+    """Published to ``ToolCallCancellations[<tool_call_id>]``: ends the call's wait."""
+
+    wire_name = "ToolCallCancellation"
+
+    reason: Literal["steered", "turn_cancelled"]
+
+
+@dataclass(frozen=True)
+class PlanExecutionRequest(WireValue):
+    """An approval of one plan revision (``PlanExecutions``, ``PendingPlanExecution``)."""
+
+    wire_name = "PlanExecutionRequest"
+
+    revision: int
+
+
+def plan_execution_key(revision: int) -> str:
+    """The ``PlanExecutions`` instance key of ``revision``: its decimal text."""
+    return str(revision)
+
+
+@dataclass(frozen=True)
+class SteerUserMessageInput(WireValue):
+    """Input of ``steer_user_message``: exactly one of ``message_id`` and ``text``."""
+
+    wire_name = "SteerUserMessageInput"
+
+    message_id: str | None = None
+    text: str | None = None
+
+
+@dataclass(frozen=True)
+class DeleteQueuedMessageInput(WireValue):
+    """Input of ``delete_queued_message``."""
+
+    wire_name = "DeleteQueuedMessageInput"
+
+    message_id: str
+
+
+@dataclass(frozen=True)
+class CancelTurnInput(WireValue):
+    """Input of ``cancel_turn``; ``turn_id`` ``None`` means the active turn."""
+
+    wire_name = "CancelTurnInput"
+
+    turn_id: str | None = None
+
+
+@dataclass(frozen=True)
+class ExecutePlanInput(WireValue):
+    """Input of ``execute_plan``: the plan revision the user approved."""
+
+    wire_name = "ExecutePlanInput"
+
+    revision: int
+
+
 # --- events ------------------------------------------------------------------------
 
 
@@ -689,6 +781,14 @@ def session_codec_registry() -> CodecRegistry:
         ListAgentMessagesOutput,
         AgentSnapshot,
         AgentEvent,
+        TurnControlRequest,
+        TurnCancellationRequest,
+        ToolCallCancellation,
+        PlanExecutionRequest,
+        SteerUserMessageInput,
+        DeleteQueuedMessageInput,
+        CancelTurnInput,
+        ExecutePlanInput,
     )
     codecs: dict[object, Any] = {cls: _wire_codec(cls) for cls in classes}
     codecs[tuple[AgentInterrupt, ...]] = _interrupt_list_codec()

@@ -94,6 +94,19 @@ class AnthropicModelClient:
                 }
                 for tool in request.tools
             ]
+            offered = {tool.name for tool in request.tools}
+            # A planning turn offers fewer tools than its history used; define the rest too.
+            arguments["tools"].extend(
+                {
+                    "name": name,
+                    "description": "Not available in this call.",
+                    "input_schema": {"type": "object"},
+                }
+                for name in _tool_names_used(arguments["messages"])
+                if name not in offered
+            )
+            if request.tool_choice == "required":
+                arguments["tool_choice"] = {"type": "any"}
         else:
             used = _tool_names_used(arguments["messages"])
             if used:

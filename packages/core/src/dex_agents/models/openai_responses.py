@@ -124,6 +124,8 @@ class OpenAIResponsesModelClient:
                 }
                 for tool in request.tools
             ]
+            if request.tool_choice == "required":
+                arguments["tool_choice"] = "required"
         if self._include_encrypted_reasoning:
             arguments["include"] = ["reasoning.encrypted_content"]
         if settings.temperature is not None:

@@ -188,6 +188,8 @@ class ModelRequest:
     items: tuple[TranscriptItem, ...]
     tools: tuple[ModelToolDefinition, ...] = ()
     settings: ModelSettings = field(default_factory=ModelSettings)
+    tool_choice: Literal["auto", "required"] = "auto"
+    """``required`` forces a call of one of ``tools`` (a planning turn's ``write_todos``)."""
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from dex import (
 from dex import Step as DexStep
 
 from dex_agents.session.approval_rules import (
+    ApprovalOutcome,
     apply_approval_resolution,
     apply_approval_timer,
     approval_wait,
@@ -29,6 +30,7 @@ from dex_agents.session.store import (
     read_record,
 )
 from dex_agents.session.tools import tool_step_movement
+from dex_agents.session.wait_cancellation import cancellation_condition, cancelled_wait
 
 __all__ = ["AwaitToolApproval", "approval_movement"]
 
@@ -69,10 +71,13 @@ class AwaitToolApproval(DexStep[str]):
         persistence = self._session.persistence
         pending = read_pending_interrupts(context, persistence)
         resolution = persistence.interrupt_resolutions.for_one(input)
+        cancellation = cancellation_condition(persistence, input)
         plan = approval_wait(pending, input, datetime.now(UTC))
         if plan.timer_seconds is None:
-            return Wait.until(resolution)
-        return Wait.any_of(Timer.by_duration(timedelta(seconds=plan.timer_seconds)), resolution)
+            return Wait.any_of(resolution, cancellation)
+        return Wait.any_of(
+            Timer.by_duration(timedelta(seconds=plan.timer_seconds)), resolution, cancellation
+        )
 
     async def execute(self, context: AsyncContext, input: str) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
         session = self._session
@@ -81,8 +86,13 @@ class AwaitToolApproval(DexStep[str]):
         if record is None:
             return dead_end()
         resolutions = persistence.interrupt_resolutions.results(context, input)
+        cancelled = cancelled_wait(
+            context, persistence, record, read_pending_interrupts(context, persistence)
+        )
         if resolutions:
             outcome = apply_approval_resolution(record, resolutions[0])
+        elif cancelled is not None:
+            outcome = ApprovalOutcome(cancelled)
         else:
             pending = read_pending_interrupts(context, persistence)
             outcome = apply_approval_timer(record, pending, datetime.now(UTC))

@@ -14,6 +14,7 @@ from typing import Any
 from dex_agents.values import (
     AgentInterrupt,
     AgentMessage,
+    AgentPlan,
     AgentState,
     AgentToolCall,
     AgentUsage,
@@ -51,6 +52,17 @@ class SessionChanges:
     reply_sequence: TurnReplySequence | None = None
     completed_tool_calls: list[str] = field(default_factory=lambda: list[str]())
     events: list[EventSpec] = field(default_factory=lambda: list[EventSpec]())
+    plan: AgentPlan | None = None
+    """A new ``AgentPlan`` to write (``write_todos``, or an approval that activates it)."""
+    tool_call_cancellations: dict[str, str] = field(default_factory=lambda: dict[str, str]())
+    """Reasons by tool call ID, published to ``ToolCallCancellations`` to end those waits."""
+
+    def merge(self, other: SessionChanges) -> None:
+        """Add ``other``'s records, publications and events to these changes."""
+        self.written_records.extend(other.written_records)
+        self.completed_tool_calls.extend(other.completed_tool_calls)
+        self.events.extend(other.events)
+        self.tool_call_cancellations.update(other.tool_call_cancellations)
 
     def set_framework_run_state(self, value: str | None) -> None:
         """Write the run state, or delete it with ``None``."""

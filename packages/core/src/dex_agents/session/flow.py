@@ -23,9 +23,10 @@ from dex import (
 )
 
 from dex_agents.compaction import check_compaction_runner
-from dex_agents.runner import AgentFrameworkRunner
-from dex_agents.session import rpcs
+from dex_agents.runner import AgentFrameworkRunner, supports_plan_mode
+from dex_agents.session import rpcs, turn_control_rpcs
 from dex_agents.session.approvals import AwaitToolApproval
+from dex_agents.session.cancellation import FinishTurnCancellation
 from dex_agents.session.compaction_step import CompactContext
 from dex_agents.session.options import AgentSessionOptions
 from dex_agents.session.persistence import (
@@ -34,6 +35,7 @@ from dex_agents.session.persistence import (
     SessionSettingsValue,
 )
 from dex_agents.session.questions import AwaitQuestionAnswer
+from dex_agents.session.steering import ApplyTurnControl
 from dex_agents.session.store import SessionDefinition
 from dex_agents.session.timers import AwaitTimer
 from dex_agents.session.tools import (
@@ -55,6 +57,7 @@ from dex_agents.values import (
     AgentMessage,
     AgentMessageChunk,
     AgentMessageIndex,
+    AgentPlan,
     AgentSessionStartInput,
     AgentSnapshot,
     AgentState,
@@ -62,10 +65,14 @@ from dex_agents.values import (
     AgentUsage,
     AgentUserMessage,
     AnswerQuestionInput,
+    CancelTurnInput,
     ContextSummary,
+    DeleteQueuedMessageInput,
+    ExecutePlanInput,
     ListAgentMessagesInput,
     ListAgentMessagesOutput,
     ResolveInterruptInput,
+    SteerUserMessageInput,
     ToolCallCompleted,
     TurnReplySequence,
     TurnSessionSettings,
@@ -123,6 +130,8 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
             RecordToolOutcomeUnknown(session),
             RecordTurnFailure(session),
             CompactContext(session),
+            ApplyTurnControl(session),
+            FinishTurnCancellation(session),
         )
 
     def get_persistence_schema(self) -> PersistenceSchema:
@@ -194,6 +203,14 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
     def agent_events(self) -> Stream[AgentEvent]:
         return self._session.persistence.agent_events
 
+    @property
+    def steered_user_messages(self) -> Channel[AgentUserMessage]:
+        return self._session.persistence.steered_user_messages
+
+    @property
+    def agent_plan(self) -> Attribute[AgentPlan]:
+        return self._session.persistence.agent_plan
+
     # --- RPCs (each Flow binds them with its own locks and loads) ---
 
     def send_user_message(self, context: Context, input: AgentUserMessage) -> RPCResult[bool]:
@@ -222,6 +239,24 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         self, context: Context, input: UpdateSessionSettingsInput
     ) -> RPCResult[bool]:
         """Replace the session settings; ``False`` before the session initialized."""
+        raise NotImplementedError
+
+    def steer_user_message(self, context: Context, input: SteerUserMessageInput) -> RPCResult[bool]:
+        """Steer the active turn with new text or a queued message; queues text between turns."""
+        raise NotImplementedError
+
+    def delete_queued_message(
+        self, context: Context, input: DeleteQueuedMessageInput
+    ) -> RPCResult[bool]:
+        """Delete a queued message; ``False`` when it is no longer queued."""
+        raise NotImplementedError
+
+    def cancel_turn(self, context: Context, input: CancelTurnInput) -> RPCResult[bool]:
+        """Stop the active turn; ``False`` when it is not active or does not accept it."""
+        raise NotImplementedError
+
+    def execute_plan(self, context: Context, input: ExecutePlanInput) -> RPCResult[bool]:
+        """Approve a plan revision; the session then starts the turn that executes it."""
         raise NotImplementedError
 
 
@@ -269,6 +304,11 @@ def create_agent_session_flow(
         resolved = replace(resolved, **option_values)
     if resolved.compaction is not None:
         check_compaction_runner(runner)
+    if resolved.plan_mode_enabled and not supports_plan_mode(runner):
+        raise ValueError(
+            f"plan_mode_enabled needs a runner whose supports_plan_mode is true; "
+            f"{type(runner).__name__} cannot offer only write_todos in a planning turn"
+        )
     persistence = SessionPersistence.create(
         resolved.event_stream_capacity_bytes, resolved.message_storage
     )
@@ -282,7 +322,9 @@ def create_agent_session_flow(
     class _BoundAgentSessionFlow(AgentSessionFlow):
         @rpc(timeout=RPC_TIMEOUT)
         def send_user_message(self, context: Context, input: AgentUserMessage) -> RPCResult[bool]:
-            return rpcs.send_user_message(context, persistence, input)
+            return rpcs.send_user_message(
+                context, persistence, input, plan_mode_enabled=resolved.plan_mode_enabled
+            )
 
         @rpc(timeout=RPC_TIMEOUT, lock_attributes=(persistence.pending_interrupts.lock(),))
         def resolve_interrupt(
@@ -297,7 +339,7 @@ def create_agent_session_flow(
         @rpc(
             timeout=RPC_TIMEOUT,
             load_attribute_maps=(messages, chunks, records),
-            load_channels=(persistence.queued_user_messages,),
+            load_channels=(persistence.queued_user_messages, persistence.steered_user_messages),
         )
         def get_agent_snapshot(self, context: Context) -> RPCResult[AgentSnapshot]:
             return rpcs.get_agent_snapshot(context, persistence)
@@ -313,6 +355,40 @@ def create_agent_session_flow(
             self, context: Context, input: UpdateSessionSettingsInput
         ) -> RPCResult[bool]:
             return rpcs.update_session_settings(context, persistence, input)
+
+        @rpc(
+            timeout=RPC_TIMEOUT,
+            is_transactional=True,
+            load_channels=(persistence.queued_user_messages,),
+        )
+        def steer_user_message(
+            self, context: Context, input: SteerUserMessageInput
+        ) -> RPCResult[bool]:
+            return turn_control_rpcs.steer_user_message(context, persistence, input)
+
+        @rpc(
+            timeout=RPC_TIMEOUT,
+            is_transactional=True,
+            load_channels=(persistence.queued_user_messages,),
+        )
+        def delete_queued_message(
+            self, context: Context, input: DeleteQueuedMessageInput
+        ) -> RPCResult[bool]:
+            return turn_control_rpcs.delete_queued_message(context, persistence, input)
+
+        @rpc(
+            timeout=RPC_TIMEOUT,
+            lock_attributes=(
+                persistence.turn_cancellation_request.lock(),
+                persistence.pending_interrupts.lock(),
+            ),
+        )
+        def cancel_turn(self, context: Context, input: CancelTurnInput) -> RPCResult[bool]:
+            return turn_control_rpcs.cancel_turn(context, session, input)
+
+        @rpc(timeout=RPC_TIMEOUT, lock_attributes=(persistence.pending_plan_execution.lock(),))
+        def execute_plan(self, context: Context, input: ExecutePlanInput) -> RPCResult[bool]:
+            return turn_control_rpcs.execute_plan(context, persistence, input)
 
     _BoundAgentSessionFlow.__name__ = "AgentSessionFlow"
     _BoundAgentSessionFlow.__qualname__ = "AgentSessionFlow"

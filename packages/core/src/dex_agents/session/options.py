@@ -56,6 +56,8 @@ class AgentSessionOptions:
             is stored straight into its own chunk.
         retained_message_limit: With compaction, the stored messages retention always
             keeps; ``None`` keeps every message.
+        plan_mode_enabled: Accept ``plan_mode`` user messages; needs ``"write_todos"`` in
+            ``built_in_tools`` and a runner whose ``supports_plan_mode`` is true.
     """
 
     tool_policies: Mapping[str, ToolPolicy] = field(default_factory=lambda: dict[str, ToolPolicy]())
@@ -79,6 +81,8 @@ class AgentSessionOptions:
             chunk_max_bytes=self.message_chunk_max_bytes,
             retained_message_limit=self.retained_message_limit,
         )
+
+    plan_mode_enabled: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.tool_policies, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -128,3 +132,9 @@ class AgentSessionOptions:
         if self.compaction is not None and not isinstance(self.compaction, CompactionPolicy):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError("compaction must be a CompactionPolicy or None")
         _ = self.message_storage  # checks the storage bounds
+        if not isinstance(self.plan_mode_enabled, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError("plan_mode_enabled must be a bool")
+        if self.plan_mode_enabled and "write_todos" not in built_in:
+            raise ValueError(
+                "plan_mode_enabled needs 'write_todos' in built_in_tools: plans are written with it"
+            )

@@ -19,12 +19,17 @@ from dex_agents.values import (
     AgentMessage,
     AgentMessageChunk,
     AgentMessageIndex,
+    AgentPlan,
     AgentState,
     AgentToolCall,
     AgentUsage,
     AgentUserMessage,
     ContextSummary,
+    PlanExecutionRequest,
+    ToolCallCancellation,
     ToolCallCompleted,
+    TurnCancellationRequest,
+    TurnControlRequest,
     TurnReplySequence,
     TurnSessionSettings,
 )
@@ -54,6 +59,15 @@ class SessionPersistence:
     interrupt_resolutions: ChannelMap[AgentInterruptResolution]
     tool_call_results: Channel[ToolCallCompleted]
     agent_events: Stream[AgentEvent]
+    # Steering, cancellation and plans.
+    steered_user_messages: Channel[AgentUserMessage]
+    turn_control_requests: Channel[TurnControlRequest]
+    turn_cancellation_request: Attribute[TurnCancellationRequest]
+    tool_call_cancellations: ChannelMap[ToolCallCancellation]
+    agent_plan: Attribute[AgentPlan]
+    plan_executions: ChannelMap[PlanExecutionRequest]
+    pending_plan_execution: Attribute[PlanExecutionRequest]
+    # Message storage and session settings.
     agent_message_chunks: AttributeMap[AgentMessageChunk] = field(
         default_factory=lambda: AttributeMap("AgentMessageChunks", AgentMessageChunk)
     )
@@ -91,6 +105,13 @@ class SessionPersistence:
             tool_call_results=Channel("ToolCallResults", ToolCallCompleted),
             agent_events=Stream("AgentEvents", AgentEvent, event_stream_capacity_bytes),
             message_storage=message_storage or MessageStorageSettings(),
+            steered_user_messages=Channel("SteeredUserMessages", AgentUserMessage),
+            turn_control_requests=Channel("TurnControlRequests", TurnControlRequest),
+            turn_cancellation_request=Attribute("TurnCancellationRequest", TurnCancellationRequest),
+            tool_call_cancellations=ChannelMap("ToolCallCancellations", ToolCallCancellation),
+            agent_plan=Attribute("AgentPlan", AgentPlan),
+            plan_executions=ChannelMap("PlanExecutions", PlanExecutionRequest),
+            pending_plan_execution=Attribute("PendingPlanExecution", PlanExecutionRequest),
         )
 
     def schema(self) -> PersistenceSchema:
@@ -111,5 +132,12 @@ class SessionPersistence:
             self.context_summary,
             self.session_settings,
             self.turn_session_settings,
+            self.steered_user_messages,
+            self.turn_control_requests,
+            self.turn_cancellation_request,
+            self.tool_call_cancellations,
+            self.agent_plan,
+            self.plan_executions,
+            self.pending_plan_execution,
         )
         return PersistenceSchema.of(*definitions)

@@ -19,6 +19,7 @@ from dex import (
 
 from dex_agents.session.builtin_rules import is_ask_user_call, question_interrupt_id
 from dex_agents.session.question_rules import (
+    QuestionOutcome,
     apply_question_resolution,
     apply_question_timer,
     question_wait_seconds,
@@ -31,6 +32,7 @@ from dex_agents.session.store import (
     read_records,
 )
 from dex_agents.session.tools import tool_step_movement
+from dex_agents.session.wait_cancellation import cancellation_condition, cancelled_wait
 
 __all__ = ["AwaitQuestionAnswer", "question_movement"]
 
@@ -85,9 +87,10 @@ class AwaitQuestionAnswer(Step[str]):
             has_resolution=persistence.interrupt_resolutions.size(context, interrupt_id) > 0,
             now=datetime.now(UTC),
         )
+        cancellation = cancellation_condition(persistence, input)
         if seconds is None:
-            return Wait.until(resolution)
-        return Wait.any_of(Timer.by_duration(timedelta(seconds=seconds)), resolution)
+            return Wait.any_of(resolution, cancellation)
+        return Wait.any_of(Timer.by_duration(timedelta(seconds=seconds)), resolution, cancellation)
 
     async def execute(self, context: AsyncContext, input: str) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
         session = self._session
@@ -99,8 +102,13 @@ class AwaitQuestionAnswer(Step[str]):
         interrupt_id = question_interrupt_id(record, is_ask_user=is_ask_user)
         resolutions = persistence.interrupt_resolutions.results(context, interrupt_id)
         now = datetime.now(UTC)
+        cancelled = cancelled_wait(
+            context, persistence, record, read_pending_interrupts(context, persistence)
+        )
         if resolutions:
             outcome = apply_question_resolution(record, resolutions[0], is_ask_user=is_ask_user)
+        elif cancelled is not None:
+            outcome = QuestionOutcome(cancelled)
         else:
             deadline = session.options.interrupt_deadline
             outcome = apply_question_timer(

@@ -8,6 +8,7 @@ from typing import Any
 from dex_agents.values import (
     AgentInterrupt,
     AgentMessage,
+    AgentPlan,
     AgentSnapshot,
     AgentState,
     AgentToolCall,
@@ -48,6 +49,8 @@ def build_snapshot(
     queued_messages: Sequence[QueuedUserMessage],
     context_summary: ContextSummary | None = None,
     session_settings: Mapping[str, Any] | None = None,
+    plan: AgentPlan | None = None,
+    steered_messages: Sequence[QueuedUserMessage] = (),
 ) -> AgentSnapshot:
     """One committed view of the session: messages by sequence, calls by deferral order."""
     return AgentSnapshot(
@@ -60,6 +63,8 @@ def build_snapshot(
         queued_messages=tuple(queued_messages),
         context_summary=context_summary,
         session_settings=session_settings if session_settings is not None else {},
+        plan=plan,
+        steered_messages=tuple(steered_messages),
     )
 
 

@@ -39,6 +39,8 @@ class TurnRouting:
     run_model: bool = False
     tool_steps: tuple[ToolStepMove, ...] = ()
     resume_count: int = 0
+    apply_turn_control: bool = False
+    """End a steered or cancelled turn in ``ApplyTurnControl``."""
 
     @staticmethod
     def await_user_message() -> TurnRouting:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
-from dex import Context, RPCResult
+from dex import ChannelMessage, Context, RPCResult
 
 from dex_agents.session.approval_rules import decide_resolve_interrupt
 from dex_agents.session.builtin_rules import decide_answer_question
+from dex_agents.session.control_reads import read_plan
 from dex_agents.session.interrupts import InterruptDecision
 from dex_agents.session.persistence import SessionPersistence
 from dex_agents.session.read_rules import accepts_user_message, build_snapshot, page_messages
@@ -52,10 +53,15 @@ __all__ = [
 
 
 def send_user_message(
-    context: Context, persistence: SessionPersistence, message: AgentUserMessage
+    context: Context,
+    persistence: SessionPersistence,
+    message: AgentUserMessage,
+    *,
+    plan_mode_enabled: bool = False,
 ) -> RPCResult[bool]:
-    """Queue a message; it starts the next turn. Blank text and plan mode return ``False``."""
-    if not accepts_user_message(message):
+    """Queue a message; it starts the next turn. Blank text, and a ``plan_mode`` message
+    while plan mode is off, return ``False``."""
+    if not accepts_user_message(message, plan_mode_enabled=plan_mode_enabled):
         return RPCResult(False)
     persistence.queued_user_messages.publish(
         context, AgentUserMessage(text=message.text, plan_mode=message.plan_mode)
@@ -112,14 +118,8 @@ def get_agent_snapshot(
     context: Context, persistence: SessionPersistence
 ) -> RPCResult[AgentSnapshot]:
     """One committed view: state, messages, interrupts, records, usage, queued messages."""
-    queued = [
-        QueuedUserMessage(
-            message_id=pending.message_id,
-            text=pending.value.text,
-            plan_mode=pending.value.plan_mode,
-        )
-        for pending in persistence.queued_user_messages.pending_messages(context)
-    ]
+    queued = listed_messages(persistence.queued_user_messages.pending_messages(context))
+    steered = listed_messages(persistence.steered_user_messages.pending_messages(context))
     return RPCResult(
         build_snapshot(
             state=read_state(context, persistence),
@@ -132,6 +132,8 @@ def get_agent_snapshot(
             session_settings=session_settings_from_text(
                 read_optional(persistence.session_settings, context)
             ),
+            plan=read_plan(context, persistence),
+            steered_messages=steered,
         )
     )
 
@@ -153,6 +155,20 @@ def update_session_settings(
         return RPCResult(False)
     persistence.session_settings.set(context, session_settings_text(settings))
     return RPCResult(True)
+
+
+def listed_messages(
+    pending: Sequence[ChannelMessage[AgentUserMessage]],
+) -> list[QueuedUserMessage]:
+    """Pending Channel messages as a snapshot lists them, with their message IDs."""
+    return [
+        QueuedUserMessage(
+            message_id=message.message_id,
+            text=message.value.text,
+            plan_mode=message.value.plan_mode,
+        )
+        for message in pending
+    ]
 
 
 def list_agent_messages(

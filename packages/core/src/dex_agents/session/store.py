@@ -8,7 +8,7 @@ definitions one by one.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Literal, TypeVar, cast
 
 from dex import AsyncContext, Attribute, Context
 
@@ -27,6 +27,7 @@ from dex_agents.values import (
     AgentToolCall,
     AgentUsage,
     ContextSummary,
+    ToolCallCancellation,
     ToolCallCompleted,
     TurnReplySequence,
     message_sequence_key,
@@ -51,6 +52,7 @@ __all__ = [
 ]
 
 ValueT = TypeVar("ValueT")
+CancellationReason = Literal["steered", "turn_cancelled"]
 
 
 @dataclass(frozen=True)
@@ -216,6 +218,12 @@ def apply_changes(
         persistence.turn_reply_sequence.set(context, changes.reply_sequence)
     for tool_call_id in changes.completed_tool_calls:
         persistence.tool_call_results.publish(context, ToolCallCompleted(tool_call_id=tool_call_id))
+    if changes.plan is not None:
+        persistence.agent_plan.set(context, changes.plan)
+    for tool_call_id, reason in changes.tool_call_cancellations.items():
+        persistence.tool_call_cancellations.publish(
+            context, tool_call_id, ToolCallCancellation(reason=cast("CancellationReason", reason))
+        )
     if events is not None:
         for event in changes.events:
             events.write_event(event.type, event.payload)

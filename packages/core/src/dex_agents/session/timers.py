@@ -16,6 +16,7 @@ from dex import (
     Timer,
     Wait,
     dead_end,
+    go_to_many,
 )
 
 from dex_agents.session.builtin_rules import durable_wait_output
@@ -26,6 +27,7 @@ from dex_agents.session.store import (
     read_record,
 )
 from dex_agents.session.tool_rules import finish_tool_call
+from dex_agents.session.wait_cancellation import cancellation_condition, cancelled_wait
 from dex_agents.values import AgentToolCall, AgentToolCallStatus, parse_timestamp
 
 __all__ = ["DURABLE_WAIT_TIMER_ID", "AwaitTimer", "timer_movement"]
@@ -76,14 +78,24 @@ class AwaitTimer(Step[str]):
         if record is None or record.is_final or record.wait_until is None:
             return Wait.skip_immediately()
         seconds = timer_seconds_until(parse_timestamp(record.wait_until), datetime.now(UTC))
-        return Wait.until(
-            Timer.by_duration(timedelta(seconds=seconds), condition_id=DURABLE_WAIT_TIMER_ID)
+        persistence = self._session.persistence
+        # Timers come first among ready conditions, so a wait that is due keeps its result.
+        return Wait.any_of(
+            Timer.by_duration(timedelta(seconds=seconds), condition_id=DURABLE_WAIT_TIMER_ID),
+            cancellation_condition(persistence, input),
         )
 
     async def execute(self, context: AsyncContext, input: str) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
         persistence = self._session.persistence
         record = read_record(context, persistence, input)
         if record is None or record.is_final:
+            return dead_end()
+        if not context.has_timer_fired():
+            cancelled = cancelled_wait(context, persistence, record)
+            if cancelled is None:
+                # A stale wake of an earlier turn's call with this ID: wait again.
+                return go_to_many(timer_movement(self._session, input))
+            commit_changes(context, persistence, cancelled, turn_id=record.turn_id)
             return dead_end()
         duration, reason = _wait_arguments(record)
         changes = finish_tool_call(

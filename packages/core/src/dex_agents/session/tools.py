@@ -44,6 +44,7 @@ from dex_agents.session.tool_rules import (
     idempotency_key,
     record_failure_route,
 )
+from dex_agents.session.wait_cancellation import cancelled_wait
 from dex_agents.values import AgentToolCall, AgentToolCallStatus
 from dex_local_engine import StepAttemptProgress, recovery_attempt_progress
 
@@ -152,6 +153,12 @@ class _ToolStep(Step[str]):
             raise RuntimeError(
                 f"tool call {record.tool_call_id} is {record.status.value}, not approved"
             )
+        # Only a first attempt can still be "not started": a retry runs to the end.
+        cancelled = cancelled_wait(context, persistence, record) if context.attempt == 1 else None
+        if cancelled is not None:
+            # Steered or cancelled before tool_call_started: the tool never runs.
+            commit_changes(context, persistence, cancelled, turn_id=record.turn_id)
+            return dead_end()
         events = SessionEventWriter(context, persistence.agent_events, turn_id=record.turn_id)
         try:
             changes = await self._run(context, record, events)

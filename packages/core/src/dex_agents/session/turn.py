@@ -25,15 +25,19 @@ from dex import (
     go_to_many,
 )
 
+from dex_agents.builtin_tools import WRITE_TODOS
 from dex_agents.compaction import (
     SupportsCompaction,
     compaction_cutoff_is_new,
     start_compaction,
 )
+from dex_agents.plans import interaction_mode_for_turn, plan_updated_payload
 from dex_agents.runner import AgentTurnContext, SupportsUnfinishedTurnMessages
 from dex_agents.session.approvals import approval_movement
+from dex_agents.session.control_reads import read_plan, read_turn_control
 from dex_agents.session.events import SessionEventWriter
 from dex_agents.session.heartbeats import BackgroundHeartbeats
+from dex_agents.session.plan_rules import activate_plan, is_current_plan_execution
 from dex_agents.session.questions import question_movement
 from dex_agents.session.routing import ToolStepKind, TurnRouting
 from dex_agents.session.store import (
@@ -54,6 +58,7 @@ from dex_agents.session.store import (
 from dex_agents.session.timers import timer_movement
 from dex_agents.session.tool_rules import open_record_count, recovery_error_text
 from dex_agents.session.tools import ContextCancellation, tool_step_movement
+from dex_agents.session.turn_control_rules import steer_wake
 from dex_agents.session.turn_rules import apply_model_outcome, fail_turn, start_turn
 from dex_agents.session_settings import (
     INVALID_START_SESSION_SETTINGS_REASON,
@@ -64,10 +69,11 @@ from dex_agents.session_settings import (
     turn_settings,
 )
 from dex_agents.storage import chunk_keys_after
-from dex_agents.texts import build_turn_failure_note
+from dex_agents.texts import build_turn_failure_note, plan_execution_user_text
 from dex_agents.values import (
     AgentMessage,
     AgentMessageIndex,
+    AgentPlan,
     AgentSessionStartInput,
     AgentState,
     AgentStatus,
@@ -76,7 +82,9 @@ from dex_agents.values import (
     CompactContextInput,
     ContextSummary,
     FrameworkMessage,
+    InteractionMode,
     TurnSessionSettings,
+    plan_execution_key,
 )
 
 __all__ = [
@@ -84,6 +92,7 @@ __all__ = [
     "RecordTurnFailure",
     "ResumeTurn",
     "RunModel",
+    "SessionStep",
     "StartAgentSession",
     "go_to_run_model",
     "model_input_chunk_keys",
@@ -152,7 +161,13 @@ def route(
 ) -> StepDecision:
     """The Dex decision for ``routing``; with ``context``, ``RunModel`` loads only the
     chunks its input needs."""
-    if routing.tool_steps:
+    if routing.apply_turn_control:
+        # Imported here: steering.py builds on this module's Steps.
+        from dex_agents.session.steering import ApplyTurnControl
+
+        return go_to(ApplyTurnControl, None)
+    if routing.tool_steps or routing.resume_count:
+        # Every call may be final already (write_todos, a planning turn): ResumeTurn still runs.
         movements: list[StepMovement[Any]] = []
         for move in routing.tool_steps:
             if move.kind is ToolStepKind.AWAIT_APPROVAL:
@@ -182,7 +197,9 @@ class _SessionStep:
         context: AsyncContext,
         state: AgentState,
         text: str,
+        *,
         settings: Mapping[str, Any] | None = None,
+        interaction_mode: InteractionMode = InteractionMode.CHAT,
     ) -> StepDecision:
         """Store the runner's user message for ``text`` as a new turn and run the model.
 
@@ -191,15 +208,24 @@ class _SessionStep:
         """
         persistence = self._session.persistence
         user_message = self._session.runner.build_user_message(text)
-        changes, turn_id = start_turn(state, user_message)
+        changes, turn_id = start_turn(state, user_message, interaction_mode)
         commit_changes(context, persistence, changes, turn_id=turn_id)
+        self._keep_turn_settings(context, turn_id, settings)
+        return go_to_run_model(self._session, context)
+
+    def _keep_turn_settings(
+        self, context: AsyncContext, turn_id: str, settings: Mapping[str, Any] | None = None
+    ) -> None:
+        """Copy the session settings (``settings``, else the stored ones) for ``turn_id``,
+        so an update during the turn takes effect at the next one."""
+        persistence = self._session.persistence
         if settings is None:
-            stored = read_optional(persistence.session_settings, context)
-            settings = session_settings_from_text(stored)
+            settings = session_settings_from_text(
+                read_optional(persistence.session_settings, context)
+            )
         persistence.turn_session_settings.set(
             context, TurnSessionSettings(turn_id=turn_id, session_settings=settings)
         )
-        return go_to_run_model(self._session, context)
 
     def _session_settings(self, context: AsyncContext, turn_id: str) -> Mapping[str, Any]:
         """The settings ``turn_id`` started with (``{}`` for none)."""
@@ -216,9 +242,15 @@ class _SessionStep:
         events: SessionEventWriter,
         heartbeat: Callable[[], Awaitable[None]],
         context_summary: ContextSummary | None = None,
+        interaction_mode: InteractionMode = InteractionMode.CHAT,
+        plan: AgentPlan | None = None,
     ) -> AgentTurnContext:
         """What the runner sees in this attempt, from committed state only."""
         options = self._session.options
+        built_in_tools = options.built_in_tools
+        if interaction_mode is InteractionMode.PLANNING:
+            # A planning turn offers only write_todos; RunModel rejects any other call.
+            built_in_tools = tuple(name for name in built_in_tools if name == WRITE_TODOS)
         return AgentTurnContext(
             flow_id=context.flow_id,
             turn_id=turn_id,
@@ -233,9 +265,11 @@ class _SessionStep:
             tool_policies=options.tool_policies,
             default_tool_effect=options.default_tool_effect,
             heartbeat=heartbeat,
-            enabled_built_in_tools=options.built_in_tools,
+            enabled_built_in_tools=built_in_tools,
             context_summary=context_summary,
             session_settings=self._session_settings(context, turn_id),
+            interaction_mode=interaction_mode,
+            plan=plan,
         )
 
 
@@ -267,34 +301,74 @@ class StartAgentSession(_SessionStep, Step[AgentSessionStartInput]):
         text = input.initial_message
         if text is None or not text.strip() or state.active_turn_id is not None:
             return go_to(AwaitUserMessage, None)
-        return self._start_turn(context, state, text, settings)
+        return self._start_turn(context, state, text, settings=settings)
 
 
 class AwaitUserMessage(_SessionStep, Step[None]):
-    """Waits for one queued user message and starts a turn with it."""
+    """Waits for, in this order, a steer, one queued user message, or an approval of the
+    current plan revision, and starts the turn (a steer goes to ``ApplyTurnControl``)."""
 
     def get_step_options(self) -> StepOptions | None:
         return StepOptions(
             execute_load_attribute_maps=(self._session.persistence.agent_messages,),
             execute_durability=StepDurability.SYNC,
             wait_for_durability=StepDurability.SYNC,
+            # No turn starts while cancel_turn decides.
+            execute_lock_attributes=(self._session.persistence.turn_cancellation_request.lock(),),
         )
 
     async def wait_for(self, context: AsyncContext, input: None) -> Wait:  # pyright: ignore[reportIncompatibleMethodOverride]
-        return Wait.until(self._session.persistence.queued_user_messages.for_one())
+        persistence = self._session.persistence
+        plan = read_plan(context, persistence)
+        conditions = [
+            persistence.turn_control_requests.for_one(),
+            persistence.queued_user_messages.for_one(),
+        ]
+        if plan is not None and plan.status in ("draft", "active"):
+            key = plan_execution_key(plan.revision)
+            conditions.append(persistence.plan_executions.for_one(key))
+        return Wait.any_of(*conditions)
 
     async def execute(self, context: AsyncContext, input: None) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
         persistence = self._session.persistence
+        if persistence.turn_control_requests.results(context):
+            return route(self._session, TurnRouting(apply_turn_control=True))
         messages = persistence.queued_user_messages.results(context)
         state = read_state(context, persistence) or AgentState()
+        plan = read_plan(context, persistence)
         if not messages:
-            return go_to(AwaitUserMessage, None)
+            return self._execute_plan(context, state, plan)
         if state.active_turn_id is not None:
             raise RuntimeError(
                 f"a user message arrived while {state.active_turn_id} is active; "
                 "AwaitUserMessage runs only between turns"
             )
-        return self._start_turn(context, state, messages[0].text)
+        mode = interaction_mode_for_turn(messages[0].plan_mode, plan)
+        return self._start_turn(context, state, messages[0].text, interaction_mode=mode)
+
+    def _execute_plan(
+        self, context: AsyncContext, state: AgentState, plan: AgentPlan | None
+    ) -> StepDecision:
+        """Start the ``executing`` turn of an approved plan; a stale approval just waits again."""
+        persistence = self._session.persistence
+        if plan is None or state.active_turn_id is not None:
+            return go_to(AwaitUserMessage, None)
+        approvals = persistence.plan_executions.results(context, plan_execution_key(plan.revision))
+        if not approvals or not is_current_plan_execution(approvals[0], plan):
+            return go_to(AwaitUserMessage, None)
+        persistence.pending_plan_execution.delete(context)
+        user_message = self._session.runner.build_user_message(
+            plan_execution_user_text(plan.revision)
+        )
+        changes, turn_id = start_turn(state, user_message, InteractionMode.EXECUTING)
+        active = activate_plan(plan)
+        if active is not None:
+            changes.plan = active
+            changes.event("plan_updated", **plan_updated_payload(active))
+        changes.event("plan_execution_started", revision=plan.revision)
+        commit_changes(context, persistence, changes, turn_id=turn_id)
+        self._keep_turn_settings(context, turn_id)
+        return go_to_run_model(self._session, context)
 
 
 class RunModel(_SessionStep, Step[None]):
@@ -311,6 +385,9 @@ class RunModel(_SessionStep, Step[None]):
         if state is None or state.active_turn_id is None:
             return go_to(AwaitUserMessage, None)
         turn_id = state.active_turn_id
+        if read_turn_control(context, persistence, turn_id).reason is not None:
+            # Steered or cancelled at a safe boundary: end the turn without a model call.
+            return route(session, TurnRouting(apply_turn_control=True))
         summary = read_context_summary(context, persistence)
         compacting = isinstance(session.runner, SupportsCompaction)
         messages = read_messages(
@@ -320,6 +397,7 @@ class RunModel(_SessionStep, Step[None]):
         )
         self._warn_about_deleted_input(context, compacting)
         records = read_records(context, persistence)
+        plan = read_plan(context, persistence)
         events = self._writer(context, turn_id)
         try:
             async with BackgroundHeartbeats(context) as heartbeats:
@@ -335,6 +413,8 @@ class RunModel(_SessionStep, Step[None]):
                     events=events,
                     heartbeat=heartbeats.beat,
                     context_summary=summary if compacting else None,
+                    interaction_mode=state.interaction_mode,
+                    plan=plan,
                 )
                 through = await self._compaction_cutoff(turn, state, summary)
                 if through is not None:
@@ -353,6 +433,7 @@ class RunModel(_SessionStep, Step[None]):
                 interrupt_deadline=session.options.interrupt_deadline,
                 built_in_tools=session.options.built_in_tools,
                 max_durable_wait=session.options.max_durable_wait,
+                plan=plan,
             )
             apply_changes(context, persistence, changes, events)
         finally:
@@ -425,17 +506,31 @@ class ResumeTurn(_SessionStep, Step[int]):
     async def wait_for(self, context: AsyncContext, input: int) -> Wait:  # pyright: ignore[reportIncompatibleMethodOverride]
         if input < 1:
             return Wait.skip_immediately()
-        return Wait.until(self._session.persistence.tool_call_results.for_n(input))
+        persistence = self._session.persistence
+        # A steer wakes the turn so that its waits end at once.
+        return Wait.any_of(
+            persistence.tool_call_results.for_n(input), persistence.turn_control_requests.for_one()
+        )
 
     async def execute(self, context: AsyncContext, input: int) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
         persistence = self._session.persistence
-        still_open = open_record_count(read_records(context, persistence))
-        if still_open > 0:
-            # A stray completion resumed us early; wait for the calls still running.
-            return go_to(ResumeTurn, still_open)
+        records = read_records(context, persistence)
         state = read_state(context, persistence)
+        if persistence.turn_control_requests.results(context):
+            turn_id = state.active_turn_id if state is not None else None
+            reason = read_turn_control(context, persistence, turn_id).reason
+            if turn_id is not None and reason is not None:
+                pending = read_pending_interrupts(context, persistence)
+                changes = steer_wake(turn_id, records, pending, reason)
+                commit_changes(context, persistence, changes, turn_id=turn_id)
+        still_open = open_record_count(records)
+        if still_open > 0:
+            # A stray completion or a steer resumed us early; wait for the calls still running.
+            return go_to(ResumeTurn, still_open)
         if state is None or state.active_turn_id is None:
             return go_to(AwaitUserMessage, None)
+        if read_turn_control(context, persistence, state.active_turn_id).reason is not None:
+            return route(self._session, TurnRouting(apply_turn_control=True))
         if state.status is not AgentStatus.RUNNING_MODEL:
             persistence.agent_state.set(context, replace(state, status=AgentStatus.RUNNING_MODEL))
         return go_to_run_model(self._session, context)
@@ -532,3 +627,7 @@ class RecordTurnFailure(_SessionStep, Step[None]):
             _log.error("build_unfinished_turn_messages returned a value that is not a message")
             return ()
         return messages
+
+
+SessionStep = _SessionStep
+"""The shared base of the session's Steps, for Steps defined in other modules."""

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from dex_agents.builtin_tools import BUILT_IN_TOOL_POLICY
+from dex_agents.builtin_tools import BUILT_IN_TOOL_POLICY, WRITE_TODOS
 from dex_agents.runner import (
     DeferredToolCall,
     ResolvedToolPolicy,
@@ -22,10 +22,12 @@ from dex_agents.session.builtin_rules import route_built_in_call
 from dex_agents.session.changes import SessionChanges
 from dex_agents.session.interrupts import interrupt_raised_payload
 from dex_agents.session.options import DEFAULT_MAX_DURABLE_WAIT
+from dex_agents.session.plan_rules import settle_model_call
 from dex_agents.session.routing import ToolStepKind, ToolStepMove, TurnRouting, tool_step_kind
 from dex_agents.values import (
     AgentInterrupt,
     AgentMessage,
+    AgentPlan,
     AgentState,
     AgentStatus,
     AgentToolCall,
@@ -50,10 +52,15 @@ __all__ = [
 ]
 
 
-def start_turn(state: AgentState, user_message: FrameworkMessage) -> tuple[SessionChanges, str]:
+def start_turn(
+    state: AgentState,
+    user_message: FrameworkMessage,
+    interaction_mode: InteractionMode = InteractionMode.CHAT,
+) -> tuple[SessionChanges, str]:
     """Start ``turn-<n>`` with ``user_message`` stored as its first message.
 
-    Returns the changes and the new turn ID; events go to that turn.
+    Returns the changes and the new turn ID; events go to that turn. This Worker
+    can steer and cancel the turn, so it sets ``accepts_turn_control``.
     """
     if not isinstance(user_message, FrameworkMessage):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise RunnerDefectError(
@@ -78,7 +85,8 @@ def start_turn(state: AgentState, user_message: FrameworkMessage) -> tuple[Sessi
         active_turn_id=turn_id,
         message_count=sequence,
         last_turn_error=None,
-        interaction_mode=InteractionMode.CHAT,
+        interaction_mode=interaction_mode,
+        accepts_turn_control=True,
     )
     changes.reply_sequence = TurnReplySequence(turn_id=turn_id, sequence=sequence + 1)
     changes.event("turn_started", sequence=sequence)
@@ -238,6 +246,7 @@ def request_tool_calls(
     trace_context: str | None = None,
     built_in_tools: Sequence[str] = (),
     max_durable_wait: timedelta = DEFAULT_MAX_DURABLE_WAIT,
+    plan: AgentPlan | None = None,
 ) -> tuple[SessionChanges, TurnRouting]:
     """Record the requested calls, raise approvals, and route each call to its Step.
 
@@ -256,6 +265,7 @@ def request_tool_calls(
     deadline = format_timestamp(now + interrupt_deadline) if interrupt_deadline else None
     interrupts = list(pending_interrupts)
     moves: list[ToolStepMove] = []
+    write_todos_calls = sum(1 for call in calls if call.tool_name == WRITE_TODOS)
     for offset, call in enumerate(calls):
         built_in = call.tool_name in built_in_tools
         policy = BUILT_IN_TOOL_POLICY if built_in else call.policy
@@ -283,7 +293,20 @@ def request_tool_calls(
             effect=policy.effect.value,
             requires_approval=policy.requires_approval,
         )
-        if built_in:
+        settled = settle_model_call(
+            record,
+            plan=plan,
+            mode=state.interaction_mode,
+            built_in_tools=built_in_tools,
+            write_todos_calls=write_todos_calls,
+        )
+        if settled is not None:
+            # Final in this commit: write_todos, or any other call of a planning turn.
+            changes.written_records.pop()
+            changes.merge(settled.changes)
+            if settled.plan is not None:
+                plan = changes.plan = settled.plan
+        elif built_in:
             move = route_built_in_call(
                 changes, record, interrupts, now=now, deadline=deadline, max_wait=max_durable_wait
             )
@@ -322,6 +345,7 @@ def apply_model_outcome(
     trace_context: str | None = None,
     built_in_tools: Sequence[str] = (),
     max_durable_wait: timedelta = DEFAULT_MAX_DURABLE_WAIT,
+    plan: AgentPlan | None = None,
 ) -> tuple[SessionChanges, TurnRouting]:
     """Apply what ``run_model_step`` returned; a wrong type is a runner defect."""
     if isinstance(outcome, TurnCompleted):
@@ -345,6 +369,7 @@ def apply_model_outcome(
             trace_context=trace_context,
             built_in_tools=built_in_tools,
             max_durable_wait=max_durable_wait,
+            plan=plan,
         )
     raise RunnerDefectError(
         "runner defect: run_model_step must return TurnCompleted or ToolCallsRequested, "

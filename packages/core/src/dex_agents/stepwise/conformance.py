@@ -172,6 +172,8 @@ def build_stepwise_flow(
         model=ScriptedModelClient(_reply),
         tools=[_scenario_function_tool(tool, state) for tool in tools],
         interrupt_deadline=session.interrupt_deadline,
+        built_in_tools=session.built_in_tools,
+        plan_mode_enabled=session.plan_mode_enabled,
     )
     runner = _ScenarioStepwiseRunner(definition, script, state)
     return create_agent_session_flow(runner, session.flow_type, session_options_of(definition))

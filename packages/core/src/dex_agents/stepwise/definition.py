@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal
 
 from dex_agents.builtin_tools import validate_built_in_tool_names
 from dex_agents.compaction import CompactionPolicy
@@ -76,6 +76,8 @@ class AgentDefinition:
     built, because the settings come from the application."""
     compaction: CompactionPolicy | None = None
     """Summarize earlier messages before the input passes the context window."""
+    plan_mode_enabled: bool = False
+    planning_tool_choice: Literal["auto", "required"] = "auto"
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -107,6 +109,12 @@ class AgentDefinition:
         if not isinstance(self.tool_policies, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError("AgentDefinition.tool_policies must be a mapping of name to ToolPolicy")
         built_ins = validate_built_in_tool_names(self.built_in_tools)
+        if self.planning_tool_choice not in ("auto", "required"):
+            raise ValueError("AgentDefinition.planning_tool_choice must be 'auto' or 'required'")
+        if self.plan_mode_enabled and "write_todos" not in built_ins:
+            raise ValueError(
+                "AgentDefinition.plan_mode_enabled needs 'write_todos' in built_in_tools"
+            )
         names: set[str] = set()
         for tool in self.tools:
             if not isinstance(tool, FunctionTool):  # pyright: ignore[reportUnnecessaryIsInstance]

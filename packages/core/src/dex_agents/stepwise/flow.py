@@ -19,6 +19,7 @@ def session_options_of(definition: AgentDefinition) -> AgentSessionOptions:
         "default_tool_effect": definition.default_tool_effect,
         "interrupt_deadline": definition.interrupt_deadline,
         "built_in_tools": tuple(definition.built_in_tools),
+        "plan_mode_enabled": definition.plan_mode_enabled,
     }
     if definition.compaction is not None:
         options["compaction"] = definition.compaction

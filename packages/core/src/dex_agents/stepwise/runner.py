@@ -15,14 +15,18 @@ import inspect
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from dex_agents.adapter_support import (
     UNKNOWN_TOOL_POLICY,
     known_tool,
     resolve_declared_tool_policy,
 )
-from dex_agents.builtin_tools import BUILT_IN_TOOL_POLICY, enabled_builtin_tool_definitions
+from dex_agents.builtin_tools import (
+    BUILT_IN_TOOL_POLICY,
+    WRITE_TODOS,
+    enabled_builtin_tool_definitions,
+)
 from dex_agents.compaction import ContextSummaryRequest, ContextSummaryResult
 from dex_agents.models.types import (
     ModelClient,
@@ -32,7 +36,9 @@ from dex_agents.models.types import (
     ModelToolDefinition,
     ToolResultItem,
     TranscriptItem,
+    UserTextItem,
 )
+from dex_agents.plans import build_plan_note
 from dex_agents.runner import (
     AgentEventWriter,
     AgentTurnContext,
@@ -71,7 +77,7 @@ from dex_agents.texts import (
     describe_tool_call_outcome,
     model_call_limit_result,
 )
-from dex_agents.values import AgentToolCall, FrameworkMessage
+from dex_agents.values import AgentToolCall, FrameworkMessage, InteractionMode
 
 __all__ = ["StepwiseAgentRunner"]
 
@@ -110,6 +116,9 @@ class _OfferedTools:
 class StepwiseAgentRunner:
     """Runs an ``AgentDefinition`` under the session Flow; keeps no state between calls."""
 
+    supports_plan_mode = True
+    """A planning turn offers the model only ``write_todos``."""
+
     def __init__(self, definition: AgentDefinition) -> None:
         self.definition = definition
         self._tools: dict[str, FunctionTool] = {tool.name: tool for tool in definition.tools}
@@ -143,10 +152,18 @@ class StepwiseAgentRunner:
         return model
 
     async def _model_request(
-        self, turn: AgentTurnContext, *, tools_allowed: bool, list_sources: bool
+        self, turn: AgentTurnContext, *, list_sources: bool
     ) -> tuple[ModelRequest, _OfferedTools, list[ToolResultItem]]:
-        """The next model call's request, its offered tools, and the results it adds."""
-        offered = await self._offered_tools(turn, list_sources=list_sources)
+        """The next model call's request, its offered tools, and the results it adds.
+
+        ``list_sources``: list the tool sources now (else offer their last listing only).
+        """
+        model_calls = decode_run_state(turn.framework_run_state)
+        tools_allowed = model_calls < self.definition.max_model_calls_per_turn
+        planning = turn.interaction_mode is InteractionMode.PLANNING
+        offered = await self._offered_tools(
+            turn, list_sources=list_sources and tools_allowed and not planning, planning=planning
+        )
         stored = decode_transcript(turn.messages)
         new_results = self._new_results(stored, turn)
         items: list[TranscriptItem] = [*stored, *new_results]
@@ -154,9 +171,10 @@ class StepwiseAgentRunner:
             items.insert(0, summary_note(turn.context_summary))
         request = ModelRequest(
             instructions=await self._instructions(turn),
-            items=tuple(pair_tool_calls_with_results(items)),
+            items=tuple(pair_tool_calls_with_results(with_plan_note(items, turn))),
             tools=offered.definitions if tools_allowed else (),
             settings=self.definition.model_settings or ModelSettings(),
+            tool_choice=self._tool_choice(turn, model_calls),
         )
         return request, offered, new_results
 
@@ -164,9 +182,7 @@ class StepwiseAgentRunner:
         model_calls = decode_run_state(turn.framework_run_state)
         limit = self.definition.max_model_calls_per_turn
         tools_allowed = model_calls < limit
-        request, offered, new_results = await self._model_request(
-            turn, tools_allowed=tools_allowed, list_sources=tools_allowed
-        )
+        request, offered, new_results = await self._model_request(turn, list_sources=True)
         model = self.model_for(turn.session_settings)
         response = await model.generate(request, _EventSink(turn.events))
 
@@ -209,10 +225,9 @@ class StepwiseAgentRunner:
         tools_allowed = decode_run_state(turn.framework_run_state) < (
             self.definition.max_model_calls_per_turn
         )
-        request, _, _ = await self._model_request(
-            turn, tools_allowed=tools_allowed, list_sources=False
-        )
-        if tools_allowed and self._last_listings:
+        planning = turn.interaction_mode is InteractionMode.PLANNING
+        request, _, _ = await self._model_request(turn, list_sources=False)
+        if tools_allowed and not planning and self._last_listings:
             listed = [tool for tools in self._last_listings.values() for tool in tools]
             request = dataclasses.replace(request, tools=(*request.tools, *listed))
         return await self._count_tokens(self.model_for(turn.session_settings), request)
@@ -300,8 +315,30 @@ class StepwiseAgentRunner:
                 results.append(ToolResultItem(call_id, name, describe_tool_call_outcome(record)))
         return results
 
-    async def _offered_tools(self, turn: AgentTurnContext, *, list_sources: bool) -> _OfferedTools:
+    def _tool_choice(self, turn: AgentTurnContext, model_calls: int) -> Literal["auto", "required"]:
+        """``required`` on a planning turn's first model call while no draft exists."""
+        draft = turn.plan is not None and turn.plan.status == "draft"
+        if (
+            self.definition.planning_tool_choice == "required"
+            and turn.interaction_mode is InteractionMode.PLANNING
+            and model_calls == 0
+            and not draft
+        ):
+            return "required"
+        return "auto"
+
+    async def _offered_tools(
+        self, turn: AgentTurnContext, *, list_sources: bool, planning: bool = False
+    ) -> _OfferedTools:
         built_ins = tuple(turn.enabled_built_in_tools)
+        if planning:
+            # A planning turn offers only write_todos.
+            definitions = [
+                ModelToolDefinition(builtin.name, builtin.description, dict(builtin.parameters))
+                for builtin in enabled_builtin_tool_definitions(built_ins)
+                if builtin.name == WRITE_TODOS
+            ]
+            return _OfferedTools({}, {}, (WRITE_TODOS,), tuple(definitions))
         for name in self._tools:
             if name in built_ins:
                 raise TypeError(f"tool {name} uses the name of an enabled built-in tool")
@@ -394,6 +431,15 @@ class StepwiseAgentRunner:
             )
         tool = known_tool(self._tools, record.tool_name)
         return await tool.run(record.arguments, _tool_call_context(call, record))
+
+
+def with_plan_note(items: Sequence[TranscriptItem], turn: AgentTurnContext) -> list[TranscriptItem]:
+    """``items`` with the plan note as user text before the turn's messages, when there is one."""
+    note = build_plan_note(turn.plan, turn.interaction_mode)
+    if note is None:
+        return list(items)
+    earlier = sum(1 for message in turn.messages if message.turn_id != turn.turn_id)
+    return [*items[:earlier], UserTextItem(note), *items[earlier:]]
 
 
 def _tool_call_context(call: DeferredToolExecution, record: AgentToolCall) -> ToolCallContext:

@@ -47,6 +47,8 @@ def build_scripted_flow(
         session.flow_type,
         tool_policies=scenario_tool_policies(tools),
         interrupt_deadline=session.interrupt_deadline,
+        built_in_tools=session.built_in_tools,
+        plan_mode_enabled=session.plan_mode_enabled,
     )
 
 

@@ -98,6 +98,9 @@ def _tool_item(tool_call_id: str, tool_name: str, output: str) -> FrameworkMessa
 class ScriptedRunner:
     """Plays ``script`` as the model and ``tools`` as the tools; see the module docstring."""
 
+    supports_plan_mode = True
+    """The scripted model sees no tool list, so a planning turn offers it nothing else."""
+
     def __init__(
         self, script: ModelScript, tools: Sequence[ScenarioTool], state_directory: Path
     ) -> None:

@@ -59,6 +59,8 @@ class ModelTurn:
       ``n`` attempts (``ALWAYS`` for every attempt, which fails the turn).
     * ``gate``: a ``FileGate`` name the model call passes before it answers, after
       writing ``text_before_gate`` as a live text delta when set.
+    * ``last_of_turn``: the user steers or cancels the turn after this response, so the
+      next response belongs to the next turn.
     """
 
     text: str | None = None
@@ -67,6 +69,7 @@ class ModelTurn:
     fail_attempts: int = 0
     gate: str | None = None
     text_before_gate: str | None = None
+    last_of_turn: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
@@ -79,7 +82,7 @@ class ModelTurn:
 
     @property
     def ends_turn(self) -> bool:
-        return not self.tool_calls or self.fail_attempts >= ALWAYS
+        return not self.tool_calls or self.fail_attempts >= ALWAYS or self.last_of_turn
 
 
 @dataclass(frozen=True)
@@ -235,6 +238,8 @@ class ScenarioSession:
 
     flow_type: str
     interrupt_deadline: timedelta | None = None
+    built_in_tools: tuple[str, ...] = ()
+    plan_mode_enabled: bool = False
 
     def __post_init__(self) -> None:
         if not self.flow_type:
@@ -271,6 +276,8 @@ class Scenario:
                     "interrupt_deadline_seconds": None
                     if self.session.interrupt_deadline is None
                     else self.session.interrupt_deadline.total_seconds(),
+                    "built_in_tools": list(self.session.built_in_tools),
+                    "plan_mode_enabled": self.session.plan_mode_enabled,
                 },
             },
             indent=2,
@@ -287,6 +294,8 @@ class Scenario:
             session=ScenarioSession(
                 flow_type=session["flow_type"],
                 interrupt_deadline=None if deadline is None else timedelta(seconds=deadline),
+                built_in_tools=tuple(session.get("built_in_tools", ())),
+                plan_mode_enabled=session.get("plan_mode_enabled", False),
             ),
         )
 
@@ -316,6 +325,7 @@ def _model_turn_to_json(turn: ModelTurn) -> dict[str, Any]:
         "fail_attempts": turn.fail_attempts,
         "gate": turn.gate,
         "text_before_gate": turn.text_before_gate,
+        "last_of_turn": turn.last_of_turn,
     }
 
 
@@ -327,6 +337,7 @@ def _model_turn_from_json(data: dict[str, Any]) -> ModelTurn:
         fail_attempts=data["fail_attempts"],
         gate=data["gate"],
         text_before_gate=data["text_before_gate"],
+        last_of_turn=data.get("last_of_turn", False),
     )
 
 
