@@ -15,13 +15,8 @@ from dex_agents import (
     AgentSessionStartInput,
     CompactionPolicy,
 )
-from dex_agents.models.types import UserTextItem
-from dex_agents.stepwise import (
-    AgentDefinition,
-    ModelRequest,
-    ScriptedModelClient,
-    create_stepwise_agent_session_flow,
-)
+from dex_agents.models import ModelRequest, ScriptedModelClient, UserTextItem
+from dex_agents.stepwise import AgentDefinition, create_stepwise_agent_session_flow
 from dex_agents.stepwise.compaction import estimate_request_tokens
 from dex_agents.testing import AgentSessionTestClient, AgentTestEnvironment
 from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS, CONTEXT_SUMMARY_NOTE_HEADER
