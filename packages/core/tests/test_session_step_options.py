@@ -81,6 +81,8 @@ def test_every_step_sets_sync_durability_explicitly(flow: Any) -> None:
         "RecordToolOutcomeUnknown",
         "RecordTurnFailure",
         "CompactContext",
+        "ApplyTurnControl",
+        "FinishTurnCancellation",
     }
     for name, step in steps.items():
         options = step.get_step_options()
