@@ -28,6 +28,7 @@ from dex_local_engine import (
     flows,
     queries,
     recovery,
+    resets,
     rpcs,
     search,
     state_access,
@@ -175,6 +176,10 @@ class Engine:
     def get_attributes(self, request: pb.GetAttributesRequest) -> pb.GetAttributesResponse:
         """GetAttributes of a running or closed Flow."""
         return state_access.get_attributes(self, request)
+
+    def reset_flow(self, request: pb.ResetFlowRequest) -> pb.ResetFlowResponse:
+        """ResetFlow: a new run from the beginning, re-applying the writes from outside."""
+        return resets.reset_flow(self, request)
 
     def sync_indexes(self, request: pb.SyncAttributeIndexRequest) -> None:
         """SyncAttributeIndexes: remember which Attributes are searchable, and how."""

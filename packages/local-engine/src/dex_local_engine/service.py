@@ -46,6 +46,7 @@ SUPPORTED_FLOW_RPCS = frozenset(
         "GetAttributes",
         "GetFlowState",
         "SearchFlows",
+        "ResetFlow",
     }
 )
 
@@ -94,6 +95,10 @@ class FlowService(cast(Any, pb_grpc).FlowServiceServicer):
     ) -> pb.SyncAttributeIndexResponse:
         self.engine.sync_indexes(request)
         return pb.SyncAttributeIndexResponse()
+
+    @_answering_errors
+    async def ResetFlow(self, request: pb.ResetFlowRequest, context: Any) -> pb.ResetFlowResponse:
+        return self.engine.reset_flow(request)
 
     @_answering_errors
     async def SearchFlows(

@@ -43,17 +43,6 @@ PER_TEST_TIMEOUT_SECONDS = 120
 # Scenarios that exercise Dex features the local engine deliberately leaves out.
 # Keys are test function names; a failure of one of these is reported, not counted.
 UNSUPPORTED: dict[str, str] = {
-    "test_reset_reapplies_rpc_or_channel": "ResetFlow (time travel) is not implemented",
-    "test_reset_can_skip_rpc_or_channel_reapply": "ResetFlow (time travel) is not implemented",
-    "test_subflow_attach_keeps_running_execution_across_parent_reset": (
-        "ResetFlow is not implemented"
-    ),
-    "test_subflow_always_restart_replaces_running_execution_across_parent_reset": (
-        "ResetFlow is not implemented"
-    ),
-    "test_subflow_default_reuse_restarts_failed_execution_across_parent_reset": (
-        "ResetFlow is not implemented"
-    ),
     "test_subflow_partial_results_survive_continue_as_new_without_restart": (
         "continue-as-new is not implemented"
     ),
