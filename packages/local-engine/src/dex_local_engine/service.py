@@ -47,6 +47,7 @@ SUPPORTED_FLOW_RPCS = frozenset(
         "GetFlowState",
         "SearchFlows",
         "ResetFlow",
+        "TriggerContinueAsNew",
     }
 )
 
@@ -99,6 +100,13 @@ class FlowService(cast(Any, pb_grpc).FlowServiceServicer):
     @_answering_errors
     async def ResetFlow(self, request: pb.ResetFlowRequest, context: Any) -> pb.ResetFlowResponse:
         return self.engine.reset_flow(request)
+
+    @_answering_errors
+    async def TriggerContinueAsNew(
+        self, request: pb.TriggerContinueAsNewRequest, context: Any
+    ) -> empty_pb2.Empty:
+        self.engine.trigger_continue_as_new(request)
+        return empty_pb2.Empty()
 
     @_answering_errors
     async def SearchFlows(

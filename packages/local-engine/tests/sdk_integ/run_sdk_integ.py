@@ -42,11 +42,7 @@ PER_TEST_TIMEOUT_SECONDS = 120
 
 # Scenarios that exercise Dex features the local engine deliberately leaves out.
 # Keys are test function names; a failure of one of these is reported, not counted.
-UNSUPPORTED: dict[str, str] = {
-    "test_subflow_partial_results_survive_continue_as_new_without_restart": (
-        "continue-as-new is not implemented"
-    ),
-}
+UNSUPPORTED: dict[str, str] = {}
 
 # Literal text in the exported scenarios that names an SDK symbol renamed since
 # they were written. Only the temporary copy is patched.
