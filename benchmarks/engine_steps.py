@@ -11,13 +11,25 @@ Runs an embedded ``LocalEngine`` with a real pull-mode ``AsyncWorker`` and an
 (c) ``invoke_rpc`` round trips on a running Flow (default 500 calls, one at a
     time): p50 and p99.
 
+Each run measures the engine in four configurations, one after the other:
+embedded (a thread of this process, sharing the GIL with the Worker and the
+Client) and as a ``dex-local-engine serve`` child process, each in both
+durability modes (``process-crash``: SQLite ``synchronous=NORMAL``;
+``power-loss``: ``synchronous=FULL``, an fsync per commit). Interleaved with
+them, it runs the same trivial workloads on DBOS over SQLite (one workflow of N
+``@DBOS.step`` calls; F workflows of S steps at once) and prints every engine
+figure as a ratio to DBOS's figure of the same round.
+
 Usage::
 
-    uv run python benchmarks/engine_steps.py [--json PATH] [--db PATH|:memory:] [--engine-process]
+    uv run --group bench python benchmarks/engine_steps.py [--json PATH] [--rounds N]
+        [--configs embedded/process-crash,process/power-loss,...] [--no-dbos]
+        [--memoize-sdk-version]
 
-By default the engine is embedded (a thread of this process, sharing the GIL
-with the Worker and the Client); ``--engine-process`` runs it as a separate
-``dex-local-engine serve`` process instead.
+``dbos`` is a benchmark-only dependency (the ``bench`` dependency group, not
+installed by a plain ``uv sync``); without it the DBOS rows are skipped.
+``--memoize-sdk-version`` applies ``dex_local_engine.sdk_patches.memoize_sdk_version``
+first, to measure what the SDK's per-stream version lookup costs.
 
 Nothing here asserts a time; it measures and prints.
 """
@@ -26,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import functools
 import json
 import os
 import platform
@@ -44,7 +55,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from itertools import pairwise
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from dex import (
     AsyncClient,
@@ -68,6 +79,7 @@ from dex import (
 )
 
 from dex_local_engine import LocalEngine
+from dex_local_engine.sdk_patches import memoize_sdk_version
 
 # flow_id -> perf_counter() at the start of every Step execution, in order.
 STEP_STARTS: defaultdict[str, list[float]] = defaultdict(list)
@@ -264,14 +276,17 @@ READY_LINE = re.compile(r"dex-local-engine ready on (\S+) ")
 
 
 @contextmanager
-def engine_address(database: str, separate_process: bool) -> Generator[str]:
+def engine_address(database: str, separate_process: bool, durability: str) -> Generator[str]:
     """Yield the address of a running engine: embedded, or a child process."""
     if not separate_process:
-        with LocalEngine(database=database, host="127.0.0.1", port=0) as engine:
+        with LocalEngine(
+            database=database, host="127.0.0.1", port=0, durability=durability
+        ) as engine:
             yield str(engine.address)
         return
-    command = [sys.executable, "-m", "dex_local_engine", "serve"]
+    command = [sys.executable, "-m", "dex_local_engine", "serve", "--log-level", "WARNING"]
     command += ["--host", "127.0.0.1", "--port", "0", "--db", database]
+    command += ["--durability", durability]
     child = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout is not None
@@ -285,27 +300,134 @@ def engine_address(database: str, separate_process: bool) -> Generator[str]:
         child.wait(timeout=30)
 
 
-def cache_sdk_version() -> None:
-    """Experiment: memoize the SDK's version lookup.
+CONFIGS = (
+    "embedded/process-crash",
+    "embedded/power-loss",
+    "process/process-crash",
+    "process/power-loss",
+)
 
-    dex-python-sdk 1.23.0 reads its own package metadata (``importlib.metadata``,
-    an e-mail-header parse) every time a pull stream registers, and a pull Worker
-    opens a fresh stream for about every task it runs.
-    """
-    import dex._pull_worker as pull_worker
-    import dex._server_protocol as server_protocol
 
-    cached = functools.cache(server_protocol.sdk_version)
-    server_protocol.sdk_version = cached
-    cast(Any, pull_worker).sdk_version = cached
+def run_engine(arguments: argparse.Namespace, config: str) -> Figures:
+    """Measure one engine configuration on a fresh temporary database."""
+    placement, durability = config.split("/")
+    with tempfile.TemporaryDirectory(prefix="dex-bench-db-") as db_directory:
+        database = str(Path(db_directory) / "engine.sqlite3")
+        with engine_address(database, placement == "process", durability) as address:
+            figures = asyncio.run(measure(arguments, address))
+    figures.settings = {"engine": placement, "durability": durability}
+    return figures
+
+
+def run_dbos(arguments: argparse.Namespace) -> Figures | None:
+    """The same trivial workloads on DBOS over SQLite, or None without ``dbos``."""
+    try:
+        from dbos import DBOS, DBOSConfig
+    except ImportError:
+        print("dbos is not installed (uv run --group bench ...): no DBOS figures", flush=True)
+        return None
+    starts: defaultdict[str, list[float]] = defaultdict(list)
+
+    @DBOS.step()
+    def hop(key: str, value: int) -> int:
+        starts[key].append(time.perf_counter())
+        return value + 1
+
+    @DBOS.workflow()
+    def chain(key: str, steps: int) -> int:
+        value = 0
+        for _ in range(steps):
+            value = hop(key, value)
+        return value
+
+    with tempfile.TemporaryDirectory(prefix="dex-bench-dbos-") as directory:
+        config: DBOSConfig = {
+            "name": "dex-bench",
+            "system_database_url": f"sqlite:///{directory}/dbos.sqlite3",
+            "log_level": "WARNING",
+        }
+        DBOS(config=config)
+        DBOS.launch()
+        try:
+            chain("warmup", 50)
+            figures = Figures(settings={"engine": "DBOS over SQLite"})
+            started = time.perf_counter()
+            chain("sequential", arguments.steps)
+            elapsed = time.perf_counter() - started
+            figures.sequential = {
+                "steps": arguments.steps,
+                "seconds": round(elapsed, 3),
+                "steps_per_second": round(arguments.steps / elapsed, 1),
+                **gap_stats_ms(starts["sequential"]),
+            }
+            print(f"DBOS (a) sequential: {figures.sequential}", flush=True)
+            keys = [f"fanout-{index}" for index in range(arguments.flows)]
+            started = time.perf_counter()
+            handles = [DBOS.start_workflow(chain, key, arguments.flow_steps) for key in keys]
+            for handle in handles:
+                handle.get_result()
+            elapsed = time.perf_counter() - started
+            total = arguments.flows * arguments.flow_steps
+            p50s = [gap_stats_ms(starts[key])["step_latency_p50_ms"] for key in keys]
+            figures.concurrent = {
+                "flows": arguments.flows,
+                "steps_per_flow": arguments.flow_steps,
+                "steps": total,
+                "seconds": round(elapsed, 3),
+                "steps_per_second": round(total / elapsed, 1),
+                "median_of_flow_step_latency_p50_ms": round(statistics.median(p50s), 3),
+            }
+            print(f"DBOS (b) concurrent: {figures.concurrent}", flush=True)
+            return figures
+        finally:
+            DBOS.destroy()
+
+
+def ratio(engine: float | None, dbos: float | None) -> str:
+    """engine / DBOS as ``1.23x``, or ``-``."""
+    if not engine or not dbos:
+        return "-"
+    return f"{engine / dbos:.2f}x"
+
+
+def summary_table(rounds: list[dict[str, Any]]) -> str:
+    """One Markdown row per configuration and round, with ratios to DBOS."""
+    lines = [
+        "| Round | Configuration | (a) Steps/s | vs DBOS | (a) p50 / p99 ms "
+        "| (b) Steps/s | vs DBOS | (c) invoke_rpc p50 / p99 ms |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for number, entry in enumerate(rounds, 1):
+        dbos = entry.get("dbos") or {}
+        dbos_a = (dbos.get("sequential") or {}).get("steps_per_second")
+        dbos_b = (dbos.get("concurrent") or {}).get("steps_per_second")
+        if dbos:
+            seq = dbos["sequential"]
+            lines.append(
+                f"| {number} | DBOS over SQLite | {dbos_a} | 1.00x "
+                f"| {seq.get('step_latency_p50_ms')} / {seq.get('step_latency_p99_ms')} "
+                f"| {dbos_b} | 1.00x | - |"
+            )
+        for config, figures in entry["engine"].items():
+            seq, con, rpc_ = figures["sequential"], figures["concurrent"], figures["rpc"]
+            lines.append(
+                f"| {number} | {config} | {seq['steps_per_second']} "
+                f"| {ratio(seq['steps_per_second'], dbos_a)} "
+                f"| {seq['step_latency_p50_ms']} / {seq['step_latency_p99_ms']} "
+                f"| {con['steps_per_second']} | {ratio(con['steps_per_second'], dbos_b)} "
+                f"| {rpc_['rpc_p50_ms']} / {rpc_['rpc_p99_ms']} |"
+            )
+    return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--json", dest="json_path", help="write the figures here as JSON")
+    parser.add_argument("--rounds", type=int, default=1, help="repeat every configuration")
     parser.add_argument(
-        "--db", default=None, help="SQLite path or :memory: (default: a temporary file)"
+        "--configs", default=",".join(CONFIGS), help="comma-separated placement/durability"
     )
+    parser.add_argument("--no-dbos", action="store_true", help="skip the DBOS comparison")
     parser.add_argument("--steps", type=int, default=1000, help="Steps in the sequential Flow")
     parser.add_argument("--flows", type=int, default=200, help="concurrent Flows")
     parser.add_argument("--flow-steps", type=int, default=20, help="Steps per concurrent Flow")
@@ -313,33 +435,44 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--worker-tasks", type=int, default=32, help="Worker max_concurrent_tasks")
     parser.add_argument("--idle-streams", type=int, default=4, help="idle pull streams per queue")
     parser.add_argument(
-        "--engine-process", action="store_true", help="run the engine as a child process"
-    )
-    parser.add_argument(
-        "--cache-sdk-version",
+        "--memoize-sdk-version",
         action="store_true",
-        help="experiment: memoize the SDK's per-stream package-metadata version lookup",
+        help="apply dex_local_engine.sdk_patches.memoize_sdk_version (opt-in SDK fix)",
     )
     arguments = parser.parse_args(argv)
-    if arguments.cache_sdk_version:
-        cache_sdk_version()
-
-    with tempfile.TemporaryDirectory(prefix="dex-bench-db-") as db_directory:
-        database = arguments.db or str(Path(db_directory) / "engine.sqlite3")
-        with engine_address(database, arguments.engine_process) as address:
-            figures = asyncio.run(measure(arguments, address))
-    figures.machine = machine_description()
-    figures.settings = {
-        "engine": "child process" if arguments.engine_process else "embedded (same process)",
-        "database": "temporary file" if arguments.db is None else arguments.db,
-        "worker": "AsyncWorker (pull), synchronous handlers",
-        "worker_max_concurrent_tasks": arguments.worker_tasks,
-        "idle_streams_per_queue": arguments.idle_streams,
-        "sdk_version_cached": arguments.cache_sdk_version,
+    configs = [config.strip() for config in arguments.configs.split(",") if config.strip()]
+    for config in configs:
+        if config not in CONFIGS:
+            parser.error(f"unknown configuration {config!r}; use {', '.join(CONFIGS)}")
+    if arguments.memoize_sdk_version and not memoize_sdk_version():
+        parser.error("the SDK version memoization does not apply to this SDK")
+    load_before = os.getloadavg()
+    rounds: list[dict[str, Any]] = []
+    for _ in range(arguments.rounds):
+        entry: dict[str, Any] = {"dbos": None, "engine": {}}
+        if not arguments.no_dbos:
+            dbos = run_dbos(arguments)
+            entry["dbos"] = asdict(dbos) if dbos is not None else None
+        for config in configs:
+            print(f"-- {config}", flush=True)
+            entry["engine"][config] = asdict(run_engine(arguments, config))
+        rounds.append(entry)
+    report = {
+        "machine": machine_description(),
+        "load_average_before_after": [list(load_before), list(os.getloadavg())],
+        "settings": {
+            "worker": "AsyncWorker (pull), synchronous handlers",
+            "worker_max_concurrent_tasks": arguments.worker_tasks,
+            "idle_streams_per_queue": arguments.idle_streams,
+            "sdk_version_memoized": arguments.memoize_sdk_version,
+        },
+        "rounds": rounds,
     }
-    print(json.dumps(asdict(figures), indent=2))
+    print(json.dumps(report, indent=2))
+    print(summary_table(rounds))
+    print(f"load average before/after: {load_before} / {os.getloadavg()}")
     if arguments.json_path:
-        Path(arguments.json_path).write_text(json.dumps(asdict(figures), indent=2) + "\n")
+        Path(arguments.json_path).write_text(json.dumps(report, indent=2) + "\n")
     return 0
 
 

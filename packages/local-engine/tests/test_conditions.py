@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from dex_local_engine.conditions import (
     ChannelBounds,
     InvalidWaitingConditionError,
-    UnsupportedWaitingConditionError,
     WaitOutcome,
     WaitState,
     channel_bounds,
@@ -314,11 +313,32 @@ def test_server_owned_firing_time_is_rejected() -> None:
         validate_waiting_condition(condition)
 
 
-def test_sub_flow_conditions_are_unsupported() -> None:
+def test_sub_flow_conditions_wait_for_closed_children() -> None:
+    both = waiting(ALL, timers=[timer(cid="t")])
+    both.sub_flow_conditions.add(condition_id="s", sub_flow_type="F", start_step_type="S")
+    both.sub_flow_conditions.add(condition_id="u", sub_flow_type="F", start_step_type="S")
+    closed = WaitState(frozenset({0}), {}, closed_sub_flows=frozenset({0}))
+    assert evaluate_wait(both, closed) is None
+    all_closed = WaitState(frozenset({0}), {}, closed_sub_flows=frozenset({0, 1}))
+    assert evaluate_wait(both, all_closed) == outcome(timers=(0,))
+    either = waiting(ANY)
+    either.sub_flow_conditions.add(sub_flow_type="F", start_step_type="S")
+    either.sub_flow_conditions.add(sub_flow_type="F", start_step_type="S")
+    assert evaluate_wait(either, state()) is None
+    one = WaitState(frozenset(), {}, closed_sub_flows=frozenset({1}))
+    assert evaluate_wait(either, one) == outcome()
+    combo = waiting(COMBO, channels=[channel("a", cid="c")], combos=[["c", "s"]])
+    combo.sub_flow_conditions.add(condition_id="s", sub_flow_type="F", start_step_type="S")
+    assert evaluate_wait(combo, state(a=1)) is None
+    ready = WaitState(frozenset(), {"a": 1}, closed_sub_flows=frozenset({0}))
+    assert evaluate_wait(combo, ready) == outcome(takes=((0, 1),))
+
+
+def test_sub_flow_condition_needs_a_flow_type() -> None:
     condition = waiting(ANY)
-    condition.sub_flow_conditions.add(condition_id="s", sub_flow_type="F", start_step_type="S")
-    with pytest.raises(UnsupportedWaitingConditionError, match="SubFlow"):
-        evaluate_wait(condition, state())
+    condition.sub_flow_conditions.add(condition_id="s", start_step_type="S")
+    with pytest.raises(InvalidWaitingConditionError, match="empty sub_flow_type"):
+        validate_waiting_condition(condition)
 
 
 def test_bad_state_is_rejected() -> None:

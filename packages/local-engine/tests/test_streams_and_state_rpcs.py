@@ -89,9 +89,9 @@ def test_state_rpcs_and_unimplemented_names(
         assert result.status is FlowStatus.COMPLETED
         assert result.completions[0].decode(str) == "s|msgs=['pub']|counter=41"
         with pytest.raises(grpc.RpcError) as failure:
-            stub.TriggerContinueAsNew(pb.TriggerContinueAsNewRequest(flow_id="x"))
+            stub.UpdateFlowConfig(pb.UpdateFlowConfigRequest(flow_id="x"))
         assert failure.value.code() == grpc.StatusCode.UNIMPLEMENTED
-        assert "TriggerContinueAsNew" in (failure.value.details() or "")
+        assert "UpdateFlowConfig" in (failure.value.details() or "")
         info = stub.GetServerInfo(empty_pb2.Empty())
         assert (info.minimum_supported_protocol_version, info.current_protocol_version) == (1, 3)
 

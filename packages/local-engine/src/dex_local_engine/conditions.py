@@ -28,7 +28,9 @@ Semantics (matching the Dex server's planner):
   not it belongs to the winning candidate. A channel condition reports
   COMPLETED exactly when it belongs to the winning candidate, even when it takes
   zero messages.
-* A condition with no timers and no channels is satisfied immediately.
+* SubFlow conditions are one-shot like timers: satisfied once the child Flow is
+  closed (whatever its status). ANY puts them after timers and channels.
+* A condition with no timers, channels or SubFlows is satisfied immediately.
 """
 
 from __future__ import annotations
@@ -66,6 +68,8 @@ class WaitState:
     """Indexes into ``condition.timer_conditions`` that fired or were skipped."""
     channel_sizes: Mapping[str, int]
     """Unconsumed messages available per physical channel name (missing = 0)."""
+    closed_sub_flows: frozenset[int] = frozenset()
+    """Indexes into ``condition.sub_flow_conditions`` whose child Flow is closed."""
 
 
 @dataclass(frozen=True)
@@ -106,11 +110,7 @@ def channel_bounds(condition: dex_pb2.ChannelCondition) -> ChannelBounds:
 
 
 def validate_waiting_condition(condition: dex_pb2.WaitingCondition) -> None:
-    """Raise :class:`InvalidWaitingConditionError` for conditions Dex rejects.
-
-    Also raises :class:`UnsupportedWaitingConditionError` for SubFlow
-    conditions, which this engine does not run.
-    """
+    """Raise :class:`InvalidWaitingConditionError` for conditions Dex rejects."""
     kind = condition.waiting_condition_type
     if kind not in (_ALL, _ANY, _ANY_COMBINATION):
         raise InvalidWaitingConditionError(f"unknown waiting_condition_type {kind}")
@@ -161,10 +161,12 @@ def validate_waiting_condition(condition: dex_pb2.WaitingCondition) -> None:
                 f"channel condition {label!r} has at_most {channel.at_most} "
                 f"< at_least {channel.at_least}"
             )
-    if len(condition.sub_flow_conditions) > 0:
-        raise UnsupportedWaitingConditionError(
-            "SubFlow conditions are not supported by the local engine"
-        )
+    for sub_flow in condition.sub_flow_conditions:
+        declare(sub_flow.condition_id, "SubFlow")
+        if not sub_flow.sub_flow_type:
+            raise InvalidWaitingConditionError(
+                f"SubFlow condition {sub_flow.condition_id!r} has an empty sub_flow_type"
+            )
 
     if kind != _ANY_COMBINATION:
         if len(condition.condition_combinations) > 0:
@@ -200,30 +202,42 @@ class _Candidate:
     timers: tuple[int, ...]
     channels: tuple[int, ...]
     """Channel condition indexes, ascending (allocation order)."""
+    sub_flows: tuple[int, ...] = ()
 
 
 def _candidates(condition: dex_pb2.WaitingCondition) -> list[_Candidate]:
     timer_count = len(condition.timer_conditions)
     channel_count = len(condition.channel_conditions)
+    sub_flow_count = len(condition.sub_flow_conditions)
     kind = condition.waiting_condition_type
     if kind == _ALL:
-        return [_Candidate(tuple(range(timer_count)), tuple(range(channel_count)))]
-    if kind == _ANY:
-        return [_Candidate((index,), ()) for index in range(timer_count)] + [
-            _Candidate((), (index,)) for index in range(channel_count)
+        return [
+            _Candidate(
+                tuple(range(timer_count)), tuple(range(channel_count)), tuple(range(sub_flow_count))
+            )
         ]
+    if kind == _ANY:
+        return (
+            [_Candidate((index,), ()) for index in range(timer_count)]
+            + [_Candidate((), (index,)) for index in range(channel_count)]
+            + [_Candidate((), (), (index,)) for index in range(sub_flow_count)]
+        )
     timer_by_id = {
         timer.condition_id: index for index, timer in enumerate(condition.timer_conditions)
     }
     channel_by_id = {
         channel.condition_id: index for index, channel in enumerate(condition.channel_conditions)
     }
+    sub_flow_by_id = {
+        sub_flow.condition_id: index for index, sub_flow in enumerate(condition.sub_flow_conditions)
+    }
     candidates: list[_Candidate] = []
     for combination in condition.condition_combinations:
         ids: Sequence[str] = combination.condition_ids
         timers = tuple(timer_by_id[cid] for cid in ids if cid in timer_by_id)
         channels = tuple(sorted(channel_by_id[cid] for cid in ids if cid in channel_by_id))
-        candidates.append(_Candidate(timers, channels))
+        sub_flows = tuple(sub_flow_by_id[cid] for cid in ids if cid in sub_flow_by_id)
+        candidates.append(_Candidate(timers, channels, sub_flows))
     return candidates
 
 
@@ -269,18 +283,23 @@ def evaluate_wait(condition: dex_pb2.WaitingCondition, state: WaitState) -> Wait
     """Decide whether the wait is satisfied; ``None`` means keep waiting.
 
     Raises :class:`InvalidWaitingConditionError` (a ``ValueError``) for a
-    malformed condition, :class:`UnsupportedWaitingConditionError` for SubFlow
-    conditions, and ``ValueError`` for an inconsistent state.
+    malformed condition and ``ValueError`` for an inconsistent state.
     """
     validate_waiting_condition(condition)
     _validate_state(condition, state)
     completed_timers = tuple(sorted(state.fired_timers))
-    if len(condition.timer_conditions) == 0 and len(condition.channel_conditions) == 0:
+    if (
+        len(condition.timer_conditions) == 0
+        and len(condition.channel_conditions) == 0
+        and len(condition.sub_flow_conditions) == 0
+    ):
         return WaitOutcome(completed_timers=completed_timers, channel_takes=())
     bounds = [channel_bounds(channel) for channel in condition.channel_conditions]
     names = [channel.channel_name for channel in condition.channel_conditions]
     for candidate in _candidates(condition):
         if not all(index in state.fired_timers for index in candidate.timers):
+            continue
+        if not all(index in state.closed_sub_flows for index in candidate.sub_flows):
             continue
         takes = _plan_channels(candidate, bounds, names, state.channel_sizes)
         if takes is not None:

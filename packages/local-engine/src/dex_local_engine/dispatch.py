@@ -265,8 +265,11 @@ class Dispatcher:
                 # A stream that ends before any output either retired cleanly (the task
                 # never ran: hand it out again for free) or belongs to a Worker that died
                 # (its output may have died with it). A dead Worker ends all its streams at
-                # once, while a retiring one keeps the others, such as its sticky stream.
-                await asyncio.sleep(LIVENESS_CHECK_SECONDS)
+                # once, while a retiring one keeps the others, such as its sticky stream:
+                # with those open the task goes out again at once, and only a Worker
+                # without other streams gets a moment to show whether it is gone.
+                if context.cancelled() or not self._worker_alive(stream):
+                    await asyncio.sleep(LIVENESS_CHECK_SECONDS)
                 died = bool(context.cancelled()) or not self._worker_alive(stream)
         finally:
             self._close_stream(stream)

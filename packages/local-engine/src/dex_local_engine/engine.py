@@ -24,10 +24,12 @@ from contextlib import contextmanager, suppress
 from dex.dexpb import dex_pb2 as pb
 
 from dex_local_engine import (
+    continue_as_new,
     errors,
     flows,
     queries,
     recovery,
+    resets,
     rpcs,
     search,
     state_access,
@@ -62,6 +64,7 @@ class Engine:
         self._dirty_flows: dict[str, Flow] = {}
         self._dirty_steps: dict[tuple[str, str], StepExec] = {}
         self._notify: set[str] = set()
+        self._continue_due: dict[str, Flow] = {}  # Flows to continue as new at commit
         self._depth = 0
         self.closing = False
         # Dex raises explicit heartbeat timeouts to a server minimum of ten seconds.
@@ -83,9 +86,13 @@ class Engine:
         try:
             with self.store.transaction():
                 yield
+                while self._continue_due:
+                    _, flow = self._continue_due.popitem()
+                    continue_as_new.continue_flow(self, flow)
                 self._flush()
         finally:
             self._depth = 0
+            self._continue_due.clear()
             self._dirty_flows.clear()
             self._dirty_steps.clear()
         notify, self._notify = self._notify, set()
@@ -126,6 +133,8 @@ class Engine:
         event.event_time.CopyFrom(stamp(time.time()))
         self.store.add_event(flow.flow_id, event.event_id, event.SerializeToString())
         self._notify.add(flow.flow_id)
+        if continue_as_new.threshold_reached(flow):
+            self._continue_due[flow.flow_id] = flow
 
     async def wait_change(self, flow_id: str, seconds: float) -> None:
         """Wait until the Flow changes or the given seconds pass."""
@@ -175,6 +184,14 @@ class Engine:
     def get_attributes(self, request: pb.GetAttributesRequest) -> pb.GetAttributesResponse:
         """GetAttributes of a running or closed Flow."""
         return state_access.get_attributes(self, request)
+
+    def reset_flow(self, request: pb.ResetFlowRequest) -> pb.ResetFlowResponse:
+        """ResetFlow: a new run from the beginning, re-applying the writes from outside."""
+        return resets.reset_flow(self, request)
+
+    def trigger_continue_as_new(self, request: pb.TriggerContinueAsNewRequest) -> None:
+        """TriggerContinueAsNew: move a running Flow to a new run now."""
+        continue_as_new.trigger(self, request)
 
     def sync_indexes(self, request: pb.SyncAttributeIndexRequest) -> None:
         """SyncAttributeIndexes: remember which Attributes are searchable, and how."""

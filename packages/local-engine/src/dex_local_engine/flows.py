@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, cast
 import grpc
 from dex.dexpb import dex_pb2 as pb
 
-from dex_local_engine import effects, errors, steps
+from dex_local_engine import effects, errors, steps, subflows
 from dex_local_engine.constants import TIMEOUT_HANDLER_STEP_TYPE
 from dex_local_engine.decisions import graceful_completion_due
 from dex_local_engine.errors import DexError
 from dex_local_engine.model import Flow, Phase, StepExec
-from dex_local_engine.validation import validate_step_options
+from dex_local_engine.validation import validate_flow_config, validate_step_options
 from dex_local_engine.values import null, uuid7
 
 if TYPE_CHECKING:
@@ -25,8 +25,9 @@ if TYPE_CHECKING:
 _LOG = logging.getLogger("dex_local_engine")
 
 
-def start_flow(engine: Engine, request: pb.StartFlowRequest) -> str:
-    """Start a run under the ID reuse policy; returns its run ID."""
+def start_flow(engine: Engine, request: pb.StartFlowRequest, *, parent: str = "") -> str:
+    """Start a run under the ID reuse policy; returns its run ID. ``parent`` links a
+    SubFlow to the Step execution waiting for it."""
     if not request.flow_id:
         raise errors.invalid("StartFlow needs a flow_id")
     if not request.flow_type:
@@ -62,6 +63,7 @@ def start_flow(engine: Engine, request: pb.StartFlowRequest) -> str:
             config=config,
             timeout_seconds=max(0, request.flow_timeout_seconds),
             timeout_policy=request.flow_timeout_policy,
+            parent=parent,
         )
         engine.flows[flow.flow_id] = flow
         engine.locks[flow.flow_id] = {}
@@ -261,6 +263,7 @@ def close_flow(engine: Engine, flow: Flow, status: int, error_type: int, message
         ),
     )
     engine.touch(flow)
+    subflows.child_closed(engine, flow)
 
 
 def flow_result(flow: Flow) -> pb.FlowResult:
@@ -281,23 +284,3 @@ def check_graceful(engine: Engine, flow: Flow) -> None:
         TIMEOUT_HANDLER_STEP_TYPE,
     ):
         close_flow(engine, flow, pb.FLOW_STATUS_COMPLETED, 0, "")
-
-
-def validate_flow_config(config: pb.FlowConfig) -> None:
-    """Refuse a Flow configuration Dex Server would refuse, as INVALID_ARGUMENT.
-
-    The engine has no Attribute Store, so naming one is an error, as an unknown store
-    is on Dex Server (a silently ignored projection would lose writes).
-    """
-    if config.continue_as_new_threshold < 0:
-        raise errors.invalid(
-            f"continue_as_new_threshold must be >= 0, got {config.continue_as_new_threshold}"
-        )
-    if config.continue_as_new_page_size_in_bytes < 0:
-        raise errors.invalid(
-            "continue_as_new_page_size_in_bytes must be >= 0, got "
-            f"{config.continue_as_new_page_size_in_bytes}"
-        )
-    for name in config.attribute_store_names.names:
-        if name:
-            raise errors.invalid(f"unknown Attribute Store {name!r}")

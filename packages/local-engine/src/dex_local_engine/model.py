@@ -203,6 +203,7 @@ class Flow:
     timeout_seconds: int = 0
     timeout_policy: int = pb.FLOW_TIMEOUT_POLICY_UNSPECIFIED
     graceful: bool = False
+    parent: str = ""  # a SubFlow's parent: "<Flow ID>\n<Step execution ID>"
     counters: dict[str, int] = field(default_factory=dict[str, int])
     outputs: list[pb.StepCompletionOutput] = field(default_factory=list[pb.StepCompletionOutput])
     stale_skips: list[StaleSkip] = field(default_factory=list[StaleSkip])
@@ -244,6 +245,7 @@ class Flow:
                 "timeout": self.timeout_seconds,
                 "timeout_policy": self.timeout_policy,
                 "graceful": self.graceful,
+                "parent": self.parent,
                 "counters": self.counters,
                 "outputs": [encode_message(o) for o in self.outputs],
                 "stale_skips": [[s.sid, s.condition_id, s.index] for s in self.stale_skips],
@@ -271,6 +273,7 @@ class Flow:
             timeout_seconds=int(data["timeout"]),
             timeout_policy=int(data["timeout_policy"]),
             graceful=bool(data["graceful"]),
+            parent=str(data.get("parent", "")),
             counters={str(k): int(v) for k, v in data["counters"].items()},
             outputs=[decode_message(pb.StepCompletionOutput, o) for o in data["outputs"]],
             stale_skips=[StaleSkip(s[0], s[1], s[2]) for s in data["stale_skips"]],

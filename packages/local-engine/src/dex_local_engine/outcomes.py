@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from dex.dexpb import dex_pb2 as pb
 
-from dex_local_engine import effects, flows, locks, steps, waits
+from dex_local_engine import effects, flows, locks, steps, subflows, waits
 from dex_local_engine.attempt_progress import StepAttemptProgress, with_attempt_progress
 from dex_local_engine.decisions import FlowEffect, plan_close
 from dex_local_engine.model import Flow, Phase, StaleSkip, StepExec
@@ -156,6 +156,8 @@ def wait_for_completed(
         step.condition = result.waiting_condition
         step.wait_started = time.time()
         step.phase = Phase.WAITING
+        if step.condition.sub_flow_conditions:
+            subflows.start_children(engine, flow, step)
         remaining: list[StaleSkip] = []
         for skip in flow.stale_skips:
             if skip.sid == step.sid:

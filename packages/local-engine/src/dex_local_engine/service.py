@@ -46,6 +46,8 @@ SUPPORTED_FLOW_RPCS = frozenset(
         "GetAttributes",
         "GetFlowState",
         "SearchFlows",
+        "ResetFlow",
+        "TriggerContinueAsNew",
     }
 )
 
@@ -94,6 +96,17 @@ class FlowService(cast(Any, pb_grpc).FlowServiceServicer):
     ) -> pb.SyncAttributeIndexResponse:
         self.engine.sync_indexes(request)
         return pb.SyncAttributeIndexResponse()
+
+    @_answering_errors
+    async def ResetFlow(self, request: pb.ResetFlowRequest, context: Any) -> pb.ResetFlowResponse:
+        return self.engine.reset_flow(request)
+
+    @_answering_errors
+    async def TriggerContinueAsNew(
+        self, request: pb.TriggerContinueAsNewRequest, context: Any
+    ) -> empty_pb2.Empty:
+        self.engine.trigger_continue_as_new(request)
+        return empty_pb2.Empty()
 
     @_answering_errors
     async def SearchFlows(

@@ -155,6 +155,10 @@ class Store:
         for table in ("attributes", "channel_msgs", "steps", "history"):
             self._db.execute(f"DELETE FROM {table} WHERE flow_id = ?", (flow_id,))
 
+    def delete_history(self, flow_id: str) -> None:
+        """Forget a Flow's history (it continued as new)."""
+        self._db.execute("DELETE FROM history WHERE flow_id = ?", (flow_id,))
+
     def flows(self) -> list[FlowRow]:
         rows = self._db.execute("SELECT flow_id, run_id, flow_type, status, meta FROM flows")
         return [FlowRow(*row) for row in rows]

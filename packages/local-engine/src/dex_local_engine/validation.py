@@ -31,6 +31,9 @@ def result_problem(frame: pb.PollWorkerTaskFrame) -> str | None:
             result = frame.wait_for.result
             if result.HasField("waiting_condition"):
                 validate_waiting_condition(result.waiting_condition)
+                for sub_flow in result.waiting_condition.sub_flow_conditions:
+                    validate_step_options(sub_flow.step_options)
+                    validate_flow_config(sub_flow.options.flow_config_override)
         else:
             for movement in frame.execute.result.step_decision.next_steps:
                 if not movement.step_type:
@@ -58,3 +61,23 @@ def trusted_movements(movements: Iterable[pb.StepMovement]) -> list[pb.StepMovem
         copy.ClearField("recovery_error_internal_only")
         cleaned.append(copy)
     return cleaned
+
+
+def validate_flow_config(config: pb.FlowConfig) -> None:
+    """Refuse a Flow configuration Dex Server would refuse, as INVALID_ARGUMENT.
+
+    The engine has no Attribute Store, so naming one is an error, as an unknown store
+    is on Dex Server (a silently ignored projection would lose writes).
+    """
+    if config.continue_as_new_threshold < 0:
+        raise errors.invalid(
+            f"continue_as_new_threshold must be >= 0, got {config.continue_as_new_threshold}"
+        )
+    if config.continue_as_new_page_size_in_bytes < 0:
+        raise errors.invalid(
+            "continue_as_new_page_size_in_bytes must be >= 0, got "
+            f"{config.continue_as_new_page_size_in_bytes}"
+        )
+    for name in config.attribute_store_names.names:
+        if name:
+            raise errors.invalid(f"unknown Attribute Store {name!r}")

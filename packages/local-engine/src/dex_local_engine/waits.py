@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from dex.dexpb import dex_pb2 as pb
 
-from dex_local_engine import errors, flows, locks, steps
+from dex_local_engine import errors, flows, locks, steps, subflows
 from dex_local_engine.conditions import WaitState, evaluate_wait
 from dex_local_engine.model import Flow, Phase, StaleSkip, StepExec
 
@@ -37,7 +37,8 @@ def evaluate(engine: Engine, flow: Flow, step: StepExec) -> bool:
     sizes = {
         c.channel_name: flow.channel_size(c.channel_name) for c in condition.channel_conditions
     }
-    outcome = evaluate_wait(condition, WaitState(frozenset(fired), sizes))
+    children = subflows.closed_children(engine, flow, step)
+    outcome = evaluate_wait(condition, WaitState(frozenset(fired), sizes, children))
     if outcome is None:
         if next_fire is not None:
             arm_wake(engine, flow, step, next_fire)
@@ -45,7 +46,7 @@ def evaluate(engine: Engine, flow: Flow, step: StepExec) -> bool:
     wake = engine.wakes.pop((flow.flow_id, step.sid), None)
     if wake is not None:
         wake.cancel()
-    results = pb.ConditionResults()
+    results = pb.ConditionResults(sub_flow_results=subflows.results(engine, flow, step))
     completed_timers = set(outcome.completed_timers)
     for index, timer in enumerate(condition.timer_conditions):
         status = (

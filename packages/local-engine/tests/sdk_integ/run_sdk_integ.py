@@ -42,25 +42,7 @@ PER_TEST_TIMEOUT_SECONDS = 120
 
 # Scenarios that exercise Dex features the local engine deliberately leaves out.
 # Keys are test function names; a failure of one of these is reported, not counted.
-UNSUPPORTED: dict[str, str] = {
-    "test_reset_reapplies_rpc_or_channel": "ResetFlow (time travel) is not implemented",
-    "test_reset_can_skip_rpc_or_channel_reapply": "ResetFlow (time travel) is not implemented",
-    "test_subflow_returns_identity_and_output": "SubFlows are not implemented",
-    "test_subflow_all_of_returns_stable_terminal_results": "SubFlows are not implemented",
-    "test_subflow_any_of_running_snapshot_can_be_stopped": "SubFlows are not implemented",
-    "test_subflow_attach_keeps_running_execution_across_parent_reset": (
-        "SubFlows and ResetFlow are not implemented"
-    ),
-    "test_subflow_always_restart_replaces_running_execution_across_parent_reset": (
-        "SubFlows and ResetFlow are not implemented"
-    ),
-    "test_subflow_default_reuse_restarts_failed_execution_across_parent_reset": (
-        "SubFlows and ResetFlow are not implemented"
-    ),
-    "test_subflow_partial_results_survive_continue_as_new_without_restart": (
-        "SubFlows and continue-as-new are not implemented"
-    ),
-}
+UNSUPPORTED: dict[str, str] = {}
 
 # Literal text in the exported scenarios that names an SDK symbol renamed since
 # they were written. Only the temporary copy is patched.
