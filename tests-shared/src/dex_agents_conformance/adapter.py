@@ -17,9 +17,14 @@ class Capability(StrEnum):
     """The test model can raise an unexpected error on chosen attempts (``fail_attempts``)."""
     GATED_MODEL_CALLS = "gated_model_calls"
     """The test model can block on a ``FileGate`` (and stream text before it)."""
+    COMPACTION = "compaction"
+    """The runner implements the compaction methods and the factory passes
+    ``ScenarioSession.compaction_context_window_tokens``, ``retained_message_limit`` and
+    ``summary_gate`` on; opt-in, so not in ``ALL_CAPABILITIES``."""
 
 
-ALL_CAPABILITIES = frozenset(Capability)
+ALL_CAPABILITIES = frozenset(c for c in Capability if c is not Capability.COMPACTION)
+"""Every capability but the opt-in ``COMPACTION``."""
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -130,6 +131,7 @@ class ConformanceHarness:
         *,
         interrupt_deadline: timedelta | None = None,
         start_worker: bool = True,
+        session: ScenarioSession | None = None,
     ) -> AsyncGenerator[ScenarioRun]:
         """Write the scenario, build its Flow under a fresh Flow type, and start a Worker."""
         flow_type = f"Conformance{uuid.uuid4().hex[:12]}"
@@ -137,7 +139,11 @@ class ConformanceHarness:
         scenario = Scenario(
             script=script,
             tools=tools,
-            session=ScenarioSession(flow_type, interrupt_deadline=interrupt_deadline),
+            session=(
+                replace(session, flow_type=flow_type)
+                if session is not None
+                else ScenarioSession(flow_type, interrupt_deadline=interrupt_deadline)
+            ),
         )
         scenario.write(state_directory)
         flow: dex.Flow[Any] = build_scenario_flow(self.adapter.factory, state_directory)

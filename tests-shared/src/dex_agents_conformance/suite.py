@@ -33,6 +33,7 @@ from dex_agents_conformance.checks import (
     finished_statuses,
 )
 from dex_agents_conformance.harness import ConformanceHarness
+from dex_agents_conformance.long_sessions import LongSessionScenarios
 from dex_agents_conformance.tools import CHARGE_CARD, LOOKUP_ORDER, LOOKUP_STOCK, REFUND_ORDER
 
 READ_TOOL_TURN = [
@@ -55,7 +56,7 @@ FIRST_CALL = "call-0-0"
 SECOND_CALL = "call-0-1"
 
 
-class ConformanceSuite:
+class ConformanceSuite(LongSessionScenarios):
     """Every scenario of the suite; see the module docstring."""
 
     pytestmark: ClassVar[list[pytest.MarkDecorator]] = [
