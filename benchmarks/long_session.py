@@ -151,6 +151,21 @@ class WorkerThread:
         self._thread.join(60)
 
 
+async def wait_for_turn(
+    client: dex.AsyncClient, flow: AgentSessionFlow, session_id: str, target: int
+) -> None:
+    """Return once ``turn-<target>`` completed, reading only the newest events."""
+    turn_id = f"turn-{target}"
+    while True:
+        page = await client.list_stream_messages(session_id, flow.agent_events, 20, "")
+        if any(
+            message.value.type == "turn_completed" and message.value.turn_id == turn_id
+            for message in page.messages
+        ):
+            return
+        await asyncio.sleep(0.5)
+
+
 def loaded_by_next_model_step(stored: dict[str, Any], compaction: bool) -> tuple[int, int]:
     """Bytes and messages ``RunModel`` loads: the window and the chunks its input needs."""
     summary_value = stored.get("ContextSummary")
@@ -223,16 +238,10 @@ async def run_session(
                         flow.send_user_message, session_id, AgentUserMessage(f"{USER_TEXT} {sent}")
                     )
                 started = time.monotonic()
-                while True:
-                    snapshot = await client.invoke_rpc(flow.get_agent_snapshot, session_id)
-                    state = snapshot.state
-                    if (
-                        state is not None
-                        and state.turn_count >= target
-                        and not state.active_turn_id
-                    ):
-                        break
-                    await asyncio.sleep(0.2)
+                # Wait on the latest turn_completed event: a snapshot loads every kept
+                # message, and polling it would compete with the Worker for the GIL.
+                await wait_for_turn(client, flow, session_id, target)
+                snapshot = await client.invoke_rpc(flow.get_agent_snapshot, session_id)
                 stored = await read_stored_attributes(engine.address, session_id)
                 loaded, loaded_messages = loaded_by_next_model_step(stored, compaction is not None)
                 cpu = runner.cpu_at_model_step

@@ -4,12 +4,17 @@ import pytest
 
 from dex_agents.stepwise.conformance import STEPWISE_FLOW_FACTORY
 from dex_agents_conformance import ConformanceAdapter
+from dex_agents_conformance.adapter import ALL_CAPABILITIES, Capability
 from dex_agents_conformance.suite import ConformanceSuite
 
 
 @pytest.fixture
 def conformance_adapter() -> ConformanceAdapter:
-    return ConformanceAdapter(factory=STEPWISE_FLOW_FACTORY, name="Stepwise")
+    return ConformanceAdapter(
+        factory=STEPWISE_FLOW_FACTORY,
+        name="Stepwise",
+        capabilities=ALL_CAPABILITIES | {Capability.COMPACTION},
+    )
 
 
 class TestStepwiseConformance(ConformanceSuite):

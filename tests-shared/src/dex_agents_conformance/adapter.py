@@ -21,9 +21,14 @@ class Capability(StrEnum):
     """The factory enables the scenario's built-in tools (``ScenarioSession.built_in_tools``)."""
     PLAN_MODE = "plan_mode"
     """The runner declares ``supports_plan_mode``: a planning turn offers only ``write_todos``."""
+    COMPACTION = "compaction"
+    """The runner implements the compaction methods and the factory passes
+    ``ScenarioSession.compaction_context_window_tokens``, ``retained_message_limit`` and
+    ``summary_gate`` on; opt-in, so not in ``ALL_CAPABILITIES``."""
 
 
-ALL_CAPABILITIES = frozenset(Capability)
+ALL_CAPABILITIES = frozenset(c for c in Capability if c is not Capability.COMPACTION)
+"""Every capability but the opt-in ``COMPACTION``."""
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -132,6 +133,7 @@ class ConformanceHarness:
         start_worker: bool = True,
         built_in_tools: Sequence[str] = (),
         plan_mode_enabled: bool = False,
+        session: ScenarioSession | None = None,
     ) -> AsyncGenerator[ScenarioRun]:
         """Write the scenario, build its Flow under a fresh Flow type, and start a Worker."""
         flow_type = f"Conformance{uuid.uuid4().hex[:12]}"
@@ -139,11 +141,15 @@ class ConformanceHarness:
         scenario = Scenario(
             script=script,
             tools=tools,
-            session=ScenarioSession(
-                flow_type,
-                interrupt_deadline=interrupt_deadline,
-                built_in_tools=tuple(built_in_tools),
-                plan_mode_enabled=plan_mode_enabled,
+            session=(
+                replace(session, flow_type=flow_type)
+                if session is not None
+                else ScenarioSession(
+                    flow_type,
+                    interrupt_deadline=interrupt_deadline,
+                    built_in_tools=tuple(built_in_tools),
+                    plan_mode_enabled=plan_mode_enabled,
+                )
             ),
         )
         scenario.write(state_directory)

@@ -33,6 +33,7 @@ from dex_agents_conformance.checks import (
     finished_statuses,
 )
 from dex_agents_conformance.harness import ConformanceHarness
+from dex_agents_conformance.long_sessions import LongSessionScenarios
 from dex_agents_conformance.tools import CHARGE_CARD, LOOKUP_ORDER, LOOKUP_STOCK, REFUND_ORDER
 from dex_agents_conformance.turn_control_suite import TurnControlScenarios
 
@@ -56,10 +57,11 @@ FIRST_CALL = "call-0-0"
 SECOND_CALL = "call-0-1"
 
 
-class ConformanceSuite(TurnControlScenarios):
+class ConformanceSuite(TurnControlScenarios, LongSessionScenarios):
     """Every scenario of the suite; see the module docstring.
 
-    The steering, cancellation and plan scenarios come from ``TurnControlScenarios``.
+    The steering, cancellation and plan scenarios come from ``TurnControlScenarios``,
+    the message storage, retention and compaction ones from ``LongSessionScenarios``.
     """
 
     pytestmark: ClassVar[list[pytest.MarkDecorator]] = [

@@ -12,6 +12,8 @@ new ``RunModel`` attempt.
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import os
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -42,6 +44,15 @@ from dex_agents.adapter_support import (
     tool_arguments_object,
 )
 from dex_agents.builtin_tools import enabled_builtin_tool_definitions
+from dex_agents.compaction import ContextSummaryRequest, ContextSummaryResult
+from dex_agents.compaction_support import (
+    CutItem,
+    context_summary_note,
+    estimate_text_tokens,
+    select_cut,
+    summary_input_text,
+)
+from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS
 from dex_agents_claude_sdk.messages import (
     ToolUse,
     assistant_message,
@@ -55,6 +66,8 @@ from dex_agents_claude_sdk.messages import (
 from dex_agents_claude_sdk.tools import ClaudeTool, ToolLike, as_claude_tool, policy_of_call
 
 __all__ = ["DEFAULT_MAX_TOKENS", "ClaudeAgentRunner"]
+
+logger = logging.getLogger(__name__)
 
 PROVIDER = "anthropic"
 DEFAULT_MAX_TOKENS = 4096
@@ -183,9 +196,7 @@ class ClaudeAgentRunner:
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
         model_calls = decode_model_call_count(turn.framework_run_state)
         new_results = self._new_results(turn) if turn.is_resuming else []
-        items = [decode_item(m.framework_item) for m in turn.messages]
-        items.extend(decode_item(m.framework_item) for m in new_results)
-        request = self._request(turn, request_messages(items))
+        request = self._request(turn, self._input_messages(turn, new_results))
 
         # The turn is visible to the client's transport (get_model_step_context()).
         with serving_model_step(turn):
@@ -210,6 +221,72 @@ class ClaudeAgentRunner:
             tool_calls=[self._deferred_call(turn, use) for use in uses],
             usage=usage,
             model_call_metadata=metadata,
+        )
+
+    def _input_messages(
+        self, turn: AgentTurnContext, new_results: Sequence[FrameworkMessage]
+    ) -> list[dict[str, Any]]:
+        """The request's messages: the summary note first once the session compacted."""
+        items = [decode_item(m.framework_item) for m in turn.messages]
+        items.extend(decode_item(m.framework_item) for m in new_results)
+        if turn.context_summary is not None:
+            note = user_message(context_summary_note(turn.context_summary))
+            items.insert(0, decode_item(note.framework_item))
+        return request_messages(items)
+
+    # --- compaction ----------------------------------------------------------------
+
+    async def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
+        """Counts with the Messages API's ``count_tokens``; when that request fails, one
+        token per four characters of the request's JSON."""
+        new_results = self._new_results(turn) if turn.is_resuming else []
+        request = self._request(turn, self._input_messages(turn, new_results))
+        counted = {
+            key: request[key]
+            for key in ("model", "messages", "system", "tools", "thinking")
+            if key in request
+        }
+        try:
+            result = await self.client().messages.count_tokens(**counted)
+            return result.input_tokens
+        except anthropic.APIError as error:
+            logger.debug("count_tokens failed (%s); estimating the input tokens", error)
+            return estimate_text_tokens(json.dumps(counted, default=str))
+
+    async def select_compaction_cutoff(
+        self, turn: AgentTurnContext, retained_token_budget: int
+    ) -> int | None:
+        """A cut between model responses whose ``tool_use`` blocks all have results."""
+        items: list[CutItem] = []
+        for message in turn.messages:
+            tokens = estimate_text_tokens(message.framework_item)
+            if message.role == "tool" and message.tool_call_id:
+                items.append(CutItem(tokens, answers=frozenset({message.tool_call_id})))
+            else:
+                uses = tool_uses_of(decode_item(message.framework_item))
+                items.append(CutItem(tokens, opens=frozenset(use.call_id for use in uses)))
+        point = select_cut(items, retained_token_budget)
+        return turn.messages[point - 1].sequence if point is not None else None
+
+    async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
+        """One ``messages.create`` call without tools: ``CONTEXT_SUMMARY_INSTRUCTIONS`` as the
+        system prompt and the earlier summary and messages as one user message."""
+        text, _ = summary_input_text(
+            request.messages,
+            request.previous_summary,
+            token_budget=max(1, request.input_token_budget - self.max_tokens),
+        )
+        message = await self.client().messages.create(
+            model=self.model,
+            max_tokens=self.max_tokens,
+            system=CONTEXT_SUMMARY_INSTRUCTIONS,
+            messages=[{"role": "user", "content": text}],
+        )
+        summary = "".join(block.text for block in message.content if block.type == "text")
+        return ContextSummaryResult(
+            summary=summary,
+            usage=_usage_of(message.usage),
+            model_call_metadata=self._metadata(message),
         )
 
     def _request(self, turn: AgentTurnContext, messages: list[dict[str, Any]]) -> dict[str, Any]:

@@ -59,8 +59,16 @@ from dex_agents.adapter_support import (
     single_response_usage,
 )
 from dex_agents.builtin_tools import enabled_builtin_tool_definitions
+from dex_agents.compaction import ContextSummaryRequest, ContextSummaryResult
+from dex_agents.compaction_support import (
+    CutItem,
+    context_summary_note,
+    estimate_text_tokens,
+    select_cut,
+    summary_input_text,
+)
 from dex_agents.runner import AgentTurnOutcome, DeferredToolOutcome, model_call_metadata
-from dex_agents.texts import unknown_tool_error
+from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS, unknown_tool_error
 from dex_agents.values import AgentToolCallStatus
 from dex_agents_openai_agents.declarations import (
     declared_effect,
@@ -170,6 +178,9 @@ class OpenAIAgentsRunner:
         )
         if turn.framework_run_state is None:
             items = replay_items(turn.messages)
+            if turn.context_summary is not None:
+                # The summary of the earlier messages leads the input as a user message.
+                items.insert(0, user_input_item(context_summary_note(turn.context_summary)))
             run_input: list[TResponseInputItem] | RunState[Any, Agent[Any]] = cast(
                 list[TResponseInputItem], items
             )
@@ -225,6 +236,61 @@ class OpenAIAgentsRunner:
             usage=usage,
             new_messages=new_messages,
             model_call_metadata=metadata,
+        )
+
+    # --- compaction ----------------------------------------------------------------
+
+    async def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
+        """The Agents SDK counts no tokens before a request, so this estimates one token per
+        four characters of the stored items' JSON and the summary."""
+        texts = [message.framework_item for message in turn.messages]
+        if turn.context_summary is not None:
+            texts.append(context_summary_note(turn.context_summary))
+        return sum(estimate_text_tokens(text) for text in texts)
+
+    async def select_compaction_cutoff(
+        self, turn: AgentTurnContext, retained_token_budget: int
+    ) -> int | None:
+        """A cut where every ``function_call`` before it has its output. Only at a turn's
+        first model call: later calls continue from the SDK's ``RunState``, which carries
+        the turn's whole input, so compacting then would not shrink it."""
+        if turn.framework_run_state is not None:
+            return None
+        items: list[CutItem] = []
+        for message in turn.messages:
+            item = json.loads(message.framework_item)
+            call_id = str(item.get("call_id", ""))
+            kind = item.get("type")
+            tokens = estimate_text_tokens(message.framework_item)
+            if kind == "function_call" and call_id:
+                items.append(CutItem(tokens, opens=frozenset({call_id})))
+            elif kind == "function_call_output" and call_id:
+                items.append(CutItem(tokens, answers=frozenset({call_id})))
+            else:
+                items.append(CutItem(tokens))
+        point = select_cut(items, retained_token_budget)
+        return turn.messages[point - 1].sequence if point is not None else None
+
+    async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
+        """One run of a tool-less agent on the agent's model and settings, with
+        ``CONTEXT_SUMMARY_INSTRUCTIONS``, over the earlier summary and the messages."""
+        text, _ = summary_input_text(
+            request.messages, request.previous_summary, token_budget=request.input_token_budget
+        )
+        summarizer = Agent[Any](
+            name=f"{self.agent.name} summarizer",
+            instructions=CONTEXT_SUMMARY_INSTRUCTIONS,
+            model=self.agent.model,
+            model_settings=self.agent.model_settings,
+        )
+        result = await Runner.run(summarizer, text, max_turns=1, run_config=self.run_config)
+        return ContextSummaryResult(
+            summary=str(result.final_output),
+            usage=_usage_of(result.raw_responses),
+            model_call_metadata=model_call_metadata(
+                request_model=_model_name(summarizer, self.run_config),
+                response_id=result.raw_responses[-1].response_id if result.raw_responses else None,
+            ),
         )
 
     async def _deferred_calls(

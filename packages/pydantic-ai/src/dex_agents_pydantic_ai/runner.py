@@ -39,6 +39,7 @@ from pydantic_ai.messages import (
     TextPartDelta,
     ToolCallPart,
     ToolReturnPart,
+    UserPromptPart,
 )
 from pydantic_ai.models import Model
 from pydantic_ai.tools import (
@@ -76,6 +77,15 @@ from dex_agents.adapter_support import (
     single_response_usage,
 )
 from dex_agents.builtin_tools import enabled_builtin_tool_definitions
+from dex_agents.compaction import ContextSummaryRequest, ContextSummaryResult
+from dex_agents.compaction_support import (
+    CutItem,
+    context_summary_note,
+    estimate_text_tokens,
+    select_cut,
+    summary_input_text,
+)
+from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS
 from dex_agents_pydantic_ai.deferral import DeferEveryToolCall, RefuseToolDeferral
 from dex_agents_pydantic_ai.messages import (
     ToolReturnOutcome,
@@ -156,6 +166,10 @@ class PydanticAIRunner(Generic[DepsT]):
 
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
         history = answer_orphaned_tool_calls(decode_history(turn.messages))
+        if turn.context_summary is not None:
+            # The summary of the earlier messages leads the input as a user prompt.
+            note = UserPromptPart(content=context_summary_note(turn.context_summary))
+            history.insert(0, ModelRequest(parts=[note]))
         model_calls = _model_calls_of(turn.framework_run_state)
         results: DeferredToolResults | None = None
         if turn.is_resuming:
@@ -193,6 +207,58 @@ class PydanticAIRunner(Generic[DepsT]):
             usage=usage,
             new_messages=project_messages(step.new),
             model_call_metadata=metadata,
+        )
+
+    # --- compaction ----------------------------------------------------------------
+
+    async def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
+        """Pydantic AI counts no tokens before a request, so this estimates one token per
+        four characters of the stored messages' JSON and the summary."""
+        texts = [message.framework_item for message in turn.messages]
+        if turn.context_summary is not None:
+            texts.append(context_summary_note(turn.context_summary))
+        return sum(estimate_text_tokens(text) for text in texts)
+
+    async def select_compaction_cutoff(
+        self, turn: AgentTurnContext, retained_token_budget: int
+    ) -> int | None:
+        """A cut between model responses whose tool calls all have returns stored."""
+        items: list[CutItem] = []
+        for message in turn.messages:
+            opens: set[str] = set()
+            answers: set[str] = set()
+            for decoded in decode_history([message]):
+                if isinstance(decoded, ModelResponse):
+                    opens.update(call.tool_call_id for call in decoded.tool_calls)
+                else:
+                    answers.update(
+                        part.tool_call_id
+                        for part in decoded.parts
+                        if isinstance(part, ToolReturnPart) and part.tool_call_id
+                    )
+            items.append(
+                CutItem(
+                    estimate_text_tokens(message.framework_item),
+                    opens=frozenset(opens),
+                    answers=frozenset(answers),
+                )
+            )
+        point = select_cut(items, retained_token_budget)
+        return turn.messages[point - 1].sequence if point is not None else None
+
+    async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
+        """One run of a tool-less agent on the same model, with
+        ``CONTEXT_SUMMARY_INSTRUCTIONS``, over the earlier summary and the messages."""
+        text, _ = summary_input_text(
+            request.messages, request.previous_summary, token_budget=request.input_token_budget
+        )
+        summarizer = Agent(self.agent.model, instructions=CONTEXT_SUMMARY_INSTRUCTIONS)
+        result = await summarizer.run(text)
+        responses = [m for m in result.new_messages() if isinstance(m, ModelResponse)]
+        return ContextSummaryResult(
+            summary=str(result.output),
+            usage=_usage_of(responses),
+            model_call_metadata=self._metadata_of(responses[-1]) if responses else None,
         )
 
     async def _run_one_request(

@@ -9,9 +9,15 @@ a long turn can still be cut between its model responses.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Sequence
 
+from dex_agents.compaction_support import (
+    CutItem,
+    context_summary_note,
+    estimate_text_tokens,
+)
+from dex_agents.compaction_support import cut_points as shared_cut_points
+from dex_agents.compaction_support import select_cut as shared_select_cut
 from dex_agents.models.types import (
     ModelOutputItem,
     ModelRequest,
@@ -19,29 +25,18 @@ from dex_agents.models.types import (
     TranscriptItem,
     UserTextItem,
 )
-from dex_agents.texts import (
-    CONTEXT_SUMMARY_NOTE_HEADER,
-    build_context_summary_omission_note,
-)
+from dex_agents.texts import build_context_summary_omission_note
 from dex_agents.values import ContextSummary
 
 __all__ = [
-    "CHARACTERS_PER_TOKEN",
+    "cut_items",
     "cut_points",
     "estimate_item_tokens",
     "estimate_request_tokens",
-    "estimate_text_tokens",
     "select_cut",
     "summary_note",
     "trim_summary_items",
 ]
-
-CHARACTERS_PER_TOKEN = 4
-"""The estimate without a model's own counter: one token per four characters of JSON."""
-
-
-def estimate_text_tokens(text: str) -> int:
-    return math.ceil(len(text) / CHARACTERS_PER_TOKEN)
 
 
 def _item_text(item: TranscriptItem) -> str:
@@ -67,38 +62,30 @@ def estimate_request_tokens(request: ModelRequest) -> int:
 
 def summary_note(summary: ContextSummary) -> UserTextItem:
     """The user-role note that carries the summary at the start of model input."""
-    return UserTextItem(f"{CONTEXT_SUMMARY_NOTE_HEADER}\n{summary.summary}")
+    return UserTextItem(context_summary_note(summary))
+
+
+def cut_items(items: Sequence[TranscriptItem]) -> list[CutItem]:
+    """The transcript as the shared cut rules see it."""
+    cut: list[CutItem] = []
+    for item in items:
+        if isinstance(item, ModelOutputItem):
+            opens = frozenset(call.call_id for call in item.tool_calls)
+            cut.append(CutItem(estimate_item_tokens(item), opens=opens))
+        elif isinstance(item, ToolResultItem):
+            cut.append(CutItem(estimate_item_tokens(item), answers=frozenset({item.tool_call_id})))
+        else:
+            cut.append(CutItem(estimate_item_tokens(item)))
+    return cut
 
 
 def cut_points(items: Sequence[TranscriptItem]) -> list[int]:
-    """Positions ``p`` (1..len) where ``items[:p]`` may be summarized and ``items[p:]`` kept."""
-    points: list[int] = []
-    open_calls: set[str] = set()
-    for position, item in enumerate(items):
-        if position > 0 and not open_calls and not isinstance(item, ToolResultItem):
-            points.append(position)
-        if isinstance(item, ModelOutputItem):
-            open_calls.update(call.call_id for call in item.tool_calls)
-        elif isinstance(item, ToolResultItem):
-            open_calls.discard(item.tool_call_id)
-    if items and not open_calls:
-        points.append(len(items))
-    return points
+    """Positions where the transcript may be cut; see ``dex_agents.compaction_support``."""
+    return shared_cut_points(cut_items(items))
 
 
 def select_cut(items: Sequence[TranscriptItem], retained_token_budget: int) -> int | None:
-    """The cut whose kept items fit ``retained_token_budget`` with the most kept; when none
-    fits (one turn alone is too large), the latest cut before the newest item."""
-    points = [point for point in cut_points(items) if point < len(items)]
-    if not points:
-        return None
-    suffix = [0] * (len(items) + 1)
-    for position in range(len(items) - 1, -1, -1):
-        suffix[position] = suffix[position + 1] + estimate_item_tokens(items[position])
-    for point in points:
-        if suffix[point] <= retained_token_budget:
-            return point
-    return points[-1]
+    return shared_select_cut(cut_items(items), retained_token_budget)
 
 
 def trim_summary_items(

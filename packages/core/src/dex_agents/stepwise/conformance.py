@@ -13,10 +13,11 @@ from __future__ import annotations
 import contextvars
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from dex_agents.compaction import CompactionPolicy, ContextSummaryRequest, ContextSummaryResult
 from dex_agents.models.scripted import ScriptedModelClient, ScriptedModelReply, ScriptedToolCall
 from dex_agents.models.types import (
     ModelOutputItem,
@@ -32,6 +33,7 @@ from dex_agents.stepwise.flow import session_options_of
 from dex_agents.stepwise.function_tool import FunctionTool, ToolCallContext, function_tool
 from dex_agents.stepwise.runner import StepwiseAgentRunner
 from dex_agents.stepwise.transcript import decode_transcript
+from dex_agents.testing.gates import FileGate
 from dex_agents.testing.script_playback import (
     play_scripted_model_call,
     scripted_answer_text,
@@ -44,6 +46,7 @@ from dex_agents.testing.scripts import (
     ScenarioTool,
     run_scenario_tool,
 )
+from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS
 
 __all__ = ["STEPWISE_FLOW_FACTORY", "build_stepwise_flow"]
 
@@ -82,6 +85,11 @@ def _history_line(item: TranscriptItem) -> str:
 
 
 def _reply(request: ModelRequest) -> ScriptedModelReply:
+    if request.instructions == CONTEXT_SUMMARY_INSTRUCTIONS:
+        # A summary call: name what it summarized, so a scenario can check it.
+        return ScriptedModelReply(
+            text="summary of " + " | ".join(_history_line(item) for item in request.items)
+        )
     scripted = _current.get()
     response = scripted.response
     if response.tool_calls:
@@ -111,11 +119,21 @@ class _ScenarioStepwiseRunner(StepwiseAgentRunner):
     """A ``StepwiseAgentRunner`` with the suite's hooks around each model step."""
 
     def __init__(
-        self, definition: AgentDefinition, script: ModelScript, state_directory: Path
+        self,
+        definition: AgentDefinition,
+        script: ModelScript,
+        state_directory: Path,
+        summary_gate: str | None = None,
     ) -> None:
         super().__init__(definition)
         self._script = script
         self._state_directory = state_directory
+        self._summary_gate = summary_gate
+
+    async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
+        if self._summary_gate is not None:
+            await FileGate(self._state_directory, self._summary_gate).pass_through_async()
+        return await super().summarize_context(request)
 
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
         stored = decode_transcript(turn.messages)
@@ -174,6 +192,17 @@ def build_stepwise_flow(
         interrupt_deadline=session.interrupt_deadline,
         built_in_tools=session.built_in_tools,
         plan_mode_enabled=session.plan_mode_enabled,
+        compaction=(
+            CompactionPolicy(context_window_tokens=session.compaction_context_window_tokens)
+            if session.compaction_context_window_tokens is not None
+            else None
+        ),
     )
-    runner = _ScenarioStepwiseRunner(definition, script, state)
-    return create_agent_session_flow(runner, session.flow_type, session_options_of(definition))
+    runner = _ScenarioStepwiseRunner(definition, script, state, session.summary_gate)
+    options = replace(
+        session_options_of(definition),
+        retained_message_limit=session.retained_message_limit,
+        message_window_size=session.message_window_size,
+        message_chunk_size=session.message_chunk_size,
+    )
+    return create_agent_session_flow(runner, session.flow_type, options)

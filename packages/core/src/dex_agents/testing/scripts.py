@@ -240,6 +240,13 @@ class ScenarioSession:
     interrupt_deadline: timedelta | None = None
     built_in_tools: tuple[str, ...] = ()
     plan_mode_enabled: bool = False
+    compaction_context_window_tokens: int | None = None
+    """Ask for a ``CompactionPolicy`` with this window (factories of compacting runners)."""
+    retained_message_limit: int | None = 1000
+    message_window_size: int = 64
+    message_chunk_size: int = 32
+    summary_gate: str | None = None
+    """A ``FileGate`` every ``summarize_context`` call passes first."""
 
     def __post_init__(self) -> None:
         if not self.flow_type:
@@ -278,6 +285,13 @@ class Scenario:
                     else self.session.interrupt_deadline.total_seconds(),
                     "built_in_tools": list(self.session.built_in_tools),
                     "plan_mode_enabled": self.session.plan_mode_enabled,
+                    "compaction_context_window_tokens": (
+                        self.session.compaction_context_window_tokens
+                    ),
+                    "retained_message_limit": self.session.retained_message_limit,
+                    "message_window_size": self.session.message_window_size,
+                    "message_chunk_size": self.session.message_chunk_size,
+                    "summary_gate": self.session.summary_gate,
                 },
             },
             indent=2,
@@ -296,6 +310,11 @@ class Scenario:
                 interrupt_deadline=None if deadline is None else timedelta(seconds=deadline),
                 built_in_tools=tuple(session.get("built_in_tools", ())),
                 plan_mode_enabled=session.get("plan_mode_enabled", False),
+                compaction_context_window_tokens=session.get("compaction_context_window_tokens"),
+                retained_message_limit=session.get("retained_message_limit", 1000),
+                message_window_size=session.get("message_window_size", 64),
+                message_chunk_size=session.get("message_chunk_size", 32),
+                summary_gate=session.get("summary_gate"),
             ),
         )
 
