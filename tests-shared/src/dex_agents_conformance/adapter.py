@@ -19,6 +19,9 @@ class Capability(StrEnum):
     """The test model can block on a ``FileGate`` (and stream text before it)."""
     BUILT_IN_TOOLS = "built_in_tools"
     """The factory enables the scenario's built-in tools (``ScenarioSession.built_in_tools``)."""
+    UNOFFERED_TOOL_CALLS = "unoffered_tool_calls"
+    """The framework passes on a call of a tool the model call did not offer (a planning
+    turn's other tools); some frameworks fail the model call instead."""
     PLAN_MODE = "plan_mode"
     """The runner declares ``supports_plan_mode``: a planning turn offers only ``write_todos``."""
     COMPACTION = "compaction"

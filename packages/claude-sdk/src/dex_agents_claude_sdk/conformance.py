@@ -41,4 +41,6 @@ def build_conformance_flow(
         tools=[scenario_tool(tool, directory) for tool in tools],
         client_factory=mock_client_factory(ScriptedMessagesEndpoint(script, directory)),
         interrupt_deadline=session.interrupt_deadline,
+        built_in_tools=session.built_in_tools,
+        plan_mode_enabled=session.plan_mode_enabled,
     )

@@ -17,7 +17,7 @@ import logging
 import os
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import anthropic
 from anthropic.types import Message, Usage
@@ -52,7 +52,9 @@ from dex_agents.compaction_support import (
     select_cut,
     summary_input_text,
 )
+from dex_agents.plans import build_plan_note
 from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS
+from dex_agents.values import InteractionMode
 from dex_agents_claude_sdk.messages import (
     ToolUse,
     assistant_message,
@@ -94,6 +96,9 @@ def client_from_environment(api_key_env: str) -> ClientFactory:
 class ClaudeAgentRunner:
     """Runs Claude with tools under the session Flow; keeps no session state between calls.
 
+    A planning turn offers only ``write_todos`` (``supports_plan_mode``), and the plan
+    note (``build_plan_note``) follows the system prompt in every model call.
+
     ``client_factory`` builds the ``AsyncAnthropic`` client in each Worker process
     (once per event loop); without it the client reads ``api_key_env``.
     ``thinking`` is the Messages API ``thinking`` parameter, such as
@@ -101,6 +106,8 @@ class ClaudeAgentRunner:
     further keyword arguments of ``messages.stream`` (``temperature``,
     ``tool_choice``, ``metadata``, ``extra_headers``, ...).
     """
+
+    supports_plan_mode = True
 
     def __init__(
         self,
@@ -290,7 +297,9 @@ class ClaudeAgentRunner:
         )
 
     def _request(self, turn: AgentTurnContext, messages: list[dict[str, Any]]) -> dict[str, Any]:
-        tools = [tool.definition() for tool in self.tools.values()]
+        planning = turn.interaction_mode is InteractionMode.PLANNING
+        # A planning turn offers only write_todos (the session enables nothing else).
+        tools = [] if planning else [tool.definition() for tool in self.tools.values()]
         for name in turn.enabled_built_in_tools:
             if name in self.tools:
                 raise ValueError(f"tool {name} uses the name of an enabled built-in tool")
@@ -309,6 +318,21 @@ class ClaudeAgentRunner:
                 self.system_prompt
                 if isinstance(self.system_prompt, str)
                 else [dict(block) for block in self.system_prompt]
+            )
+        note = build_plan_note(turn.plan, turn.interaction_mode)
+        if note is not None:
+            request["system"] = _with_system_text(request.get("system"), note)
+        if planning:
+            offered = {tool["name"] for tool in tools}
+            # The API wants every tool of the history defined; these cannot run now.
+            tools.extend(
+                {
+                    "name": name,
+                    "description": "Not available in this planning turn.",
+                    "input_schema": {"type": "object"},
+                }
+                for name in _tool_names_used(messages)
+                if name not in offered
             )
         if tools:
             request["tools"] = tools
@@ -370,3 +394,29 @@ def _usage_of(usage: Usage) -> AgentUsage:
         cache_read_tokens=cache_read,
         cache_write_tokens=cache_write,
     )
+
+
+def _with_system_text(system: Any, text: str) -> str | list[dict[str, Any]]:
+    """The system prompt with ``text`` after it, as a string or as one more text block."""
+    if system is None:
+        return text
+    if isinstance(system, str):
+        return f"{system}\n\n{text}"
+    return [*cast("list[dict[str, Any]]", system), {"type": "text", "text": text}]
+
+
+def _tool_names_used(messages: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Names of the tools that ``tool_use`` blocks of ``messages`` call, in first-use order."""
+    names: list[str] = []
+    for message in messages:
+        content: Any = message.get("content")
+        if not isinstance(content, list):
+            continue
+        for block in cast("list[Any]", content):
+            if not isinstance(block, dict):
+                continue
+            fields = cast("dict[str, Any]", block)
+            name = fields.get("name")
+            if fields.get("type") == "tool_use" and isinstance(name, str) and name not in names:
+                names.append(name)
+    return names

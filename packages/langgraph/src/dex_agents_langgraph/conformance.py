@@ -42,6 +42,7 @@ def build_conformance_flow(
         model=ScriptedChatModel(script=script, state_directory=directory),
         tools=[scenario_tool(tool, directory) for tool in tools],
         interrupt_deadline=session.interrupt_deadline,
+        built_in_tools=session.built_in_tools,
     )
 
 
@@ -68,4 +69,5 @@ def build_prebuilt_conformance_flow(
         session.flow_type,
         graph=graph,  # pyright: ignore[reportUnknownArgumentType]
         interrupt_deadline=session.interrupt_deadline,
+        built_in_tools=session.built_in_tools,
     )

@@ -70,7 +70,11 @@ def build_conformance_flow(
     return create_openai_agents_session_flow(
         agent,
         session.flow_type,
-        AgentSessionOptions(interrupt_deadline=session.interrupt_deadline),
+        AgentSessionOptions(
+            interrupt_deadline=session.interrupt_deadline,
+            built_in_tools=session.built_in_tools,
+            plan_mode_enabled=session.plan_mode_enabled,
+        ),
     )
 
 

@@ -111,8 +111,14 @@ async def build_deferring_graph(
     run_context: RunContextWrapper[Any],
     replay: ReplayFunction,
     built_ins: Sequence[BuiltInToolDefinition] = (),
+    *,
+    planning: bool = False,
 ) -> DeferringGraph:
-    """Clone ``root`` and every agent reachable through handoffs, with deferred tools."""
+    """Clone ``root`` and every agent reachable through handoffs, with deferred tools.
+
+    A planning turn's clones offer only the built-in tools (``write_todos``) and no
+    handoffs, so the model can only write the plan.
+    """
     originals = _reachable_agents(root)
     built_in_names = frozenset(definition.name for definition in built_ins)
     real_tools: dict[str, dict[str, FunctionTool]] = {}
@@ -120,7 +126,7 @@ async def build_deferring_graph(
     for agent in originals:
         tools: list[Tool] = []
         by_name: dict[str, FunctionTool] = {}
-        for tool in await agent.get_all_tools(run_context):
+        for tool in [] if planning else await agent.get_all_tools(run_context):
             if isinstance(tool, FunctionTool):
                 if tool.name in built_in_names:
                     raise ValueError(
@@ -135,7 +141,8 @@ async def build_deferring_graph(
         real_tools[agent.name] = by_name
         clones[id(agent)] = agent.clone(tools=tools, mcp_servers=[], handoffs=[])
     for agent in originals:
-        clones[id(agent)].handoffs = [_rewired(item, clones) for item in agent.handoffs]
+        if not planning:
+            clones[id(agent)].handoffs = [_rewired(item, clones) for item in agent.handoffs]
     return DeferringGraph(
         root=clones[id(root)],
         real_tools=real_tools,

@@ -69,7 +69,7 @@ from dex_agents.compaction_support import (
 )
 from dex_agents.runner import AgentTurnOutcome, DeferredToolOutcome, model_call_metadata
 from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS, unknown_tool_error
-from dex_agents.values import AgentToolCallStatus
+from dex_agents.values import AgentToolCallStatus, InteractionMode
 from dex_agents_openai_agents.declarations import (
     declared_effect,
     declared_requires_approval,
@@ -109,6 +109,9 @@ class OpenAIAgentsRunner:
     otherwise export traces to OpenAI. ``context_factory`` builds the run
     context value given to tools, instructions and guardrails in each step.
     """
+
+    supports_plan_mode = True
+    """A planning turn's agent offers only ``write_todos``, with no handoffs."""
 
     def __init__(
         self,
@@ -175,6 +178,7 @@ class OpenAIAgentsRunner:
             run_context,
             _replay_recorded_result(turn),
             enabled_builtin_tool_definitions(turn.enabled_built_in_tools),
+            planning=turn.interaction_mode is InteractionMode.PLANNING,
         )
         if turn.framework_run_state is None:
             items = replay_items(turn.messages)

@@ -120,7 +120,10 @@ def build_conformance_flow(
         name="conformance",
     )
     return create_pydantic_ai_agent_session_flow(
-        agent, session.flow_type, interrupt_deadline=session.interrupt_deadline
+        agent,
+        session.flow_type,
+        interrupt_deadline=session.interrupt_deadline,
+        built_in_tools=session.built_in_tools,
     )
 
 
