@@ -48,11 +48,9 @@ from dex_agents import (
     ContextSummary,
     from_wire_json,
 )
-from dex_agents.models.types import UserTextItem
+from dex_agents.models import ModelRequest, ScriptedModelClient, UserTextItem
 from dex_agents.session import AgentSessionFlow, create_agent_session_flow
-from dex_agents.stepwise import AgentDefinition, ModelRequest, ScriptedModelClient
-from dex_agents.stepwise.flow import session_options_of
-from dex_agents.stepwise.runner import StepwiseAgentRunner
+from dex_agents.stepwise import AgentDefinition, StepwiseAgentRunner, session_options_of
 from dex_agents.testing.attributes import read_stored_attributes, stored_attribute_bytes
 from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS
 from dex_agents.values import to_wire_json
