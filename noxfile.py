@@ -6,13 +6,16 @@ checks exactly what ``uv.lock`` pins and nothing that happens to be installed.
 
 from __future__ import annotations
 
+import sys
+import tomllib
 from pathlib import Path
 
 import nox
+from packaging.requirements import Requirement
 
 nox.needs_version = ">=2026.10.20"
 nox.options.default_venv_backend = "uv"
-nox.options.sessions = ["lint", "typecheck", "tests", "conformance"]
+nox.options.sessions = ["lint", "typecheck", "tests", "conformance", "packaging"]
 
 ROOT = Path(__file__).parent
 PACKAGE_TESTS = sorted(
@@ -91,3 +94,78 @@ def bench(session: nox.Session) -> None:
         session.skip("no benchmark scripts yet")
     for script in scripts:
         session.run("python", str(script.relative_to(ROOT)), *session.posargs)
+
+
+@nox.session(venv_backend="none")
+def packaging(session: nox.Session) -> None:
+    """Build every wheel and sdist, check their metadata, and prove the core and each adapter
+    install from the wheels alone, outside the workspace, and pass the conformance suite there.
+
+    The script needs only the standard library and uv; it prints install sizes and import times.
+    """
+    session.run(sys.executable, "scripts/check_packaging.py", *session.posargs)
+
+
+# The third-party frameworks each runner claims, by the package whose pyproject states the
+# range (an extra's range counts too). `compat` tests both ends of each range.
+FRAMEWORKS = {
+    "core": ("packages/core", ["dex-python-sdk", "openai", "anthropic", "mcp"]),
+    "pydantic-ai": ("packages/pydantic-ai", ["pydantic-ai-slim"]),
+    "openai-agents": ("packages/openai-agents", ["openai-agents"]),
+    "langgraph": ("packages/langgraph", ["langgraph", "langchain-core"]),
+    "claude-sdk": ("packages/claude-sdk", ["anthropic"]),
+}
+
+
+def claimed_requirement(package: str, framework: str) -> Requirement:
+    """The requirement on ``framework`` that ``package``'s pyproject states."""
+    project = tomllib.loads((ROOT / package / "pyproject.toml").read_text())["project"]
+    extras = project.get("optional-dependencies", {}).values()
+    for line in [*project["dependencies"], *(line for extra in extras for line in extra)]:
+        requirement = Requirement(line)
+        if requirement.name == framework:
+            return requirement
+    raise ValueError(f"{package}/pyproject.toml does not name {framework}")
+
+
+def oldest_claimed(requirement: Requirement) -> str:
+    """The lower bound of a claimed range, as an exact pin (every range must have one)."""
+    for spec in requirement.specifier:
+        if spec.operator in (">=", "=="):
+            return f"{requirement.name}=={spec.version}"
+    raise ValueError(f"{requirement} has no lower bound to test")
+
+
+@nox.session
+@nox.parametrize("end", ["oldest", "newest"])
+@nox.parametrize("adapter", list(FRAMEWORKS))
+def compat(session: nox.Session, adapter: str, end: str) -> None:
+    """One runner's tests and conformance suite against the oldest or the newest release of
+    each framework its pyproject claims (not part of the default run; it reaches PyPI).
+
+    The claimed ranges are read from the pyprojects, so the README's table, the pyprojects
+    and these runs agree; a range whose ends fail here must be narrowed.
+    """
+    package, frameworks = FRAMEWORKS[adapter]
+    sync(session)
+    requirements = [claimed_requirement(package, framework) for framework in frameworks]
+    if end == "oldest":
+        pins = [oldest_claimed(requirement) for requirement in requirements]
+        session.run_install("uv", "pip", "install", "--python", sys_python(session), *pins)
+    else:
+        upgrades = [f"--upgrade-package={requirement.name}" for requirement in requirements]
+        specs = [str(requirement.name) + str(requirement.specifier) for requirement in requirements]
+        session.run_install(
+            "uv", "pip", "install", "--python", sys_python(session), *upgrades, *specs
+        )
+    for framework in frameworks:
+        session.run(
+            "python",
+            "-c",
+            f"from importlib.metadata import version; print('{framework}', version('{framework}'))",
+        )
+    session.run("pytest", f"{package}/tests", *session.posargs)
+
+
+def sys_python(session: nox.Session) -> str:
+    return str(Path(session.virtualenv.location) / "bin" / "python")
