@@ -98,10 +98,12 @@ def bench(session: nox.Session) -> None:
 
 @nox.session(venv_backend="none")
 def packaging(session: nox.Session) -> None:
-    """Build every wheel and sdist, check their metadata, and prove the core and each adapter
-    install from the wheels alone, outside the workspace, and pass the conformance suite there.
+    """Build and check every wheel and sdist; install each adapter alone and run its conformance.
 
-    The script needs only the standard library and uv; it prints install sizes and import times.
+    Each adapter goes into a fresh virtualenv outside the workspace with only the built core,
+    engine, adapter and conformance wheels (third-party dependencies from PyPI), where a demo
+    smoke session and the adapter's conformance suite run. The script needs only the standard
+    library and uv; it prints install sizes and import times.
     """
     session.run(sys.executable, "scripts/check_packaging.py", *session.posargs)
 
@@ -140,8 +142,10 @@ def oldest_claimed(requirement: Requirement) -> str:
 @nox.parametrize("end", ["oldest", "newest"])
 @nox.parametrize("adapter", list(FRAMEWORKS))
 def compat(session: nox.Session, adapter: str, end: str) -> None:
-    """One runner's tests and conformance suite against the oldest or the newest release of
-    each framework its pyproject claims (not part of the default run; it reaches PyPI).
+    """A runner's tests and conformance at one end of its frameworks' claimed ranges.
+
+    The oldest end pins each framework's lower bound, the newest upgrades it to the newest
+    release the range allows (from PyPI; not part of the default run).
 
     The claimed ranges are read from the pyprojects, so the README's table, the pyprojects
     and these runs agree; a range whose ends fail here must be narrowed.

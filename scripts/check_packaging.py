@@ -234,9 +234,21 @@ class FreshEnvironment:
     def python(self) -> Path:
         return self.directory / "venv" / "bin" / "python"
 
-    def install(self, *wheels: Path) -> None:
+    def install(self, dist_dir: Path, *requirements: str) -> None:
+        """Install as the README tells a user to before a release: from the built wheels,
+        found by name with ``--find-links``, third-party dependencies from PyPI."""
         run(
-            ["uv", "pip", "install", "--quiet", "--python", str(self.python), *map(str, wheels)],
+            [
+                "uv",
+                "pip",
+                "install",
+                "--quiet",
+                "--python",
+                str(self.python),
+                "--find-links",
+                str(dist_dir),
+                *requirements,
+            ],
             cwd=self.directory,
             env=clean_env(),
         )
@@ -340,7 +352,7 @@ class Figures:
 
 def check_core_alone(work: Path, dist_dir: Path, version: str) -> Figures:
     environment = FreshEnvironment.create(work / "core")
-    environment.install(wheel_path(dist_dir, CORE, version), wheel_path(dist_dir, ENGINE, version))
+    environment.install(dist_dir, f"{CORE}=={version}")
     figures = Figures(CORE, environment.size_mb(), environment.import_seconds("dex_agents") * 1e3)
     check_version_command(environment, [CORE, ENGINE], version)
     smoke_session(environment)
@@ -352,15 +364,11 @@ def check_core_alone(work: Path, dist_dir: Path, version: str) -> Figures:
 def check_adapter(work: Path, dist_dir: Path, version: str, adapter: Adapter) -> Figures:
     started = time.perf_counter()
     environment = FreshEnvironment.create(work / adapter.dist)
-    environment.install(
-        wheel_path(dist_dir, CORE, version),
-        wheel_path(dist_dir, ENGINE, version),
-        wheel_path(dist_dir, adapter.dist, version),
-    )
+    environment.install(dist_dir, f"{adapter.dist}=={version}")
     figures = Figures(
         adapter.dist, environment.size_mb(), environment.import_seconds(adapter.module) * 1e3
     )
-    environment.install(wheel_path(dist_dir, CONFORMANCE, version))
+    environment.install(dist_dir, f"{CONFORMANCE}=={version}")
     check_version_command(environment, [CORE, ENGINE, adapter.dist, CONFORMANCE], version)
     smoke_session(environment)
     figures.note = run_conformance(environment, adapter)
