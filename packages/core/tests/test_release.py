@@ -1,11 +1,14 @@
-"""The root README's versions and compatibility tables say what the pyprojects and nox say.
+"""The release tooling: the README's version tables and the version bump script.
 
-The framework rows are exactly the ranges ``nox -s compat`` tests (its ``FRAMEWORKS``),
-each with the range its pyproject claims and that range's lower bound as the oldest
-version tested; the version rows are the workspace version, the Dex SDK pin and Python.
+The root README's framework rows are exactly the ranges ``nox -s compat`` tests (its
+``FRAMEWORKS``), each with the range its pyproject claims and that range's lower bound
+as the oldest version tested; its version rows are the workspace version, the Dex SDK pin
+and Python. ``scripts/bump_version.py`` runs on a copy of the real pyprojects and READMEs.
 """
 
 import importlib.util
+import re
+import shutil
 import tomllib
 from pathlib import Path
 from types import ModuleType
@@ -15,12 +18,17 @@ import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from dex_agents import __version__
+
 ROOT = Path(__file__).resolve().parents[3]
 SECTION = "## Versions and compatibility"
+NEW = "0.2.0"
 
 
-def load_noxfile() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("dex_agents_noxfile", ROOT / "noxfile.py")
+def load_repository_module(relative_path: str) -> ModuleType:
+    """A Python file of the repository that is not in a package (noxfile, scripts)."""
+    path = ROOT / relative_path
+    spec = importlib.util.spec_from_file_location(f"dex_agents_repo_{path.stem}", path)
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -63,7 +71,7 @@ def code(cell: str) -> str:
 
 @pytest.fixture(scope="module")
 def noxfile() -> ModuleType:
-    return load_noxfile()
+    return load_repository_module("noxfile.py")
 
 
 def test_version_rows_match_the_pyprojects() -> None:
@@ -103,3 +111,41 @@ def test_framework_rows_are_the_ranges_compat_tests(noxfile: ModuleType) -> None
     }
 
     assert documented == expected
+
+
+@pytest.fixture
+def checkout(tmp_path: Path) -> Path:
+    """Every file the script edits, copied into a tree of the same shape."""
+    for path in load_repository_module("scripts/bump_version.py").files_to_bump(ROOT):
+        target = tmp_path / path.relative_to(ROOT)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, target)
+    return tmp_path
+
+
+def test_every_version_pin_and_install_line_moves_to_the_new_version(checkout: Path) -> None:
+    script = load_repository_module("scripts/bump_version.py")
+    changed = script.bump(checkout, NEW)
+
+    in_repository = [*ROOT.glob("pyproject.toml"), *ROOT.glob("*/pyproject.toml")]
+    in_repository += ROOT.glob("packages/*/pyproject.toml")
+    pyprojects = [checkout / path.relative_to(ROOT) for path in in_repository]
+    assert set(pyprojects) <= set(changed)
+    for path in pyprojects:
+        assert tomllib.loads(path.read_text())["project"]["version"] == NEW
+    old_pin = re.compile(rf"(dex-agents[\w-]*|dex-local-engine)=={re.escape(__version__)}\b")
+    for path in [*checkout.rglob("*.toml"), *checkout.rglob("*.md")]:
+        assert not old_pin.search(path.read_text()), path
+    readme = (checkout / "README.md").read_text()
+    assert f"| every `dex-agents*` package and `dex-local-engine` | `{NEW}` |" in readme
+    assert f"pip install --find-links dist dex-agents-pydantic-ai=={NEW}" in readme
+
+
+@pytest.mark.parametrize("version", ["", "two", "1.0-final", __version__])
+def test_a_bad_or_unchanged_version_is_refused_and_nothing_is_written(
+    checkout: Path, version: str
+) -> None:
+    before = {path: path.read_text() for path in checkout.rglob("*.*")}
+    with pytest.raises(ValueError, match=r"version|already at"):
+        load_repository_module("scripts/bump_version.py").bump(checkout, version)
+    assert {path: path.read_text() for path in checkout.rglob("*.*")} == before
