@@ -305,6 +305,25 @@ def smoke_session(environment: FreshEnvironment) -> None:
         fail(f"the demo smoke session did not finish both turns:\n{output}")
 
 
+def check_no_extras_installed(environment: FreshEnvironment) -> None:
+    """The core alone pulls in no package that only an extra of it needs."""
+    core = tomllib.loads((ROOT / "packages/core/pyproject.toml").read_text())["project"]
+    extra_packages = {
+        re.split(r"[\s\[<>=!~;]", line, maxsplit=1)[0].lower()
+        for lines in core.get("optional-dependencies", {}).values()
+        for line in lines
+    }
+    listing = environment.run(
+        str(environment.python),
+        "-c",
+        "import importlib.metadata as m\n"
+        "print('\\n'.join(d.metadata['Name'].lower() for d in m.distributions()))",
+    )
+    unwanted = extra_packages & set(listing.split())
+    if unwanted:
+        fail(f"installing the core alone also installs {sorted(unwanted)}, which only extras need")
+
+
 def check_missing_extras(environment: FreshEnvironment) -> list[str]:
     """Each extra-gated module fails to import without its extra; the modules checked."""
     checked: list[str] = []
@@ -368,6 +387,7 @@ def check_core_alone(work: Path, dist_dir: Path, version: str) -> Figures:
     figures = Figures(CORE, environment.size_mb(), environment.import_seconds("dex_agents") * 1e3)
     check_version_command(environment, [CORE, ENGINE], version)
     smoke_session(environment)
+    check_no_extras_installed(environment)
     extras = check_missing_extras(environment)
     print(f"core alone: version, smoke session, messages for the missing {' '.join(extras)}")
     return figures
