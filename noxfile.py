@@ -9,13 +9,16 @@ same environment once per session.
 from __future__ import annotations
 
 import os
+import sys
+import tomllib
 from pathlib import Path
 
 import nox
+from packaging.requirements import Requirement
 
 nox.needs_version = ">=2026.10.20"
 nox.options.default_venv_backend = "uv"
-nox.options.sessions = ["lint", "typecheck", "tests", "conformance"]
+nox.options.sessions = ["lint", "typecheck", "tests", "conformance", "packaging"]
 
 ROOT = Path(__file__).parent
 WORKSPACE_VENV = ROOT / ".nox" / "workspace"
@@ -41,15 +44,16 @@ ADAPTERS = {
 }
 
 
-def sync(session: nox.Session) -> None:
-    """Install the whole locked workspace, all extras and the dev group, into the shared venv."""
+def sync(session: nox.Session, venv: Path = WORKSPACE_VENV) -> None:
+    """Install the whole locked workspace, all extras and the dev group, into ``venv``
+    (the shared venv unless a session needs its own)."""
     session.run_install(
         "uv",
         "sync",
         "--locked",
         "--all-packages",
         "--all-extras",
-        env={"UV_PROJECT_ENVIRONMENT": str(WORKSPACE_VENV)},
+        env={"UV_PROJECT_ENVIRONMENT": str(venv)},
         external=True,
     )
 
@@ -118,3 +122,83 @@ def bench(session: nox.Session) -> None:
         session.skip("no benchmark scripts yet")
     for script in scripts:
         run_tool(session, "python", str(script.relative_to(ROOT)), *session.posargs)
+
+
+@nox.session(venv_backend="none")
+def packaging(session: nox.Session) -> None:
+    """Build and check every wheel and sdist; install each adapter alone and run its conformance.
+
+    Each adapter goes into a fresh virtualenv outside the workspace with only the built core,
+    engine, adapter and conformance wheels (third-party dependencies from PyPI), where a demo
+    smoke session and the adapter's conformance suite run. The script needs only the standard
+    library and uv; it prints install sizes and import times.
+    """
+    session.run(sys.executable, "scripts/check_packaging.py", *session.posargs)
+
+
+# The third-party frameworks each runner claims, by the package whose pyproject states the
+# range (an extra's range counts too). `compat` tests both ends of each range.
+FRAMEWORKS = {
+    "core": ("packages/core", ["dex-python-sdk", "openai", "anthropic", "mcp"]),
+    "pydantic-ai": ("packages/pydantic-ai", ["pydantic-ai-slim"]),
+    "openai-agents": ("packages/openai-agents", ["openai-agents"]),
+    "langgraph": ("packages/langgraph", ["langgraph", "langchain-core"]),
+    "claude-sdk": ("packages/claude-sdk", ["anthropic"]),
+}
+
+
+def claimed_requirement(package: str, framework: str) -> Requirement:
+    """The requirement on ``framework`` that ``package``'s pyproject states."""
+    project = tomllib.loads((ROOT / package / "pyproject.toml").read_text())["project"]
+    extras = project.get("optional-dependencies", {}).values()
+    for line in [*project["dependencies"], *(line for extra in extras for line in extra)]:
+        requirement = Requirement(line)
+        if requirement.name == framework:
+            return requirement
+    raise ValueError(f"{package}/pyproject.toml does not name {framework}")
+
+
+def oldest_claimed(requirement: Requirement) -> str:
+    """The lower bound of a claimed range, as an exact pin (every range must have one)."""
+    for spec in requirement.specifier:
+        if spec.operator in (">=", "=="):
+            return f"{requirement.name}=={spec.version}"
+    raise ValueError(f"{requirement} has no lower bound to test")
+
+
+@nox.session
+@nox.parametrize("end", ["oldest", "newest"])
+@nox.parametrize("adapter", list(FRAMEWORKS))
+def compat(session: nox.Session, adapter: str, end: str) -> None:
+    """A runner's tests and conformance at one end of its frameworks' claimed ranges.
+
+    The oldest end pins each framework's lower bound, the newest upgrades it to the newest
+    release the range allows (from PyPI; not part of the default run).
+
+    The claimed ranges are read from the pyprojects, so the README's table, the pyprojects
+    and these runs agree; a range whose ends fail here must be narrowed.
+    """
+    package, frameworks = FRAMEWORKS[adapter]
+    # Its own venv: the pins below must not change the shared one.
+    sync(session, Path(session.virtualenv.location))
+    requirements = [claimed_requirement(package, framework) for framework in frameworks]
+    if end == "oldest":
+        pins = [oldest_claimed(requirement) for requirement in requirements]
+        session.run_install("uv", "pip", "install", "--python", sys_python(session), *pins)
+    else:
+        upgrades = [f"--upgrade-package={requirement.name}" for requirement in requirements]
+        specs = [str(requirement.name) + str(requirement.specifier) for requirement in requirements]
+        session.run_install(
+            "uv", "pip", "install", "--python", sys_python(session), *upgrades, *specs
+        )
+    for framework in frameworks:
+        session.run(
+            "python",
+            "-c",
+            f"from importlib.metadata import version; print('{framework}', version('{framework}'))",
+        )
+    session.run("pytest", f"{package}/tests", *session.posargs)
+
+
+def sys_python(session: nox.Session) -> str:
+    return str(Path(session.virtualenv.location) / "bin" / "python")

@@ -13,11 +13,13 @@ from dex_agents.adapter_support import (
     get_deferred_tool_execution,
     get_model_step_context,
 )
+from dex_agents.versions import warn_if_off_version_line
 from dex_agents_claude_sdk.flow import create_claude_agent_session_flow
 from dex_agents_claude_sdk.runner import DEFAULT_MAX_TOKENS, ClaudeAgentRunner
 from dex_agents_claude_sdk.tools import ClaudeTool, claude_tool
 
 __version__ = _version("dex-agents-claude-sdk")
+warn_if_off_version_line("dex-agents-claude-sdk")
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",

@@ -8,44 +8,36 @@ from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 
 from dex_agents.demo import add_demo_arguments, run_demo_command
-
-# Every distribution of the project, plus the Dex SDK it is pinned to. Operators
-# install the core and one adapter at one version; `version` shows what they got.
-DISTRIBUTIONS = (
-    "dex-agents",
-    "dex-local-engine",
-    "dex-agents-openai-agents",
-    "dex-agents-langgraph",
-    "dex-agents-pydantic-ai",
-    "dex-agents-claude-sdk",
-    "dex-agents-conformance",
-    "dex-python-sdk",
+from dex_agents.versions import (
+    CORE,
+    DEX_SDK,
+    installed_line_versions,
+    line_mismatches,
+    mismatch_message,
 )
 
 
 def installed_versions() -> dict[str, str | None]:
-    """Map each known distribution to its installed version, or None when absent."""
-    found: dict[str, str | None] = {}
-    for dist in DISTRIBUTIONS:
-        try:
-            found[dist] = version(dist)
-        except PackageNotFoundError:
-            found[dist] = None
+    """Every installed distribution on the version line, then the Dex SDK (None when absent)."""
+    found: dict[str, str | None] = dict(installed_line_versions())
+    try:
+        found[DEX_SDK] = version(DEX_SDK)
+    except PackageNotFoundError:
+        found[DEX_SDK] = None
     return found
 
 
 def _cmd_version(_: argparse.Namespace) -> int:
-    versions = installed_versions()
-    core = versions["dex-agents"]
-    mismatched = False
-    for dist, ver in versions.items():
+    """List what is installed; exit 1 when a distribution is off the core's version line."""
+    line = installed_line_versions()
+    mismatched = line_mismatches(line)
+    for dist, ver in installed_versions().items():
         if ver is None:
             continue
-        note = ""
-        if (dist.startswith("dex-agents") or dist == "dex-local-engine") and ver != core:
-            note = f"  (does not match dex-agents {core})"
-            mismatched = True
+        note = f"  (does not match dex-agents {line.get(CORE)})" if dist in mismatched else ""
         print(f"{dist:<26} {ver}{note}")
+    for dist, ver in mismatched.items():
+        print(mismatch_message(dist, ver, line.get(CORE)), file=sys.stderr)
     return 1 if mismatched else 0
 
 

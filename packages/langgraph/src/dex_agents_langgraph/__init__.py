@@ -15,6 +15,7 @@ from dex_agents.adapter_support import (
     get_deferred_tool_execution,
     get_model_step_context,
 )
+from dex_agents.versions import warn_if_off_version_line
 from dex_agents_langgraph.flow import create_langgraph_agent_session_flow
 from dex_agents_langgraph.policies import (
     DEX_EFFECT_METADATA_KEY,
@@ -31,6 +32,7 @@ from dex_agents_langgraph.runner import (
 )
 
 __version__ = _version("dex-agents-langgraph")
+warn_if_off_version_line("dex-agents-langgraph")
 
 __all__ = [
     "DEX_EFFECT_METADATA_KEY",

@@ -7,6 +7,7 @@ function tool runs; each tool call runs in its own Step.
 
 from importlib.metadata import version as _version
 
+from dex_agents.versions import warn_if_off_version_line
 from dex_agents_openai_agents.declarations import ToolDeclaration, declare_tool_effect
 from dex_agents_openai_agents.execution import (
     current_deferred_tool_execution,
@@ -22,6 +23,7 @@ from dex_agents_openai_agents.runner import (
 )
 
 __version__ = _version("dex-agents-openai-agents")
+warn_if_off_version_line("dex-agents-openai-agents")
 
 __all__ = [
     "ContextFactory",

@@ -7,6 +7,7 @@ tool call then runs in its own Dex Step. See the package README.
 
 from importlib.metadata import version as _version
 
+from dex_agents.versions import warn_if_off_version_line
 from dex_agents_pydantic_ai.flow import create_pydantic_ai_agent_session_flow
 from dex_agents_pydantic_ai.policies import (
     DEX_EFFECT_METADATA_KEY,
@@ -23,6 +24,7 @@ from dex_agents_pydantic_ai.session_context import (
 )
 
 __version__ = _version("dex-agents-pydantic-ai")
+warn_if_off_version_line("dex-agents-pydantic-ai")
 
 __all__ = [
     "DEX_EFFECT_METADATA_KEY",
