@@ -76,18 +76,32 @@ class UIScriptRunner:
         if not turn.is_resuming:
             turn.events.write_text_delta("Checking.")
             calls = [
-                DeferredToolCall("r1", "lookup", '{"item":"book"}', turn.resolve_tool_policy("lookup")),
-                DeferredToolCall("w1", "charge", '{"cents":500}', turn.resolve_tool_policy("charge")),
+                DeferredToolCall(
+                    "r1", "lookup", '{"item":"book"}', turn.resolve_tool_policy("lookup")
+                ),
+                DeferredToolCall(
+                    "w1", "charge", '{"cents":500}', turn.resolve_tool_policy("charge")
+                ),
             ]
             requests = [
-                _message("assistant", None, tool_call_id=c.tool_call_id, tool_name=c.tool_name,
-                         tool_arguments=c.arguments)
+                _message(
+                    "assistant",
+                    None,
+                    tool_call_id=c.tool_call_id,
+                    tool_name=c.tool_name,
+                    tool_arguments=c.arguments,
+                )
                 for c in calls
             ]
             return ToolCallsRequested("round-1", calls, USAGE, new_messages=requests)
         results = [
-            _message("tool", None, tool_call_id=r.tool_call_id, tool_name=r.tool_name,
-                     tool_output=describe_tool_call_outcome(r))
+            _message(
+                "tool",
+                None,
+                tool_call_id=r.tool_call_id,
+                tool_name=r.tool_name,
+                tool_output=describe_tool_call_outcome(r),
+            )
             for r in turn.tool_calls
         ]
         summary = ", ".join(f"{r.tool_name} {r.status.value}" for r in turn.tool_calls)
@@ -120,7 +134,9 @@ def new_session_id() -> str:
 class AccessLog:
     """The test's authorization callback: it records every check and refuses ``forbidden-*``."""
 
-    checks: list[tuple[str, SessionAccess]] = field(default_factory=lambda: list[tuple[str, SessionAccess]]())
+    checks: list[tuple[str, SessionAccess]] = field(
+        default_factory=lambda: list[tuple[str, SessionAccess]]()
+    )
 
     async def __call__(self, request: Request, session_id: str, access: SessionAccess) -> None:
         from starlette.exceptions import HTTPException

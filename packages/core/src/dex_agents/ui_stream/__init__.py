@@ -40,6 +40,7 @@ from dex_agents.ui_stream.snapshots import (
     read_agent_event_stream_snapshot,
 )
 from dex_agents.ui_stream.sse import open_agent_event_sse_stream
+from dex_agents.ui_stream.tokens import encode_ui_resume_token_for_tests
 from dex_agents.ui_stream.starlette import (
     UI_MESSAGE_STREAM_HEADERS,
     Authorize,
@@ -72,6 +73,7 @@ __all__ = [
     "convert_agent_event_stream_snapshot_to_json",
     "convert_agent_snapshot_to_json",
     "convert_agent_snapshot_to_ui_messages",
+    "encode_ui_resume_token_for_tests",
     "open_agent_event_sse_stream",
     "open_agent_ui_message_stream",
     "read_agent_event_stream_snapshot",

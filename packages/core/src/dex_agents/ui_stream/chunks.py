@@ -167,19 +167,27 @@ class _Follow:
             return self.mapper.finish("error", str(error or "the turn failed"))
         if kind in _OTHER_END_EVENTS:
             return self.mapper.finish("other")
-        if kind in _APPROVAL_CHECK_EVENTS and await self._waits_only_for_approvals():
-            return self.mapper.finish("tool-calls")
+        if kind in _APPROVAL_CHECK_EVENTS:
+            return await self.finish_if_awaiting_approval()
         return []
 
-    async def _waits_only_for_approvals(self) -> bool:
+    async def finish_if_awaiting_approval(self, snapshot: AgentSnapshot | None = None) -> list[Part]:
+        """Finish with ``tool-calls`` when the turn waits only for approval answers."""
         if (
             not self.finish_when_awaiting_approval
             or self.mapper is None
             or not self.mapper.awaits_approval_answers
         ):
-            return False
-        snapshot = await self._snapshot()
-        return _waits_only_for_approvals(snapshot, self.mapper.turn_id)
+            return []
+        snapshot = snapshot or await self._snapshot()
+        if not _waits_only_for_approvals(snapshot, self.mapper.turn_id):
+            return []
+        finished = [
+            (r.tool_call_id, ToolDetails(r.tool_name, r.arguments, r.status, r.output, r.error))
+            for r in sorted(snapshot.tool_calls, key=lambda r: r.deferral_order)
+            if r.turn_id == self.mapper.turn_id and r.is_final
+        ]
+        return self.mapper.settle(finished) + self.mapper.finish("tool-calls")
 
     async def _on_idle(self, idle_ended: int) -> tuple[list[Part], int]:
         """Check committed state while no event arrives: approvals, or a turn without events."""
@@ -197,13 +205,7 @@ class _Follow:
             if idle_ended >= 1:
                 return self.mapper.finish("other"), 0
             return [], idle_ended + 1
-        if (
-            self.finish_when_awaiting_approval
-            and self.mapper.awaits_approval_answers
-            and _waits_only_for_approvals(snapshot, self.mapper.turn_id)
-        ):
-            return self.mapper.finish("tool-calls"), 0
-        return [], 0
+        return await self.finish_if_awaiting_approval(snapshot), 0
 
     async def _tool_details(self, kind: str, payload: Any) -> ToolDetails | None:
         if kind not in _TOOL_EVENTS and kind != "interrupt_resolved":
@@ -479,6 +481,13 @@ async def resolve_agent_tool_approvals_with_ui_message_stream(
         if not applied:
             stale.append(decision)
     stale_parts = [await _stale_decision_part(client, flow, flow_id, d) for d in stale]
+    still_open = [
+        i.interrupt_id
+        for i in snapshot.pending_interrupts
+        if i.turn_id == turn_id
+        and i.kind is InterruptKind.APPROVAL
+        and (i.interrupt_id not in seen or any(d.approval_id == i.interrupt_id for d in stale))
+    ]
     known = [
         part["toolCallId"]
         for message in convert_agent_snapshot_to_ui_messages(snapshot)
@@ -493,6 +502,7 @@ async def resolve_agent_tool_approvals_with_ui_message_stream(
         turn_id,
         position,
         known,
+        still_open,
         stale_parts,
         finish_when_awaiting_approval,
     )
@@ -519,10 +529,11 @@ async def _resolved_stream(
     turn_id: str | None,
     position: str,
     known: list[str],
+    still_open: list[str],
     stale_parts: list[Part],
     finish_when_awaiting_approval: bool,
 ) -> AgentUIMessageStream:
-    mapper = UIPartMapper.continuing(turn_id or "", known)
+    mapper = UIPartMapper.continuing(turn_id or "", known, still_open)
     for part in stale_parts:
         yield part
     if turn_id is None:
@@ -539,10 +550,6 @@ async def _resolved_stream(
         start.token,
         finish_when_awaiting_approval=finish_when_awaiting_approval,
     )
-    if finish_when_awaiting_approval and await follow._waits_only_for_approvals():  # pyright: ignore[reportPrivateUsage]
-        for part in mapper.finish("tool-calls"):
-            yield part
-        return
     async for part in follow.parts():
         yield part
 

@@ -58,6 +58,7 @@ def _empty_state(turn_id: str) -> dict[str, Any]:
         "tool_steps": [],
         "tools": [],
         "approvals": [],
+        "done": [],
         "ended": False,
     }
 
@@ -73,11 +74,14 @@ class UIPartMapper:
         return cls(_empty_state(turn_id))
 
     @classmethod
-    def continuing(cls, turn_id: str, known_tool_call_ids: list[str]) -> UIPartMapper:
+    def continuing(
+        cls, turn_id: str, known_tool_call_ids: list[str], open_approval_ids: list[str]
+    ) -> UIPartMapper:
         """For a stream that adds to a message the browser already holds."""
         state = _empty_state(turn_id)
         state["started"] = True
         state["tools"] = list(known_tool_call_ids)
+        state["approvals"] = list(open_approval_ids)
         return cls(state)
 
     @classmethod
@@ -231,8 +235,23 @@ class UIPartMapper:
                 response["reason"] = reason
             return [*parts, response]
         self._remove("approvals", call_id)
+        self._add_unique("done", call_id)
         status = _status(payload.get("status"))
         return [*parts, tool_outcome_part(call_id, status, tool)]
+
+    def settle(self, finished: list[tuple[str, ToolDetails]]) -> list[dict[str, Any]]:
+        """Outcome parts of finished calls whose events were not read yet.
+
+        Used before finishing for approvals, so every other call of the step shows
+        its result and the browser can send the approval answers.
+        """
+        parts: list[dict[str, Any]] = []
+        for call_id, tool in finished:
+            if call_id in self.state["done"]:
+                continue
+            event = {"tool_call_id": call_id, "status": tool.status.value if tool.status else None}
+            parts += self._tool("tool_call_finished", event, tool) or []
+        return parts
 
     def _add_unique(self, key: str, value: str) -> None:
         values = cast("list[str]", self.state[key])

@@ -17,7 +17,12 @@ from typing import Any, cast
 
 from dex_agents.ui_stream._json import dumps
 
-__all__ = ["UIStreamPosition", "decode_ui_resume_token", "encode_ui_resume_token"]
+__all__ = [
+    "UIStreamPosition",
+    "decode_ui_resume_token",
+    "encode_ui_resume_token",
+    "encode_ui_resume_token_for_tests",
+]
 
 _VERSION = 1
 MAX_TOKEN_CHARACTERS = 64 * 1024
@@ -76,3 +81,8 @@ def decode_ui_resume_token(token: str | None) -> UIStreamPosition | None:
     ):
         return None
     return UIStreamPosition(turn, start, at, sent, cast("dict[str, Any]", mapper))
+
+
+def encode_ui_resume_token_for_tests(turn_id: str, dex_token: str) -> str:
+    """A token at the start of ``turn_id`` with a chosen Dex position, such as a forged one."""
+    return encode_ui_resume_token(UIStreamPosition(turn_id, dex_token, dex_token, 0, {}))
