@@ -6,10 +6,10 @@ import json
 from typing import Any
 
 import httpx
+from ui_support import UIServer, new_session_id, serve_ui_session
 
 from dex_agents.testing import AgentSessionTestClient
 from dex_agents.ui_stream import AGENT_RESUME_TOKEN_HEADER_NAME
-from ui_support import UIServer, new_session_id, serve_ui_session
 
 
 def parse_ui_stream(body: str) -> list[dict[str, Any]]:
@@ -90,7 +90,8 @@ async def test_an_approval_finishes_with_tool_calls_and_the_answer_streams_on(en
         assert types.count("tool-input-available") == 2
         inputs = {p["toolCallId"]: p for p in first if p["type"] == "tool-input-available"}
         assert inputs["w1"]["input"] == {"cents": 500}
-        assert inputs["w1"]["dynamic"] is True and inputs["w1"]["toolName"] == "charge"
+        assert inputs["w1"]["dynamic"] is True
+        assert inputs["w1"]["toolName"] == "charge"
         assert {"type": "tool-approval-request", "approvalId": "w1", "toolCallId": "w1"} in first
         outputs = [p for p in first if p["type"] == "tool-output-available"]
         assert outputs == [
@@ -123,7 +124,8 @@ async def test_an_approval_finishes_with_tool_calls_and_the_answer_streams_on(en
 
         # The same answer again (a stale tab) is not applied; the call shows its outcome.
         again = visible(parse_ui_stream((await post_chat(server, sid, [answer])).text))
-        assert again[0]["type"] == "tool-output-available" and again[0]["toolCallId"] == "w1"
+        assert again[0]["type"] == "tool-output-available"
+        assert again[0]["toolCallId"] == "w1"
         assert again[-1] == {"type": "finish", "finishReason": "other"}
         assert len(server.runner.charges) == 1
 
@@ -137,7 +139,8 @@ async def test_a_decision_bound_to_another_turn_is_not_applied(engine) -> None:
         )
         stale = approve_all(first, "turn-7-assistant")
         after = visible(parse_ui_stream((await post_chat(server, sid, [stale])).text))
-        assert after[0]["type"] == "tool-output-error" and after[0]["toolCallId"] == "w1"
+        assert after[0]["type"] == "tool-output-error"
+        assert after[0]["toolCallId"] == "w1"
         assert after[-1] == {"type": "finish", "finishReason": "tool-calls"}
         snapshot = await server.client.invoke_rpc(server.flow.get_agent_snapshot, sid)
         assert [i.interrupt_id for i in snapshot.pending_interrupts] == ["w1"]

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import httpx
+from ui_support import UIServer, new_session_id, serve_ui_session
 
 from dex_agents.testing import AgentSessionTestClient
 from dex_agents.ui_stream import (
@@ -13,7 +14,6 @@ from dex_agents.ui_stream import (
     encode_ui_resume_token_for_tests,
     open_agent_ui_message_stream,
 )
-from ui_support import UIServer, new_session_id, serve_ui_session
 
 
 async def read_sse(
@@ -48,12 +48,11 @@ async def test_sse_ids_are_resume_tokens_and_last_event_id_wins(engine) -> None:
         sid = await finished_session(server)
         async with httpx.AsyncClient(base_url=server.base_url, timeout=60) as http:
             events = await read_sse(http, f"/sessions/{sid}/events", until="turn_completed")
-            assert [data["type"] for _, data in events][0] == "turn_started"
+            assert next(data["type"] for _, data in events) == "turn_started"
             first = events[0][1]
             assert set(first) == {"type", "turn_id", "attempt", "step_execution_id", "payload"}
-            assert isinstance(first["payload"], str) and json.loads(first["payload"]) == {
-                "sequence": 1
-            }
+            assert isinstance(first["payload"], str)
+            assert json.loads(first["payload"]) == {"sequence": 1}
             # Resume after the first event: Last-Event-ID wins over a query token.
             resumed = await read_sse(
                 http,
@@ -82,9 +81,8 @@ async def test_the_snapshot_leaves_out_step_only_fields(engine) -> None:
         await AgentSessionTestClient(server.client, server.flow).wait_for_pending_interrupt(sid)
         async with httpx.AsyncClient(base_url=server.base_url, timeout=60) as http:
             snapshot = (await http.get(f"/sessions/{sid}/snapshot")).json()
-            assert snapshot["messages"] and all(
-                "framework_item" not in m for m in snapshot["messages"]
-            )
+            assert snapshot["messages"]
+            assert all("framework_item" not in m for m in snapshot["messages"])
             assert {c["tool_call_id"] for c in snapshot["tool_calls"]} == {"r1", "w1"}
             for call in snapshot["tool_calls"]:
                 assert not STEP_ONLY_TOOL_CALL_FIELDS & set(call)

@@ -168,10 +168,8 @@ def test_a_new_attempt_resets_the_step_and_tool_step_text_is_an_event() -> None:
     )
     tool_text = mapper.map(_event("text_delta", {"text": "log"}, step="CallTool-1"))
     assert [p["type"] for p in tool_text] == ["data-agent-event"]
-    assert (
-        tool_text[0]["transient"] is True
-        and tool_text[0]["data"]["step_execution_id"] == "CallTool-1"
-    )
+    assert tool_text[0]["transient"] is True
+    assert tool_text[0]["data"]["step_execution_id"] == "CallTool-1"
     next_model = mapper.map(_event("reasoning_delta", {"text": "hmm"}, step="RunModel-2"))
     assert [p["type"] for p in next_model] == [
         "text-end",
