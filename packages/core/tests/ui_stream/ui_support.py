@@ -156,10 +156,15 @@ class CutOnce:
         self.path_suffix = ""
         self.chunks = 0
         self.armed = False
+        self.skip = 0
         self.cut = asyncio.Event()
 
     def arm(self, method: str, path_suffix: str, chunks: int) -> None:
-        self.method, self.path_suffix, self.chunks = method, path_suffix, chunks
+        self.arm_after_requests(method, path_suffix, chunks=chunks, skip=0)
+
+    def arm_after_requests(self, method: str, path_suffix: str, *, chunks: int, skip: int) -> None:
+        """Cut the matching request after ``skip`` matching requests went through whole."""
+        self.method, self.path_suffix, self.chunks, self.skip = method, path_suffix, chunks, skip
         self.cut.clear()
         self.armed = True
 
@@ -170,6 +175,10 @@ class CutOnce:
             or scope["method"] != self.method
             or not scope["path"].endswith(self.path_suffix)
         ):
+            await self.app(scope, receive, send)
+            return
+        if self.skip > 0:
+            self.skip -= 1
             await self.app(scope, receive, send)
             return
         self.armed = False
