@@ -39,7 +39,9 @@ def install_ai_package() -> tuple[Path | None, str]:
         return directory, ""
     directory.mkdir(parents=True, exist_ok=True)
     if not (directory / "package.json").exists():
-        (directory / "package.json").write_text('{"name": "dex-agents-ui-tests", "private": true}\n')
+        (directory / "package.json").write_text(
+            '{"name": "dex-agents-ui-tests", "private": true}\n'
+        )
     result = subprocess.run(
         [npm, "install", "--no-audit", "--no-fund", "--loglevel=error", AI_PACKAGE],
         cwd=directory,

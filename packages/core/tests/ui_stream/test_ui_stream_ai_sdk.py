@@ -8,7 +8,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from browser_tools import install_ai_package
 from ui_support import new_session_id, serve_ui_session
 

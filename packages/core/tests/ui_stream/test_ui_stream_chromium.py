@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-
 from browser_tools import CHROMIUM, CHROMIUM_ARGS, chromium_skip_reason
-from dex_agents.testing import AgentSessionTestClient
 from ui_support import new_session_id, serve_ui_session
+
+from dex_agents.testing import AgentSessionTestClient
 
 PAGE = """<!doctype html>
 <html><body><pre id="log"></pre><script>

@@ -40,7 +40,6 @@ from dex_agents.ui_stream.snapshots import (
     read_agent_event_stream_snapshot,
 )
 from dex_agents.ui_stream.sse import open_agent_event_sse_stream
-from dex_agents.ui_stream.tokens import encode_ui_resume_token_for_tests
 from dex_agents.ui_stream.starlette import (
     UI_MESSAGE_STREAM_HEADERS,
     Authorize,
@@ -50,6 +49,7 @@ from dex_agents.ui_stream.starlette import (
     agent_event_sse_response,
     agent_ui_message_stream_response,
 )
+from dex_agents.ui_stream.tokens import encode_ui_resume_token_for_tests
 
 __all__ = [
     "AGENT_RESUME_TOKEN_HEADER_NAME",

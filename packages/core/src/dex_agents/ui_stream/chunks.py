@@ -171,7 +171,9 @@ class _Follow:
             return await self.finish_if_awaiting_approval()
         return []
 
-    async def finish_if_awaiting_approval(self, snapshot: AgentSnapshot | None = None) -> list[Part]:
+    async def finish_if_awaiting_approval(
+        self, snapshot: AgentSnapshot | None = None
+    ) -> list[Part]:
         """Finish with ``tool-calls`` when the turn waits only for approval answers."""
         if (
             not self.finish_when_awaiting_approval
