@@ -15,8 +15,15 @@ from pathlib import Path
 import pytest
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-# The sections this test owns; "Testing" and "Benchmarks" are checked by their owners.
-SECTIONS = ("Usage", "The runner contract", "Stepwise", "Function tools", "Model clients")
+# Every section with a Python example.
+SECTIONS = (
+    "Usage",
+    "The runner contract",
+    "Stepwise",
+    "Function tools",
+    "Model clients",
+    "Testing",
+)
 
 
 def _python_blocks() -> list[tuple[str, str]]:
@@ -42,6 +49,7 @@ def test_the_readme_has_the_examples_this_test_runs() -> None:
         "The runner contract",
         "Stepwise",
         "Function tools",
+        "Testing",
     }
 
 
@@ -63,5 +71,8 @@ def test_example_runs(name: str, code: str, tmp_path: Path) -> None:
     )
     assert result.returncode == 0, f"{name} failed:\n{result.stdout}\n{result.stderr}"
     if name.startswith("Usage"):
-        assert "1 user: Where is order 42?" in result.stdout
-        assert "4 assistant: You said: Thanks" in result.stdout
+        assert "1 user: Refund order 42" in result.stdout
+        assert "2 assistant: Done: refunded order 42" in result.stdout
+    if name.startswith("Testing"):
+        assert "charge_card ran 1 time(s)" in result.stdout
+        assert "'RecordToolOutcomeUnknown'" in result.stdout

@@ -7,6 +7,8 @@ Steps, persistence, RPCs, live events, approvals and crash recovery.
 
 from importlib.metadata import version as _version
 
+from dex_agents.client import AgentSessionClient, SessionEvent, SessionWaitTimeoutError
+from dex_agents.host import AgentHost
 from dex_agents.runner import (
     AgentEventWriter,
     AgentFrameworkRunner,
@@ -63,6 +65,7 @@ from dex_agents.values import (
     InterruptKind,
     ListAgentMessagesInput,
     ListAgentMessagesOutput,
+    MessageRole,
     PlanTask,
     QueuedUserMessage,
     ResolveInterruptInput,
@@ -87,10 +90,12 @@ __all__ = [
     "AgentEvent",
     "AgentEventWriter",
     "AgentFrameworkRunner",
+    "AgentHost",
     "AgentInterrupt",
     "AgentInterruptResolution",
     "AgentMessage",
     "AgentPlan",
+    "AgentSessionClient",
     "AgentSessionFlow",
     "AgentSessionOptions",
     "AgentSessionStartInput",
@@ -115,11 +120,14 @@ __all__ = [
     "InterruptKind",
     "ListAgentMessagesInput",
     "ListAgentMessagesOutput",
+    "MessageRole",
     "ModelCallMetadata",
     "PlanTask",
     "QueuedUserMessage",
     "ResolveInterruptInput",
     "ResolvedToolPolicy",
+    "SessionEvent",
+    "SessionWaitTimeoutError",
     "SupportsUnfinishedTurnMessages",
     "ToolCallCompleted",
     "ToolCallsRequested",

@@ -8,25 +8,6 @@ runs in its own Step.
 
 from __future__ import annotations
 
-from dex_agents.models.scripted import (
-    ScriptedModelClient,
-    ScriptedModelReply,
-    ScriptedModelScript,
-    ScriptedToolCall,
-)
-from dex_agents.models.types import (
-    ModelClient,
-    ModelOutputItem,
-    ModelRequest,
-    ModelResponse,
-    ModelSettings,
-    ModelStreamSink,
-    ModelToolCall,
-    ModelToolDefinition,
-    ToolResultItem,
-    TranscriptItem,
-    UserTextItem,
-)
 from dex_agents.stepwise.definition import (
     DEFAULT_MAX_MODEL_CALLS_PER_TURN,
     DEFAULT_TOOL_SOURCE_LISTING_TIMEOUT,
@@ -43,7 +24,6 @@ from dex_agents.stepwise.function_tool import (
 )
 from dex_agents.stepwise.runner import StepwiseAgentRunner
 from dex_agents.stepwise.tool_source import ToolSource
-from dex_agents.texts import model_call_limit_result, unknown_tool_error
 
 __all__ = [
     "DEFAULT_MAX_MODEL_CALLS_PER_TURN",
@@ -52,28 +32,11 @@ __all__ = [
     "FunctionTool",
     "InstructionContext",
     "Instructions",
-    "ModelClient",
-    "ModelOutputItem",
-    "ModelRequest",
-    "ModelResponse",
-    "ModelSettings",
-    "ModelStreamSink",
-    "ModelToolCall",
-    "ModelToolDefinition",
-    "ScriptedModelClient",
-    "ScriptedModelReply",
-    "ScriptedModelScript",
-    "ScriptedToolCall",
     "StepwiseAgentRunner",
     "ToolCallContext",
-    "ToolResultItem",
     "ToolSource",
-    "TranscriptItem",
-    "UserTextItem",
     "create_stepwise_agent_session_flow",
     "encode_tool_result",
     "function_tool",
-    "model_call_limit_result",
     "session_options_of",
-    "unknown_tool_error",
 ]
