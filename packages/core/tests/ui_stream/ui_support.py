@@ -33,6 +33,7 @@ from dex_agents import (
     create_agent_session_flow,
     describe_tool_call_outcome,
 )
+from dex_agents.client import AgentSessionClient
 from dex_agents.session import AgentSessionFlow
 from dex_agents.testing import AgentTestEnvironment, find_free_loopback_ports
 from dex_agents.ui_stream import SessionAccess, agent_chat_routes, agent_event_routes
@@ -218,8 +219,8 @@ class UIServer:
 def build_app(client: dex.AsyncClient, flow: AgentSessionFlow, access: AccessLog) -> Starlette:
     return Starlette(
         routes=[
-            *agent_chat_routes(client, flow, authorize=access),
-            *agent_event_routes(client, flow, authorize=access),
+            *agent_chat_routes(AgentSessionClient(client, flow), authorize=access),
+            *agent_event_routes(AgentSessionClient(client, flow), authorize=access),
         ]
     )
 

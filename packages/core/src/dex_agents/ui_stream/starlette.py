@@ -19,6 +19,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from dex_agents.client import AgentSessionClient
+from dex_agents.host import AgentHost
 from dex_agents.session import AgentSessionFlow
 from dex_agents.ui_stream._json import as_list, as_object, dumps
 from dex_agents.ui_stream.chunks import (
@@ -40,12 +42,15 @@ __all__ = [
     "UI_MESSAGE_STREAM_HEADERS",
     "Authorize",
     "SessionAccess",
+    "SessionSource",
     "agent_chat_routes",
     "agent_event_routes",
     "agent_event_sse_response",
     "agent_ui_message_stream_response",
 ]
 
+SessionSource = AgentSessionClient | AgentHost
+"""Where the routes get the Dex Client and session Flow from."""
 SessionAccess = Literal["read", "write"]
 Authorize = Callable[[Request, str, SessionAccess], Awaitable[None]]
 """``await authorize(request, session_id, access)``; raise to refuse the request."""
@@ -86,15 +91,23 @@ def _not_found(error: dex.DexServiceError) -> Response | None:
     return None
 
 
+def _sessions(source: SessionSource) -> tuple[dex.AsyncClient, AgentSessionFlow]:
+    sessions = source.client() if isinstance(source, AgentHost) else source
+    return sessions.client, sessions.flow
+
+
 def agent_chat_routes(
-    client: dex.AsyncClient,
-    flow: AgentSessionFlow,
+    source: SessionSource,
     *,
     authorize: Authorize,
     path: str = "/api/chat",
     continue_after_resume_token: bool = False,
 ) -> list[Route]:
     """The three ``useChat`` routes, with the chat ID as the session ID.
+
+    ``source`` is an ``AgentSessionClient``, or an ``AgentHost`` that runs one
+    session Flow (its client is taken per request, so the routes can be built
+    before the host starts).
 
     ``GET {path}/{id}``: stored messages and the active turn's resume token.
     ``POST {path}``: a user message, or the answers to tool approvals, streamed.
@@ -104,6 +117,7 @@ def agent_chat_routes(
     async def get_chat(request: Request) -> Response:
         session_id = request.path_params["session_id"]
         await authorize(request, session_id, "read")
+        client, flow = _sessions(source)
         try:
             value = await read_agent_session_ui_messages(client, flow, session_id)
         except dex.DexServiceError as error:
@@ -119,6 +133,7 @@ def agent_chat_routes(
         except (ValueError, KeyError, TypeError):
             return JSONResponse({"error": "expected {id, messages}"}, status_code=400)
         await authorize(request, session_id, "write")
+        client, flow = _sessions(source)
         last = as_object(messages[-1]) or {}
         try:
             if last.get("role") == "assistant":
@@ -138,6 +153,7 @@ def agent_chat_routes(
     async def get_chat_stream(request: Request) -> Response:
         session_id = request.path_params["session_id"]
         await authorize(request, session_id, "read")
+        client, flow = _sessions(source)
         try:
             parts = await open_agent_ui_message_stream(
                 client,
@@ -161,18 +177,20 @@ def agent_chat_routes(
 
 
 def agent_event_routes(
-    client: dex.AsyncClient,
-    flow: AgentSessionFlow,
+    source: SessionSource,
     *,
     authorize: Authorize,
     path: str = "/sessions",
 ) -> list[Route]:
     """``GET {path}/{id}/snapshot`` (browser-safe JSON with ``resume_token``) and
-    ``GET {path}/{id}/events`` (SSE; ``Last-Event-ID`` wins over ``?resumeToken=``)."""
+    ``GET {path}/{id}/events`` (SSE; ``Last-Event-ID`` wins over ``?resumeToken=``).
+
+    ``source`` is as for ``agent_chat_routes``."""
 
     async def get_snapshot(request: Request) -> Response:
         session_id = request.path_params["session_id"]
         await authorize(request, session_id, "read")
+        client, flow = _sessions(source)
         try:
             value = await read_agent_event_stream_snapshot(client, flow, session_id)
         except dex.DexServiceError as error:
@@ -182,6 +200,7 @@ def agent_event_routes(
     async def get_events(request: Request) -> Response:
         session_id = request.path_params["session_id"]
         await authorize(request, session_id, "read")
+        client, flow = _sessions(source)
         token = request.headers.get("last-event-id")
         if token is None:
             token = request.query_params.get("resumeToken", "")
