@@ -10,6 +10,7 @@ decision answers an interrupt pending in that session's active turn.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Literal
@@ -37,6 +38,7 @@ from dex_agents.ui_stream.snapshots import (
     read_agent_event_stream_snapshot,
 )
 from dex_agents.ui_stream.sse import open_agent_event_sse_stream
+from dex_agents.values import AgentSessionStartInput
 
 __all__ = [
     "UI_MESSAGE_STREAM_HEADERS",
@@ -102,6 +104,7 @@ def agent_chat_routes(
     authorize: Authorize,
     path: str = "/api/chat",
     continue_after_resume_token: bool = False,
+    start_sessions: bool = False,
 ) -> list[Route]:
     """The three ``useChat`` routes, with the chat ID as the session ID.
 
@@ -112,6 +115,9 @@ def agent_chat_routes(
     ``GET {path}/{id}``: stored messages and the active turn's resume token.
     ``POST {path}``: a user message, or the answers to tool approvals, streamed.
     ``GET {path}/{id}/stream``: reconnect, with the token in ``x-agent-resume-token``.
+
+    With ``start_sessions``, a user message to a chat ID that has no session yet
+    starts one (``authorize`` decides who may write to that ID).
     """
 
     async def get_chat(request: Request) -> Response:
@@ -141,9 +147,7 @@ def agent_chat_routes(
                     client, flow, session_id, read_agent_tool_approval_responses(last)
                 )
             else:
-                parts = await send_agent_user_message_with_ui_message_stream(
-                    client, flow, session_id, _text_of(last)
-                )
+                parts = await _send(client, flow, session_id, _text_of(last), start_sessions)
         except ValueError as error:
             return JSONResponse({"error": str(error)}, status_code=400)
         except dex.DexServiceError as error:
@@ -217,6 +221,19 @@ def agent_event_routes(
         Route(f"{base}/{{session_id}}/snapshot", get_snapshot, methods=["GET"]),
         Route(f"{base}/{{session_id}}/events", get_events, methods=["GET"]),
     ]
+
+
+async def _send(
+    client: dex.AsyncClient, flow: AgentSessionFlow, session_id: str, text: str, start: bool
+) -> AsyncIterator[dict[str, Any]]:
+    try:
+        return await send_agent_user_message_with_ui_message_stream(client, flow, session_id, text)
+    except dex.DexServiceError as error:
+        if not start or error.sub_status is not dex.ErrorSubStatus.FLOW_NOT_EXISTS:
+            raise
+    with contextlib.suppress(dex.FlowAlreadyStartedError):
+        await client.start_flow(flow, session_id, AgentSessionStartInput())
+    return await send_agent_user_message_with_ui_message_stream(client, flow, session_id, text)
 
 
 def _text_of(message: Any) -> str:
