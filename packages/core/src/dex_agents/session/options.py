@@ -9,6 +9,7 @@ from types import MappingProxyType
 
 from dex_agents.builtin_tools import BUILT_IN_TOOL_NAMES
 from dex_agents.runner import ToolPolicy
+from dex_agents.tracing.options import TracingOptions
 from dex_agents.values import ToolEffect
 
 __all__ = [
@@ -47,6 +48,8 @@ class AgentSessionOptions:
     interrupt_deadline: timedelta | None = None
     built_in_tools: tuple[str, ...] = ()
     max_durable_wait: timedelta = DEFAULT_MAX_DURABLE_WAIT
+    tracing: TracingOptions | None = None
+    """OpenTelemetry spans (``dex_agents.tracing``); ``None``: on, with the defaults."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.tool_policies, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]

@@ -45,6 +45,7 @@ class SessionPersistence:
     interrupt_resolutions: ChannelMap[AgentInterruptResolution]
     tool_call_results: Channel[ToolCallCompleted]
     agent_events: Stream[AgentEvent]
+    agent_trace_context: Attribute[str]
 
     @staticmethod
     def create(event_stream_capacity_bytes: int) -> SessionPersistence:
@@ -61,6 +62,7 @@ class SessionPersistence:
             interrupt_resolutions=ChannelMap("InterruptResolutions", AgentInterruptResolution),
             tool_call_results=Channel("ToolCallResults", ToolCallCompleted),
             agent_events=Stream("AgentEvents", AgentEvent, event_stream_capacity_bytes),
+            agent_trace_context=Attribute("AgentTraceContext", str),
         )
 
     def schema(self) -> PersistenceSchema:
@@ -76,5 +78,6 @@ class SessionPersistence:
             self.interrupt_resolutions,
             self.tool_call_results,
             self.agent_events,
+            self.agent_trace_context,
         )
         return PersistenceSchema.of(*definitions)

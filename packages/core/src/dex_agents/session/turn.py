@@ -45,6 +45,11 @@ from dex_agents.session.store import (
 from dex_agents.session.timers import timer_movement
 from dex_agents.session.tool_rules import open_record_count, recovery_error_text
 from dex_agents.session.tools import ContextCancellation, tool_step_movement
+from dex_agents.session.tracing_hooks import (
+    model_call_span,
+    read_trace_context,
+    trace_activation,
+)
 from dex_agents.session.turn_rules import apply_model_outcome, fail_turn, start_turn
 from dex_agents.texts import build_turn_failure_note
 from dex_agents.values import (
@@ -106,6 +111,7 @@ class _SessionStep:
         user_message = self._session.runner.build_user_message(text)
         changes, turn_id = start_turn(state, user_message)
         commit_changes(context, self._session.persistence, changes, turn_id=turn_id)
+        trace_activation(context, self._session, type(self).__name__, turn_id)
         return go_to(RunModel, None)
 
     def _turn_context(
@@ -211,8 +217,10 @@ class RunModel(_SessionStep, Step[None]):
         messages = read_messages(context, persistence)
         records = read_records(context, persistence)
         events = self._writer(context, turn_id)
+        trace_parent = read_trace_context(context, session)
+        span = model_call_span(context, session, turn_id, messages, trace_parent)
         try:
-            async with BackgroundHeartbeats(context) as heartbeats:
+            async with span, BackgroundHeartbeats(context) as heartbeats:
                 # Output before the model call: Dex hands an attempt that sent nothing back
                 # out under the same attempt number, so a crash would neither count against
                 # the 3 attempts nor let a UI drop the lost attempt's partial text.
@@ -226,6 +234,7 @@ class RunModel(_SessionStep, Step[None]):
                     heartbeat=heartbeats.beat,
                 )
                 outcome = await session.runner.run_model_step(turn)
+                span.outcome = outcome
             changes, routing = apply_model_outcome(
                 state,
                 outcome,
@@ -238,6 +247,7 @@ class RunModel(_SessionStep, Step[None]):
                 interrupt_deadline=session.options.interrupt_deadline,
                 built_in_tools=session.options.built_in_tools,
                 max_durable_wait=session.options.max_durable_wait,
+                trace_context=trace_parent,
             )
             apply_changes(context, persistence, changes, events)
         finally:
