@@ -46,7 +46,8 @@ async def test_one_turn_with_an_approval_is_two_linked_traces(engine) -> None:
         await sessions.wait_for_turn(sid)
     spans = spans_by_name(exporter)
     first, second = spans["invoke_agent Shop"]
-    assert first.parent is None and second.parent is None
+    assert first.parent is None
+    assert second.parent is None
     assert first.attributes["dex.step.type"] == "StartAgentSession"
     assert second.attributes["dex.step.type"] == "AwaitToolApproval"
     assert [link.context.span_id for link in second.links] == [first.context.span_id]
@@ -87,10 +88,12 @@ async def test_a_failing_span_processor_never_fails_a_step(engine, caplog) -> No
             sessions = host.client()
             await sessions.start_session(sid, "hello")
             snapshot = await sessions.wait_for_turn(sid)
-    assert snapshot.state is not None and snapshot.state.last_turn_error is None
+    assert snapshot.state is not None
+    assert snapshot.state.last_turn_error is None
     assert snapshot.messages[-1].text == "Hello there"
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
-    assert warnings and "processor down" in warnings[0].getMessage()
+    assert warnings
+    assert "processor down" in warnings[0].getMessage()
 
 
 @pytest.mark.parametrize("capture", [True, False])
