@@ -48,12 +48,13 @@ class StepIdentity:
 
     @staticmethod
     def of(context: Any, step_type: str, turn_id: str) -> StepIdentity:
+        # getattr: a hand-built context in a unit test may lack some of them.
         return StepIdentity(
-            context.flow_id,
-            context.run_id,
+            str(getattr(context, "flow_id", "")),
+            str(getattr(context, "run_id", "")),
             step_type,
-            context.step_execution_id,
-            context.attempt,
+            str(getattr(context, "step_execution_id", "")),
+            int(getattr(context, "attempt", 0)),
             turn_id,
         )
 
