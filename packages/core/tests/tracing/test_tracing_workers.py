@@ -20,7 +20,9 @@ async def test_parallel_tools_in_two_workers_form_one_trace(engine, tmp_path: Pa
     environment = {
         "TRACE_SPANS_FILE": str(spans_file),
         "TRACE_GATES": str(tmp_path),
-        "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+        "PYTHONPATH": os.pathsep.join(
+            [str(HERE), str(HERE.parent / "ui_stream"), os.environ.get("PYTHONPATH", "")]
+        ),
     }
     workers = [
         KillableWorkerProcess.start(

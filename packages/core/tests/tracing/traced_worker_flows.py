@@ -15,6 +15,7 @@ from pathlib import Path
 
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+from ui_support import framework_message
 
 from dex_agents import (
     AgentSessionOptions,
@@ -63,17 +64,12 @@ class JsonLinesExporter(SpanExporter):
         return SpanExportResult.SUCCESS
 
 
-def _message(role: str, text: str | None, **projection: object) -> FrameworkMessage:
-    item = json.dumps({"role": role, "text": text, **projection}, sort_keys=True)
-    return FrameworkMessage(role=role, framework_item=item, text=text, **projection)  # type: ignore[arg-type]
-
-
 class ParallelToolsRunner:
     def __init__(self, gate_directory: Path) -> None:
         self.gates = gate_directory
 
     def build_user_message(self, text: str) -> FrameworkMessage:
-        return _message("user", text)
+        return framework_message("user", text)
 
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
         if not turn.is_resuming:
@@ -84,7 +80,9 @@ class ParallelToolsRunner:
             return ToolCallsRequested("round-1", calls, USAGE, model_call_metadata=METADATA)
         outputs = ", ".join(r.output or "" for r in turn.tool_calls)
         return TurnCompleted(
-            [_message("assistant", f"both done: {outputs}")], USAGE, model_call_metadata=METADATA
+            [framework_message("assistant", f"both done: {outputs}")],
+            USAGE,
+            model_call_metadata=METADATA,
         )
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:

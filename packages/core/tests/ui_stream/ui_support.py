@@ -41,7 +41,7 @@ from dex_agents.ui_stream import SessionAccess, agent_chat_routes, agent_event_r
 USAGE = AgentUsage(model_calls=1, input_tokens=3, output_tokens=2, total_tokens=5)
 
 
-def _message(role: Any, text: str | None, **projection: Any) -> FrameworkMessage:
+def framework_message(role: Any, text: str | None, **projection: Any) -> FrameworkMessage:
     item = json.dumps({"role": role, "text": text, **projection}, sort_keys=True)
     return FrameworkMessage(role=role, framework_item=item, text=text, **projection)
 
@@ -56,7 +56,7 @@ class UIScriptRunner:
     charges: list[str] = field(default_factory=lambda: list[str]())
 
     def build_user_message(self, text: str) -> FrameworkMessage:
-        return _message("user", text)
+        return framework_message("user", text)
 
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
         request = next(m.text or "" for m in reversed(turn.messages) if m.role == "user")
@@ -68,10 +68,10 @@ class UIScriptRunner:
             self.reached_gate.set()
             await self.release.wait()
             turn.events.write_text_delta("part two.")
-            return TurnCompleted([_message("assistant", "part one. part two.")], USAGE)
+            return TurnCompleted([framework_message("assistant", "part one. part two.")], USAGE)
         for piece in ("Hel", "lo ", "there"):
             turn.events.write_text_delta(piece)
-        return TurnCompleted([_message("assistant", "Hello there")], USAGE)
+        return TurnCompleted([framework_message("assistant", "Hello there")], USAGE)
 
     def _charge(self, turn: AgentTurnContext) -> AgentTurnOutcome:
         if not turn.is_resuming:
@@ -85,7 +85,7 @@ class UIScriptRunner:
                 ),
             ]
             requests = [
-                _message(
+                framework_message(
                     "assistant",
                     None,
                     tool_call_id=c.tool_call_id,
@@ -96,7 +96,7 @@ class UIScriptRunner:
             ]
             return ToolCallsRequested("round-1", calls, USAGE, new_messages=requests)
         results = [
-            _message(
+            framework_message(
                 "tool",
                 None,
                 tool_call_id=r.tool_call_id,
@@ -107,7 +107,7 @@ class UIScriptRunner:
         ]
         summary = ", ".join(f"{r.tool_name} {r.status.value}" for r in turn.tool_calls)
         turn.events.write_text_delta(f"Done: {summary}.")
-        return TurnCompleted([*results, _message("assistant", f"Done: {summary}.")], USAGE)
+        return TurnCompleted([*results, framework_message("assistant", f"Done: {summary}.")], USAGE)
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
         if call.tool_call.tool_name == "charge":

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 from dex_agents.tracing.options import GEN_AI_SEMANTIC_CONVENTIONS_SCHEMA_URLS, TracingOptions
 from dex_agents.values import AgentMessage, AgentToolCall, message_sequence_key
@@ -170,8 +170,35 @@ class SessionTracer:
         return ToolCallSpan(self, step, record)
 
 
+class _SyncAndAsync:
+    """Lets a span wrapper be entered with ``with`` or ``async with`` (beside other async
+    context managers in one statement)."""
+
+    def __enter__(self) -> Self:
+        raise NotImplementedError
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        return self.__enter__()
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.__exit__(kind, error, traceback)
+
+
 @dataclass
-class ModelCallSpan:
+class ModelCallSpan(_SyncAndAsync):
     """Context manager around one model call: the root is current while it runs, and the
     ``chat`` span is emitted when it ends (from the attempt's start time)."""
 
@@ -184,17 +211,6 @@ class ModelCallSpan:
     first_output_sequence: int = 0
     _start: int = 0
     _token: Any = None
-
-    async def __aenter__(self) -> ModelCallSpan:
-        return self.__enter__()
-
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.__exit__(kind, error, traceback)
 
     def __enter__(self) -> ModelCallSpan:
         self._start = time.time_ns()
@@ -292,7 +308,7 @@ class ModelCallSpan:
 
 
 @dataclass
-class ToolCallSpan:
+class ToolCallSpan(_SyncAndAsync):
     """Context manager around one tool call: its ``execute_tool`` span is current while it runs,
     parented from the record's ``trace_context``. Set ``result`` for content capture."""
 
@@ -302,17 +318,6 @@ class ToolCallSpan:
     result: str | None = None
     _span: Any = None
     _token: Any = None
-
-    async def __aenter__(self) -> ToolCallSpan:
-        return self.__enter__()
-
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.__exit__(kind, error, traceback)
 
     def __enter__(self) -> ToolCallSpan:
         tracer = self.tracer.tracer()
