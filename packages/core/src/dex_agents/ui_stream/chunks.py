@@ -96,8 +96,9 @@ class _Follow:
             before = self.reader.token
             message = await self.reader.next()
             if message is None:
+                state_before = self.mapper.copy_state() if self.mapper is not None else None
                 finish, idle_ended = await self._on_idle(idle_ended)
-                async for part in self._emit(finish, before, before):
+                async for part in self._emit(finish, before, before, state_before):
                     yield part
                 continue
             idle_ended = 0
