@@ -114,3 +114,37 @@ async def test_content_is_captured_only_when_asked(engine, capture: bool) -> Non
     if capture:
         assert "hello" in chat.attributes["gen_ai.input.messages"]
         assert "Hello there" in chat.attributes["gen_ai.output.messages"]
+
+
+class FlakyModelRunner(UIScriptRunner):
+    """The first model call fails; the retry answers."""
+
+    async def run_model_step(self, turn):
+        if turn.attempt == 1:
+            raise ConnectionError("model endpoint reset")
+        return await super().run_model_step(turn)
+
+
+async def test_a_failed_model_attempt_is_an_error_span_and_the_retry_its_own(engine) -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    from dex_agents import AgentSessionOptions, create_agent_session_flow
+
+    tracing = TracingOptions(tracer_provider=provider)
+    flow = create_agent_session_flow(
+        FlakyModelRunner(), "FlakyTraced", AgentSessionOptions(tracing=tracing)
+    )
+    sid = new_session_id()
+    async with AgentHost(flow, server_address=engine.address) as host:
+        sessions = host.client()
+        await sessions.start_session(sid, "hello")
+        await sessions.wait_for_turn(sid)
+    failed, retried = spans_by_name(exporter)["chat"]
+    assert failed.status.status_code.name == "ERROR"
+    assert failed.attributes["error.type"] == "ConnectionError"
+    assert failed.attributes["dex.step.attempt"] == 1
+    assert retried.status.status_code.name == "UNSET"
+    assert retried.attributes["dex.step.attempt"] == 2
+    same_execution = failed.attributes["dex.step.execution_id"]
+    assert retried.attributes["dex.step.execution_id"] == same_execution
