@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from dex import (
@@ -30,6 +31,7 @@ from dex_agents.session.store import (
     read_record,
 )
 from dex_agents.session.tools import tool_step_movement
+from dex_agents.session.tracing_hooks import trace_activation
 from dex_agents.session.wait_cancellation import cancellation_condition, cancelled_wait
 
 __all__ = ["AwaitToolApproval", "approval_movement"]
@@ -96,6 +98,10 @@ class AwaitToolApproval(DexStep[str]):
         else:
             pending = read_pending_interrupts(context, persistence)
             outcome = apply_approval_timer(record, pending, datetime.now(UTC))
+        if not outcome.wait_again:  # an answer or a passed deadline starts an activation
+            root = trace_activation(context, session, "AwaitToolApproval", record.turn_id)
+            written = outcome.changes.written_records
+            written[:] = [replace(r, trace_context=root) for r in written]
         commit_changes(context, persistence, outcome.changes, turn_id=record.turn_id)
         if outcome.next_step is not None:
             return go_to_many(tool_step_movement(session, outcome.next_step, input))

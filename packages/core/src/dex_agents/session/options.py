@@ -17,6 +17,7 @@ from dex_agents.storage import (
     DEFAULT_RETAINED_MESSAGE_LIMIT,
     MessageStorageSettings,
 )
+from dex_agents.tracing.options import TracingOptions
 from dex_agents.values import ToolEffect
 
 __all__ = [
@@ -83,6 +84,8 @@ class AgentSessionOptions:
         )
 
     plan_mode_enabled: bool = False
+    tracing: TracingOptions | None = None
+    """OpenTelemetry spans (``dex_agents.tracing``); ``None``: on, with the defaults."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.tool_policies, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]

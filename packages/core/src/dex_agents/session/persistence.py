@@ -59,6 +59,7 @@ class SessionPersistence:
     interrupt_resolutions: ChannelMap[AgentInterruptResolution]
     tool_call_results: Channel[ToolCallCompleted]
     agent_events: Stream[AgentEvent]
+    agent_trace_context: Attribute[str]
     # Steering, cancellation and plans.
     steered_user_messages: Channel[AgentUserMessage]
     turn_control_requests: Channel[TurnControlRequest]
@@ -112,6 +113,7 @@ class SessionPersistence:
             agent_plan=Attribute("AgentPlan", AgentPlan),
             plan_executions=ChannelMap("PlanExecutions", PlanExecutionRequest),
             pending_plan_execution=Attribute("PendingPlanExecution", PlanExecutionRequest),
+            agent_trace_context=Attribute("AgentTraceContext", str),
         )
 
     def schema(self) -> PersistenceSchema:
@@ -139,5 +141,6 @@ class SessionPersistence:
             self.agent_plan,
             self.plan_executions,
             self.pending_plan_execution,
+            self.agent_trace_context,
         )
         return PersistenceSchema.of(*definitions)

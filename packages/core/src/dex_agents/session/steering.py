@@ -114,7 +114,7 @@ class ApplyTurnControl(SessionStep, Step[None]):
         user_messages = [build(message.text) for message in steered]
         changes, turn_id = start_turn_with_messages(state, user_messages, mode)
         commit_changes(context, persistence, changes, turn_id=turn_id)
-        self._keep_turn_settings(context, turn_id)
+        self._began_turn(context, turn_id)
         return go_to_run_model(self._session, context)
 
     def _closing_messages(

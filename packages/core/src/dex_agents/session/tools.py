@@ -44,6 +44,7 @@ from dex_agents.session.tool_rules import (
     idempotency_key,
     record_failure_route,
 )
+from dex_agents.session.tracing_hooks import tool_call_span
 from dex_agents.session.wait_cancellation import cancelled_wait
 from dex_agents.values import AgentToolCall, AgentToolCallStatus
 from dex_local_engine import StepAttemptProgress, recovery_attempt_progress
@@ -198,9 +199,11 @@ class _ToolStep(Step[str]):
             save_heartbeat_checkpoint=heartbeats.save_checkpoint,
             input_answers=record.input_answers,
         )
+        span = tool_call_span(context, self._session, type(self).__name__, record)
         try:
-            async with heartbeats:
+            async with span, heartbeats:
                 outcome = await self._session.runner.execute_deferred_tool_call(execution)
+                span.result = getattr(outcome, "output", None)
         except ToolExecutionError as error:
             return finish_tool_call(record, AgentToolCallStatus.FAILED, error=error.message)
         if isinstance(outcome, ToolExecutionResult):

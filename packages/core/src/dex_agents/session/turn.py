@@ -58,6 +58,11 @@ from dex_agents.session.store import (
 from dex_agents.session.timers import timer_movement
 from dex_agents.session.tool_rules import open_record_count, recovery_error_text
 from dex_agents.session.tools import ContextCancellation, tool_step_movement
+from dex_agents.session.tracing_hooks import (
+    model_call_span,
+    read_trace_context,
+    trace_activation,
+)
 from dex_agents.session.turn_control_rules import steer_wake
 from dex_agents.session.turn_rules import apply_model_outcome, fail_turn, start_turn
 from dex_agents.session_settings import (
@@ -210,14 +215,16 @@ class _SessionStep:
         user_message = self._session.runner.build_user_message(text)
         changes, turn_id = start_turn(state, user_message, interaction_mode)
         commit_changes(context, persistence, changes, turn_id=turn_id)
-        self._keep_turn_settings(context, turn_id, settings)
+        self._began_turn(context, turn_id, settings)
         return go_to_run_model(self._session, context)
 
-    def _keep_turn_settings(
+    def _began_turn(
         self, context: AsyncContext, turn_id: str, settings: Mapping[str, Any] | None = None
     ) -> None:
-        """Copy the session settings (``settings``, else the stored ones) for ``turn_id``,
-        so an update during the turn takes effect at the next one."""
+        """After ``turn_id`` started: trace its activation, and copy the session settings
+        (``settings``, else the stored ones) so an update during the turn takes effect
+        at the next one."""
+        trace_activation(context, self._session, type(self).__name__, turn_id)
         persistence = self._session.persistence
         if settings is None:
             settings = session_settings_from_text(
@@ -367,7 +374,7 @@ class AwaitUserMessage(_SessionStep, Step[None]):
             changes.event("plan_updated", **plan_updated_payload(active))
         changes.event("plan_execution_started", revision=plan.revision)
         commit_changes(context, persistence, changes, turn_id=turn_id)
-        self._keep_turn_settings(context, turn_id)
+        self._began_turn(context, turn_id)
         return go_to_run_model(self._session, context)
 
 
@@ -399,8 +406,10 @@ class RunModel(_SessionStep, Step[None]):
         records = read_records(context, persistence)
         plan = read_plan(context, persistence)
         events = self._writer(context, turn_id)
+        trace_parent = read_trace_context(context, session)
+        span = model_call_span(context, session, turn_id, messages, trace_parent)
         try:
-            async with BackgroundHeartbeats(context) as heartbeats:
+            async with span, BackgroundHeartbeats(context) as heartbeats:
                 # Output before the model call: Dex hands an attempt that sent nothing back
                 # out under the same attempt number, so a crash would neither count against
                 # the 3 attempts nor let a UI drop the lost attempt's partial text.
@@ -421,6 +430,7 @@ class RunModel(_SessionStep, Step[None]):
                     persistence.agent_state.set(context, start_compaction(state))
                     return self._go_to_compaction(context, through)
                 outcome = await session.runner.run_model_step(turn)
+                span.outcome = outcome
             changes, routing = apply_model_outcome(
                 state,
                 outcome,
@@ -434,6 +444,7 @@ class RunModel(_SessionStep, Step[None]):
                 built_in_tools=session.options.built_in_tools,
                 max_durable_wait=session.options.max_durable_wait,
                 plan=plan,
+                trace_context=trace_parent,
             )
             apply_changes(context, persistence, changes, events)
         finally:

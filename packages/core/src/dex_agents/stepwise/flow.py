@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from dex_agents.session import AgentSessionFlow, create_agent_session_flow
 from dex_agents.session.options import AgentSessionOptions
 from dex_agents.stepwise.definition import AgentDefinition
 from dex_agents.stepwise.runner import StepwiseAgentRunner
+from dex_agents.tracing.options import TracingOptions
 
 __all__ = ["create_stepwise_agent_session_flow", "session_options_of"]
 
@@ -29,13 +31,13 @@ def session_options_of(definition: AgentDefinition) -> AgentSessionOptions:
 
 
 def create_stepwise_agent_session_flow(
-    definition: AgentDefinition, flow_type: str
+    definition: AgentDefinition, flow_type: str, *, tracing: TracingOptions | None = None
 ) -> AgentSessionFlow:
     """A new session Flow of ``flow_type`` that runs ``definition`` with a ``StepwiseAgentRunner``.
 
     The session options (tool policies, default effect, built-in tools, interrupt
-    deadline, event stream capacity) come from the definition.
+    deadline, event stream capacity) come from the definition; ``tracing`` configures
+    the session's OpenTelemetry spans.
     """
-    return create_agent_session_flow(
-        StepwiseAgentRunner(definition), flow_type, session_options_of(definition)
-    )
+    options = replace(session_options_of(definition), tracing=tracing)
+    return create_agent_session_flow(StepwiseAgentRunner(definition), flow_type, options)
