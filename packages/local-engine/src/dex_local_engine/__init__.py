@@ -5,9 +5,12 @@ from importlib.metadata import version as _version
 __version__ = _version("dex-local-engine")
 
 from dex_local_engine.attempt_progress import StepAttemptProgress, recovery_attempt_progress
+from dex_local_engine.limits import SDK_MAX_RECEIVE_BYTES, EngineLimits
 from dex_local_engine.server import EngineServer, EngineStartError, LocalEngine
 
 __all__ = [
+    "SDK_MAX_RECEIVE_BYTES",
+    "EngineLimits",
     "EngineServer",
     "EngineStartError",
     "LocalEngine",

@@ -31,6 +31,16 @@ from dex.dexpb import dex_pb2_grpc as pb_grpc
 from google.protobuf.timestamp_pb2 import Timestamp
 from grpc_status import rpc_status
 
+from dex_local_engine.limits import (
+    DEFAULT_MAX_CONCURRENT_STREAMS_PER_WORKER,
+    DEFAULT_MAX_VALUE_BYTES,
+    SDK_MAX_RECEIVE_BYTES,
+    VALUE_TOO_LARGE_ERROR_TYPE,
+    oversized_value,
+    task_too_large,
+    value_too_large,
+)
+
 _LOG = logging.getLogger("dex_local_engine.dispatch")
 
 TaskKind = Literal["wait_for", "execute", "rpc"]
@@ -67,6 +77,7 @@ class Task:
     frames: int = 0
     push_call: asyncio.Task[None] | None = None
     unknown_to: set[str] = field(default_factory=set[str])  # app_worker_ids that rejected the name
+    undeliverable: bool = False  # too large for any Worker: retrying would build the same task
 
 
 @dataclass(eq=False)
@@ -94,6 +105,9 @@ class Dispatcher:
     """Routes tasks to Worker streams; used only from the engine's event loop."""
 
     def __init__(self) -> None:
+        self.max_task_bytes = SDK_MAX_RECEIVE_BYTES
+        self.max_value_bytes = DEFAULT_MAX_VALUE_BYTES
+        self.max_streams_per_worker = DEFAULT_MAX_CONCURRENT_STREAMS_PER_WORKER
         self._pending: dict[str, deque[Task]] = {}
         self._idle: dict[str, dict[WorkerStream, None]] = {}
         self._streams: set[WorkerStream] = set()
@@ -103,6 +117,17 @@ class Dispatcher:
     # Tasks ------------------------------------------------------------------------
 
     def submit(self, task: Task) -> None:
+        size = _task_frame(task).ByteSize()
+        if size > self.max_task_bytes:
+            # Sent anyway, the Worker would drop the stream and the task would come back
+            # forever, starving the Worker's other sessions; it fails here instead.
+            task.done = True
+            task.undeliverable = True
+            detail = task_too_large(_task_name(task), size, self.max_task_bytes)
+            _LOG.warning("flow %s: %s", task.flow_id, detail)
+            # Later, so the caller finishes its own change of the Flow first.
+            asyncio.get_running_loop().call_soon(task.on_lost, task, False, detail)
+            return
         if task.push_address is not None:
             task.push_call = asyncio.get_running_loop().create_task(self._run_push(task))
             return
@@ -156,16 +181,7 @@ class Dispatcher:
         task.stream = stream
         task.started = True
         task.frames = 0
-        frame = pb.PollWorkerTask(task_id=task.task_id)
-        if task.deadline is not None:
-            frame.deadline.CopyFrom(_deadline_stamp(task.deadline))
-        if isinstance(task.payload, pb.InvokeWaitForMethodRequest):
-            frame.wait_for.CopyFrom(task.payload)
-        elif isinstance(task.payload, pb.InvokeExecuteMethodRequest):
-            frame.execute.CopyFrom(task.payload)
-        else:
-            frame.rpc.CopyFrom(task.payload)
-        stream.send(pb.PollWorkerTaskResponse(task=frame))
+        stream.send(_task_frame(task))
         task.on_assigned(task)
 
     def _requeue(self, task: Task) -> None:
@@ -236,6 +252,13 @@ class Dispatcher:
                 grpc.StatusCode.FAILED_PRECONDITION, "the first frame must register"
             )
         register = first.register
+        open_streams = sum(1 for s in self._streams if s.app_worker_id == register.app_worker_id)
+        if open_streams >= self.max_streams_per_worker:
+            await context.abort(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"Worker {register.app_worker_id!r} already has {open_streams} open task "
+                f"streams, the engine's max_concurrent_streams_per_worker",
+            )
         stream = WorkerStream(
             queue=register.queue,
             app_worker_id=register.app_worker_id,
@@ -313,11 +336,9 @@ class Dispatcher:
             if task is None or frame.task_id != task.task_id:
                 return
             task.frames += 1
-            inner = frame.WhichOneof("output")
-            final = inner in ("rpc", "worker_error") or (
-                inner == "wait_for" and frame.wait_for.WhichOneof("output") == "result"
-            )
-            final = final or (inner == "execute" and frame.execute.WhichOneof("output") == "result")
+            final = _is_final(frame)
+            if final:
+                frame = self._refuse_oversized(task, frame)
             if not task.done:
                 if final:
                     task.done = True
@@ -410,15 +431,37 @@ class Dispatcher:
         if task.done:
             return
         task.frames += 1
-        inner = frame.WhichOneof("output")
-        final = inner in ("rpc", "worker_error")
-        if inner == "wait_for":
-            final = frame.wait_for.WhichOneof("output") == "result"
-        elif inner == "execute":
-            final = frame.execute.WhichOneof("output") == "result"
-        if final:
+        if _is_final(frame):
             task.done = True
+            frame = self._refuse_oversized(task, frame)
         task.on_frame(task, frame)
+
+    def _refuse_oversized(
+        self, task: Task, frame: pb.PollWorkerTaskFrame
+    ) -> pb.PollWorkerTaskFrame:
+        """The result, or a Worker error in its place when it writes a value over the limit."""
+        checked = frame
+        if frame.WhichOneof("output") == "rpc" and frame.rpc.HasField("output"):
+            # An RPC's answer goes back to its caller, not into the Flow's state.
+            checked = pb.PollWorkerTaskFrame()
+            checked.CopyFrom(frame)
+            checked.rpc.ClearField("output")
+        found = oversized_value(checked, self.max_value_bytes)
+        if found is None:
+            return frame
+        path, size = found
+        detail = value_too_large(
+            f"the result of {_task_name(task)}", path, size, self.max_value_bytes
+        )
+        _LOG.warning("flow %s: %s", task.flow_id, detail)
+        return pb.PollWorkerTaskFrame(
+            task_id=frame.task_id,
+            worker_error=pb.WorkerErrorResponse(
+                detail=detail,
+                error_type=VALUE_TOO_LARGE_ERROR_TYPE,
+                grpc_status=grpc.StatusCode.RESOURCE_EXHAUSTED.value[0],
+            ),
+        )
 
     def ask_to_reconnect(self, reason: str) -> None:
         """Tell every pull stream to drain and reconnect (the engine is stopping)."""
@@ -431,6 +474,29 @@ class Dispatcher:
         for channel in self._push_channels.values():
             await channel.close()
         self._push_channels.clear()
+
+
+def _task_frame(task: Task) -> pb.PollWorkerTaskResponse:
+    frame = pb.PollWorkerTask(task_id=task.task_id)
+    if task.deadline is not None:
+        frame.deadline.CopyFrom(_deadline_stamp(task.deadline))
+    if isinstance(task.payload, pb.InvokeWaitForMethodRequest):
+        frame.wait_for.CopyFrom(task.payload)
+    elif isinstance(task.payload, pb.InvokeExecuteMethodRequest):
+        frame.execute.CopyFrom(task.payload)
+    else:
+        frame.rpc.CopyFrom(task.payload)
+    return pb.PollWorkerTaskResponse(task=frame)
+
+
+def _is_final(frame: pb.PollWorkerTaskFrame) -> bool:
+    """Whether the frame ends its task: a result or a Worker error."""
+    inner = frame.WhichOneof("output")
+    if inner == "wait_for":
+        return frame.wait_for.WhichOneof("output") == "result"
+    if inner == "execute":
+        return frame.execute.WhichOneof("output") == "result"
+    return inner in ("rpc", "worker_error")
 
 
 def _task_name(task: Task) -> str:

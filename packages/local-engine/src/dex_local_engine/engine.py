@@ -31,6 +31,7 @@ from dex_local_engine.conditions import WaitState, evaluate_wait, validate_waiti
 from dex_local_engine.decisions import FlowEffect, graceful_completion_due, plan_close
 from dex_local_engine.dispatch import Dispatcher, Task
 from dex_local_engine.errors import DexError
+from dex_local_engine.limits import VALUE_TOO_LARGE_ERROR_TYPE
 from dex_local_engine.model import (
     METHOD_PHASES,
     ChannelMsg,
@@ -849,13 +850,22 @@ class Engine:
             # While the engine stops, its streams end too: the attempt stays marked as
             # running and counts as failed when the engine starts again.
             return
+        lost = (
+            grpc.StatusCode.RESOURCE_EXHAUSTED
+            if task.undeliverable
+            else grpc.StatusCode.UNAVAILABLE
+        )
         error = pb.WorkerErrorResponse(
             detail=detail,
-            error_type="dex_local_engine.WorkerLost",
-            grpc_status=grpc.StatusCode.UNAVAILABLE.value[0],
+            error_type="dex_local_engine.TaskTooLarge"
+            if task.undeliverable
+            else "dex_local_engine.WorkerLost",
+            grpc_status=lost.value[0],
         )
         with self._tx():
-            self._attempt_failed(attempt.flow, attempt.step, error, started=started)
+            self._attempt_failed(
+                attempt.flow, attempt.step, error, started=started, retry=not task.undeliverable
+            )
             self._after_change(attempt.flow)
 
     def _on_frame(self, task: Task, frame: pb.PollWorkerTaskFrame) -> None:
@@ -865,8 +875,12 @@ class Engine:
         flow, step = attempt.flow, attempt.step
         kind = frame.WhichOneof("output")
         if kind == "worker_error":
+            # A result refused for its size would come back the same: no retry.
+            oversized = frame.worker_error.error_type == VALUE_TOO_LARGE_ERROR_TYPE
             with self._tx():
-                self._attempt_failed(flow, step, frame.worker_error, started=True)
+                self._attempt_failed(
+                    flow, step, frame.worker_error, started=True, retry=not oversized
+                )
                 self._after_change(flow)
             return
         output = frame.wait_for if kind == "wait_for" else frame.execute
@@ -917,7 +931,13 @@ class Engine:
                 self._after_change(flow)
 
     def _attempt_failed(
-        self, flow: Flow, step: StepExec, error: pb.WorkerErrorResponse, *, started: bool
+        self,
+        flow: Flow,
+        step: StepExec,
+        error: pb.WorkerErrorResponse,
+        *,
+        started: bool,
+        retry: bool = True,
     ) -> None:
         attempt = self._attempts.pop((flow.flow_id, step.sid), None)
         if attempt is not None:
@@ -958,7 +978,7 @@ class Engine:
             error.detail,
         )
         self._touch(flow, step)
-        if delay is not None:
+        if delay is not None and retry:
             method.attempt += 1
             method.retry_at = now + delay
             self._arm_wake(flow, step, method.retry_at)
@@ -1447,7 +1467,9 @@ class Engine:
             if not result.done():
                 result.set_exception(
                     DexError(
-                        grpc.StatusCode.UNAVAILABLE,
+                        grpc.StatusCode.RESOURCE_EXHAUSTED
+                        if task.undeliverable
+                        else grpc.StatusCode.UNAVAILABLE,
                         pb.ERROR_SUB_STATUS_WORKER_API_ERROR,
                         f"RPC {request.rpc_name!r}: {detail}",
                     )

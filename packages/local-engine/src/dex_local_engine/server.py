@@ -14,12 +14,11 @@ import grpc
 from dex.dexpb import dex_pb2_grpc as pb_grpc
 
 from dex_local_engine.engine import Engine
+from dex_local_engine.limits import EngineLimits, ValueLimitInterceptor
 from dex_local_engine.service import FlowService, WorkerTaskService
 from dex_local_engine.store import Store
 
 _LOG = logging.getLogger("dex_local_engine")
-
-MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 
 
 class EngineStartError(RuntimeError):
@@ -29,12 +28,20 @@ class EngineStartError(RuntimeError):
 class EngineServer:
     """The engine's gRPC server on the running event loop."""
 
-    def __init__(self, database: str | os.PathLike[str], host: str, port: int) -> None:
+    def __init__(
+        self,
+        database: str | os.PathLike[str],
+        host: str,
+        port: int,
+        *,
+        limits: EngineLimits | None = None,
+    ) -> None:
         if not 0 <= port <= 65535:
             raise EngineStartError(f"port {port} is out of range 0-65535")
         self.database = os.fspath(database)
         self.host = host
         self.port = port
+        self.limits = limits or EngineLimits()
         self.address = ""
         self._server: Any = None
         self._engine: Engine | None = None
@@ -55,14 +62,19 @@ class EngineServer:
                 f"cannot load the engine state from {self.database!r}: {error}"
             ) from error
         self._engine = engine
+        limits = self.limits
+        engine.dispatch.max_task_bytes = limits.max_task_bytes
+        engine.dispatch.max_value_bytes = limits.max_value_bytes
+        engine.dispatch.max_streams_per_worker = limits.max_concurrent_streams_per_worker
         server = cast(Any, grpc).aio.server(
+            interceptors=[ValueLimitInterceptor(limits.max_value_bytes)],
             options=[
                 ("grpc.so_reuseport", 0),
-                ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-                ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+                ("grpc.max_receive_message_length", limits.max_request_bytes),
+                ("grpc.max_send_message_length", limits.max_task_bytes),
                 ("grpc.keepalive_permit_without_calls", 1),
                 ("grpc.http2.min_recv_ping_interval_without_data_ms", 5000),
-            ]
+            ],
         )
         cast(Any, pb_grpc).add_FlowServiceServicer_to_server(FlowService(engine), server)
         cast(Any, pb_grpc).add_WorkerTaskServiceServicer_to_server(
@@ -117,10 +129,13 @@ class LocalEngine:
         database: str | os.PathLike[str] = ":memory:",
         host: str = "127.0.0.1",
         port: int = 0,
+        *,
+        limits: EngineLimits | None = None,
     ) -> None:
         self.database = os.fspath(database)
         self.host = host
         self.port = port
+        self.limits = limits or EngineLimits()
         self._address = ""
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -165,7 +180,7 @@ class LocalEngine:
             loop.close()
 
     async def _main(self) -> None:
-        server = EngineServer(self.database, self.host, self.port)
+        server = EngineServer(self.database, self.host, self.port, limits=self.limits)
         self._stopped = asyncio.Event()
         self._address = await server.start()
         self._ready.set()

@@ -235,21 +235,22 @@ def create_agent_session_flow(
     )
     messages = persistence.agent_messages
     records = persistence.agent_tool_calls
+    text_limit = resolved.max_user_message_bytes
 
     class _BoundAgentSessionFlow(AgentSessionFlow):
         @rpc(timeout=RPC_TIMEOUT)
         def send_user_message(self, context: Context, input: AgentUserMessage) -> RPCResult[bool]:
-            return rpcs.send_user_message(context, persistence, input)
+            return rpcs.send_user_message(context, persistence, input, text_limit)
 
         @rpc(timeout=RPC_TIMEOUT, lock_attributes=(persistence.pending_interrupts.lock(),))
         def resolve_interrupt(
             self, context: Context, input: ResolveInterruptInput
         ) -> RPCResult[bool]:
-            return rpcs.resolve_interrupt(context, persistence, input)
+            return rpcs.resolve_interrupt(context, persistence, input, text_limit)
 
         @rpc(timeout=RPC_TIMEOUT, lock_attributes=(persistence.pending_interrupts.lock(),))
         def answer_question(self, context: Context, input: AnswerQuestionInput) -> RPCResult[bool]:
-            return rpcs.answer_question(context, persistence, input)
+            return rpcs.answer_question(context, persistence, input, text_limit)
 
         @rpc(
             timeout=RPC_TIMEOUT,

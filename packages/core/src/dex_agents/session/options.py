@@ -14,12 +14,16 @@ from dex_agents.values import ToolEffect
 __all__ = [
     "DEFAULT_EVENT_STREAM_CAPACITY_BYTES",
     "DEFAULT_MAX_DURABLE_WAIT",
+    "DEFAULT_MAX_USER_MESSAGE_BYTES",
     "KNOWN_BUILT_IN_TOOLS",
     "AgentSessionOptions",
 ]
 
 DEFAULT_EVENT_STREAM_CAPACITY_BYTES = 10 * 1024 * 1024
 DEFAULT_MAX_DURABLE_WAIT = timedelta(days=365)
+# A message is stored twice (display text and framework item), both escaped as JSON,
+# and the stored value must stay under the engine's largest value (2 MiB locally).
+DEFAULT_MAX_USER_MESSAGE_BYTES = 512 * 1024
 KNOWN_BUILT_IN_TOOLS = frozenset(BUILT_IN_TOOL_NAMES)
 
 
@@ -39,6 +43,10 @@ class AgentSessionOptions:
         built_in_tools: Built-in tools the session handles (``"ask_user"``,
             ``"durable_wait"``); their names are reserved.
         max_durable_wait: Longest ``durable_wait``, whole seconds, at least one.
+        max_user_message_bytes: Largest text ``send_user_message`` accepts, and largest
+            answer or rejection message, measured as the JSON string the session stores
+            (an ASCII character is one byte, another character six or twelve); a larger
+            one gets ``False``.
     """
 
     tool_policies: Mapping[str, ToolPolicy] = field(default_factory=lambda: dict[str, ToolPolicy]())
@@ -47,6 +55,7 @@ class AgentSessionOptions:
     interrupt_deadline: timedelta | None = None
     built_in_tools: tuple[str, ...] = ()
     max_durable_wait: timedelta = DEFAULT_MAX_DURABLE_WAIT
+    max_user_message_bytes: int = DEFAULT_MAX_USER_MESSAGE_BYTES
 
     def __post_init__(self) -> None:
         if not isinstance(self.tool_policies, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -93,3 +102,6 @@ class AgentSessionOptions:
             or wait.microseconds != 0
         ):
             raise ValueError("max_durable_wait must be a whole number of seconds, at least 1")
+        limit = self.max_user_message_bytes
+        if type(limit) is not int or limit <= 0:
+            raise ValueError("max_user_message_bytes must be a positive integer")
