@@ -52,6 +52,8 @@ REJECT_EXCLUSION_SECONDS = 0.25  # a stream that rejected a task gets no task fo
 # long before its next task, so the task is not sent into a half-closing stream.
 SETTLE_SECONDS = 0.004
 UNKNOWN_NAME_EXCLUSION_SECONDS = 2.0
+# The task frame around a payload: task ID, deadline and field tags stay well below this.
+TASK_FRAME_OVERHEAD_BYTES = 256
 
 _EOF: Any = cast(Any, grpc).aio.EOF
 _ids = itertools.count(1)
@@ -117,7 +119,7 @@ class Dispatcher:
     # Tasks ------------------------------------------------------------------------
 
     def submit(self, task: Task) -> None:
-        size = _task_frame(task).ByteSize()
+        size = task.payload.ByteSize() + TASK_FRAME_OVERHEAD_BYTES
         if size > self.max_task_bytes:
             # Sent anyway, the Worker would drop the stream and the task would come back
             # forever, starving the Worker's other sessions; it fails here instead.
@@ -440,6 +442,8 @@ class Dispatcher:
         self, task: Task, frame: pb.PollWorkerTaskFrame
     ) -> pb.PollWorkerTaskFrame:
         """The result, or a Worker error in its place when it writes a value over the limit."""
+        if frame.ByteSize() <= self.max_value_bytes:
+            return frame
         checked = frame
         if frame.WhichOneof("output") == "rpc" and frame.rpc.HasField("output"):
             # An RPC's answer goes back to its caller, not into the Flow's state.
