@@ -13,6 +13,7 @@ from typing import Any, cast
 import grpc
 from dex.dexpb import dex_pb2_grpc as pb_grpc
 
+from dex_local_engine.auth import BearerTokenInterceptor, InsecureListenError, check_listen_address
 from dex_local_engine.engine import Engine
 from dex_local_engine.limits import EngineLimits, ValueLimitInterceptor
 from dex_local_engine.service import FlowService, WorkerTaskService
@@ -35,13 +36,22 @@ class EngineServer:
         port: int,
         *,
         limits: EngineLimits | None = None,
+        token: str | None = None,
+        allow_insecure: bool = False,
     ) -> None:
         if not 0 <= port <= 65535:
             raise EngineStartError(f"port {port} is out of range 0-65535")
+        if token is not None and not token.strip():
+            raise EngineStartError("the bearer token must not be empty")
+        try:
+            check_listen_address(host, token=token, allow_insecure=allow_insecure)
+        except InsecureListenError as error:
+            raise EngineStartError(str(error)) from None
         self.database = os.fspath(database)
         self.host = host
         self.port = port
         self.limits = limits or EngineLimits()
+        self._token = token
         self.address = ""
         self._server: Any = None
         self._engine: Engine | None = None
@@ -67,7 +77,11 @@ class EngineServer:
         engine.dispatch.max_value_bytes = limits.max_value_bytes
         engine.dispatch.max_streams_per_worker = limits.max_concurrent_streams_per_worker
         server = cast(Any, grpc).aio.server(
-            interceptors=[ValueLimitInterceptor(limits.max_value_bytes)],
+            # Authentication first: an unauthenticated peer learns nothing, not even sizes.
+            interceptors=[
+                *([BearerTokenInterceptor(self._token)] if self._token is not None else []),
+                ValueLimitInterceptor(limits.max_value_bytes),
+            ],
             options=[
                 ("grpc.so_reuseport", 0),
                 ("grpc.max_receive_message_length", limits.max_request_bytes),
@@ -131,11 +145,15 @@ class LocalEngine:
         port: int = 0,
         *,
         limits: EngineLimits | None = None,
+        token: str | None = None,
+        allow_insecure: bool = False,
     ) -> None:
         self.database = os.fspath(database)
         self.host = host
         self.port = port
         self.limits = limits or EngineLimits()
+        self.token = token
+        self.allow_insecure = allow_insecure
         self._address = ""
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -180,7 +198,14 @@ class LocalEngine:
             loop.close()
 
     async def _main(self) -> None:
-        server = EngineServer(self.database, self.host, self.port, limits=self.limits)
+        server = EngineServer(
+            self.database,
+            self.host,
+            self.port,
+            limits=self.limits,
+            token=self.token,
+            allow_insecure=self.allow_insecure,
+        )
         self._stopped = asyncio.Event()
         self._address = await server.start()
         self._ready.set()
