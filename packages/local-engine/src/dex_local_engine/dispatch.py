@@ -36,6 +36,7 @@ from dex_local_engine.limits import (
     DEFAULT_MAX_VALUE_BYTES,
     SDK_MAX_RECEIVE_BYTES,
     VALUE_TOO_LARGE_ERROR_TYPE,
+    MalformedRequest,
     oversized_value,
     task_too_large,
     value_too_large,
@@ -246,8 +247,8 @@ class Dispatcher:
     # Pull streams -----------------------------------------------------------------
 
     async def serve_stream(self, context: Any) -> None:
-        first = await context.read()
-        if first is _EOF:
+        first = await _read_frame(context)
+        if first is None:
             return
         if first.WhichOneof("frame") != "register":
             await context.abort(
@@ -278,8 +279,8 @@ class Dispatcher:
         died = True
         try:
             while True:
-                request = await context.read()
-                if request is _EOF:
+                request = await _read_frame(context)
+                if request is None:
                     break
                 self._on_request(stream, request)
             self._close_stream(stream)
@@ -478,6 +479,17 @@ class Dispatcher:
         for channel in self._push_channels.values():
             await channel.close()
         self._push_channels.clear()
+
+
+async def _read_frame(context: Any) -> pb.PollWorkerTaskRequest | None:
+    """The next frame, ``None`` at the end; a malformed one ends the stream, clearly."""
+    frame = await context.read()
+    if frame is _EOF:
+        return None
+    if isinstance(frame, MalformedRequest):
+        await context.abort(grpc.StatusCode.INVALID_ARGUMENT, frame.describe("PollWorkerTask"))
+        raise AssertionError("abort returned")  # pragma: no cover
+    return cast(pb.PollWorkerTaskRequest, frame)
 
 
 def _task_frame(task: Task) -> pb.PollWorkerTaskResponse:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 import grpc
-from google.protobuf.message import Message
+from google.protobuf.message import DecodeError, Message
 
 from dex_local_engine import errors
 
@@ -33,7 +33,8 @@ __all__ = [
     "SDK_MAX_RECEIVE_BYTES",
     "VALUE_TOO_LARGE_ERROR_TYPE",
     "EngineLimits",
-    "ValueLimitInterceptor",
+    "MalformedRequest",
+    "RequestCheckInterceptor",
     "oversized_value",
     "task_too_large",
     "value_too_large",
@@ -130,31 +131,64 @@ def task_too_large(name: str, size: int, limit: int) -> str:
     )
 
 
-class ValueLimitInterceptor(grpc.aio.ServerInterceptor):
-    """Refuses a unary request that carries a ``Value`` over ``max_value_bytes``."""
+class MalformedRequest:
+    """What a request that does not parse decodes to, so a handler can refuse it clearly."""
+
+    def __init__(self, error: str) -> None:
+        self.error = error
+
+    def describe(self, method: str) -> str:
+        return f"{method}: the request is not a valid protobuf message ({self.error})"
+
+
+def _tolerant(deserializer: Any) -> Any:
+    if deserializer is None:
+        return None
+
+    def decode(data: bytes) -> Any:
+        try:
+            return deserializer(data)
+        except DecodeError as error:
+            return MalformedRequest(str(error))
+
+    return decode
+
+
+class RequestCheckInterceptor(grpc.aio.ServerInterceptor):
+    """Refuses, with INVALID_ARGUMENT, a request that does not parse (instead of gRPC's
+    UNKNOWN) or that carries a ``Value`` over ``max_value_bytes``.
+
+    Worker stream frames decode to ``MalformedRequest`` too; the stream handler
+    refuses them, and checks the values of each result itself.
+    """
 
     def __init__(self, max_value_bytes: int) -> None:
         self.max_value_bytes = max_value_bytes
 
     async def intercept_service(self, continuation: Any, handler_call_details: Any) -> Any:
         handler = await continuation(handler_call_details)
-        if handler is None or handler.unary_unary is None:
-            return handler  # unknown methods, and the Worker streams (checked per frame)
+        if handler is None:
+            return None
+        codec = {
+            "request_deserializer": _tolerant(handler.request_deserializer),
+            "response_serializer": handler.response_serializer,
+        }
+        if handler.unary_unary is None:
+            if handler.stream_stream is not None:
+                return grpc.stream_stream_rpc_method_handler(handler.stream_stream, **codec)
+            return handler
         inner = handler.unary_unary
         method = str(handler_call_details.method).rsplit("/", 1)[-1]
         limit = self.max_value_bytes
 
-        async def checked(request: Message, context: Any) -> Any:
+        async def checked(request: Any, context: Any) -> Any:
+            if isinstance(request, MalformedRequest):
+                await errors.abort(context, errors.invalid(request.describe(method)))
             found = oversized_value(request, limit)
             if found is not None:
                 path, size = found
-                await errors.abort(
-                    context, errors.invalid(value_too_large(method, path, size, limit))
-                )
+                detail = value_too_large(method, path, size, limit)
+                await errors.abort(context, errors.invalid(detail))
             return await inner(request, context)
 
-        return grpc.unary_unary_rpc_method_handler(
-            checked,
-            request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer,
-        )
+        return grpc.unary_unary_rpc_method_handler(checked, **codec)

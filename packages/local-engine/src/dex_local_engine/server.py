@@ -15,7 +15,7 @@ from dex.dexpb import dex_pb2_grpc as pb_grpc
 
 from dex_local_engine.auth import BearerTokenInterceptor, InsecureListenError, check_listen_address
 from dex_local_engine.engine import Engine
-from dex_local_engine.limits import EngineLimits, ValueLimitInterceptor
+from dex_local_engine.limits import EngineLimits, RequestCheckInterceptor
 from dex_local_engine.service import FlowService, WorkerTaskService
 from dex_local_engine.store import Store
 
@@ -80,7 +80,7 @@ class EngineServer:
             # Authentication first: an unauthenticated peer learns nothing, not even sizes.
             interceptors=[
                 *([BearerTokenInterceptor(self._token)] if self._token is not None else []),
-                ValueLimitInterceptor(limits.max_value_bytes),
+                RequestCheckInterceptor(limits.max_value_bytes),
             ],
             options=[
                 ("grpc.so_reuseport", 0),
