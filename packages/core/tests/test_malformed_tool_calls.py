@@ -109,9 +109,6 @@ async def test_a_malformed_tool_call_ends_clearly_and_the_session_goes_on(
     session: Callable[[str], Any], kind: str
 ) -> None:
     snapshot: AgentSnapshot = await session(kind)
-    print(
-        f"\n{kind}: {snapshot.messages[-1].text[:120]!r} error={snapshot.state and snapshot.state.last_turn_error!r}"
-    )
     assert snapshot.state is not None
     last = snapshot.messages[-1]
     if kind == "duplicate ids":
