@@ -91,3 +91,14 @@ def bench(session: nox.Session) -> None:
         session.skip("no benchmark scripts yet")
     for script in scripts:
         session.run("python", str(script.relative_to(ROOT)), *session.posargs)
+
+
+@nox.session
+def fuzz(session: nox.Session) -> None:
+    """Kill-anywhere fuzzing for 30 minutes (not part of the default run).
+
+    Pass options after ``--``, such as ``nox -s fuzz -- --seconds 120 --seed 3``.
+    """
+    sync(session)
+    arguments = session.posargs or ["--seconds", "1800"]
+    session.run("python", "-m", "dex_agents.testing.kill_fuzz", *arguments)
