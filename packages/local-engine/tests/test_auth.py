@@ -98,6 +98,13 @@ def test_the_right_token_gets_through(guarded: LocalEngine) -> None:
     assert code == grpc.StatusCode.OK
 
 
+def _client(registry: Registry, cache: Any, address: str, credential: Any) -> Client:
+    options = ClientOptions(
+        server_address=address, worker_target=WorkerTarget(pull=True), credential=credential
+    )
+    return Client(registry, cache, options)
+
+
 def test_sdk_client_and_worker_run_a_flow_with_the_credential(
     guarded: LocalEngine, tmp_path: Path
 ) -> None:
@@ -107,15 +114,7 @@ def test_sdk_client_and_worker_run_a_flow_with_the_credential(
     registry = Registry(flows)
     cache = open_blob_cache(BlobCacheConfig(directory=str(tmp_path), max_bytes=10_000_000))
     credential = FileCredential(token_file)
-    client = Client(
-        registry,
-        cache,
-        ClientOptions(
-            server_address=guarded.address,
-            worker_target=WorkerTarget(pull=True),
-            credential=credential,
-        ),
-    )
+    client = _client(registry, cache, guarded.address, credential)
     worker = Worker(
         registry,
         cache,
@@ -133,15 +132,7 @@ def test_sdk_client_and_worker_run_a_flow_with_the_credential(
         assert client.invoke_rpc(flow.release, "authorized")
         assert client.wait_for_flow("authorized").single_output(str) == "a:3"
 
-        stranger = Client(
-            registry,
-            cache,
-            ClientOptions(
-                server_address=guarded.address,
-                worker_target=WorkerTarget(pull=True),
-                credential=FixedCredential("not-the-token"),
-            ),
-        )
+        stranger = _client(registry, cache, guarded.address, FixedCredential("not-the-token"))
         with pytest.raises(Exception, match="bearer token"):
             stranger.invoke_rpc(flow.put, "authorized", 3)
     finally:
