@@ -202,3 +202,14 @@ def compat(session: nox.Session, adapter: str, end: str) -> None:
 
 def sys_python(session: nox.Session) -> str:
     return str(Path(session.virtualenv.location) / "bin" / "python")
+
+
+@nox.session(venv_backend="none")
+def fuzz(session: nox.Session) -> None:
+    """Kill-anywhere fuzzing for 30 minutes (not part of the default run).
+
+    Pass options after ``--``, such as ``nox -s fuzz -- --seconds 120 --seed 3``.
+    """
+    sync(session)
+    arguments = session.posargs or ["--seconds", "1800"]
+    run_tool(session, "python", "-m", "dex_agents.testing.kill_fuzz", *arguments)

@@ -17,6 +17,7 @@ from typing import ClassVar
 import dex
 import pytest
 
+from dex_agents.session.options import DEFAULT_MAX_USER_MESSAGE_BYTES
 from dex_agents.testing import ALWAYS, ModelScript, ModelTurn, ToolBehaviour, ToolCallSpec
 from dex_agents.testing.history import StepMethod, StepOutcome, read_step_history
 from dex_agents.texts import (
@@ -232,6 +233,40 @@ class ConformanceSuite(TurnControlScenarios, LongSessionScenarios):
             assert everything.deleted_before_sequence is None
             one = await run.sessions.list_messages(run.session_id, limit=0)
             assert [m.sequence for m in one.messages] == [6]
+
+    async def test_an_oversized_message_is_refused_and_no_session_is_blocked(
+        self, conformance_harness: ConformanceHarness
+    ) -> None:
+        """A message too large to store gets ``False`` (or the engine's clear error), is
+        never queued, and neither its session nor one beside it on the Worker stalls."""
+        script = ModelScript([ModelTurn(text=f"answer {n}") for n in range(1, 4)])
+        limit = DEFAULT_MAX_USER_MESSAGE_BYTES
+        async with conformance_harness.run(script) as run:
+            other = f"{run.session_id}-beside"
+            await run.start_session("question 1")
+            await run.sessions.start_session(other, "question 1")
+            await run.sessions.wait_for_completed_turns(run.session_id, 1)
+            assert not await run.sessions.send_user_message(run.session_id, "x" * (limit + 1))
+            assert not await run.sessions.send_user_message(run.session_id, "é" * (limit // 6 + 1))
+            with pytest.raises(dex.DexServiceError, match="max_value_bytes"):
+                await run.sessions.send_user_message(run.session_id, "x" * (3 * limit * 2))
+            largest = "y" * limit
+            assert await run.sessions.send_user_message(run.session_id, largest)
+            snapshot = await run.sessions.wait_for_completed_turns(run.session_id, 2)
+            assert [m.text for m in snapshot.messages][2:] == [largest, "answer 2"]
+            assert snapshot.state is not None
+            assert snapshot.state.last_turn_error is None
+            assert await run.sessions.send_user_message(run.session_id, "question 3")
+            await run.sessions.wait_for_completed_turns(run.session_id, 3)
+            await run.sessions.wait_for_completed_turns(other, 1)
+            assert await run.sessions.send_user_message(other, "question 2")
+            beside = await run.sessions.wait_for_completed_turns(other, 2)
+            assert [m.text for m in beside.messages] == [
+                "question 1",
+                "answer 1",
+                "question 2",
+                "answer 2",
+            ]
 
     # --- approvals -----------------------------------------------------------------
 

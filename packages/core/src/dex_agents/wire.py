@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, fields, is_dataclass
 from enum import Enum
 from functools import cache
+from types import MappingProxyType
 from typing import (
     Any,
     ClassVar,
@@ -35,7 +36,14 @@ from typing import (
     get_type_hints,
 )
 
-__all__ = ["WireValue", "from_wire", "from_wire_json", "to_wire", "to_wire_json"]
+__all__ = [
+    "WireValue",
+    "from_wire",
+    "from_wire_json",
+    "to_wire",
+    "to_wire_json",
+    "unknown_fields",
+]
 
 WireT = TypeVar("WireT", bound="WireValue")
 
@@ -220,18 +228,54 @@ def _coerce(value: Any, hint: Any, where: str) -> Any:
 
 def _build(cls: type[Any], data: Mapping[str, Any], where: str) -> Any:
     arguments: dict[str, Any] = {}
+    null_means_default = _null_means_default(cls)
     for field in fields(cls):
-        if field.name in data:
+        if field.name in data and not (
+            data[field.name] is None and field.name in null_means_default
+        ):
             arguments[field.name] = data[field.name]
         elif field.default is MISSING and field.default_factory is MISSING:
             raise TypeError(f"{where} is missing field {field.name}")
-    return cls(**arguments)
+    value = cls(**arguments)
+    known = {field.name for field in fields(cls)}
+    unknown = {key: item for key, item in data.items() if key not in known}
+    if unknown:
+        # Fields a newer writer added: kept, so decoding and encoding again loses nothing.
+        object.__setattr__(value, _UNKNOWN_FIELDS, MappingProxyType(unknown))
+    return value
+
+
+_UNKNOWN_FIELDS = "_wire_unknown_fields"
+
+
+@cache
+def _null_means_default(cls: type[Any]) -> frozenset[str]:
+    """Fields with a default whose type has no ``None``: a stored null reads as the default."""
+    hints = get_type_hints(cls)
+    return frozenset(
+        field.name
+        for field in fields(cls)
+        if (field.default is not MISSING or field.default_factory is not MISSING)
+        and _NONE_TYPE not in get_args(hints[field.name])
+        and hints[field.name] is not Any
+    )
+
+
+_NO_FIELDS: Mapping[str, Any] = MappingProxyType({})
+
+
+def unknown_fields(value: Any) -> Mapping[str, Any]:
+    """The JSON fields ``value`` was decoded with that its class does not know."""
+    return cast("Mapping[str, Any]", getattr(value, _UNKNOWN_FIELDS, _NO_FIELDS))
 
 
 def to_wire(value: Any) -> Any:
     """Return the JSON-compatible data Dex writes for ``value``."""
     if is_dataclass(value) and not isinstance(value, type):
-        return {field.name: to_wire(getattr(value, field.name)) for field in fields(value)}
+        data = {field.name: to_wire(getattr(value, field.name)) for field in fields(value)}
+        for key, item in unknown_fields(value).items():
+            data.setdefault(key, item)
+        return data
     if isinstance(value, Enum):
         return to_wire(value.value)
     if isinstance(value, Mapping):

@@ -10,7 +10,14 @@ import sys
 from collections.abc import Sequence
 
 from dex_local_engine import __version__
+from dex_local_engine.auth import TOKEN_ENVIRONMENT_VARIABLE, read_token
 from dex_local_engine.durability import DEFAULT_DURABILITY, Durability
+from dex_local_engine.limits import (
+    DEFAULT_MAX_CONCURRENT_STREAMS_PER_WORKER,
+    DEFAULT_MAX_REQUEST_BYTES,
+    DEFAULT_MAX_VALUE_BYTES,
+    EngineLimits,
+)
 from dex_local_engine.server import EngineServer, EngineStartError
 
 
@@ -47,11 +54,70 @@ def build_parser() -> argparse.ArgumentParser:
         "engine process crashing; power-loss: synchronous=FULL, an fsync per commit",
     )
     serve.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    serve.add_argument(
+        "--token-file",
+        default=None,
+        help=f"file holding the bearer token every call must carry; without it, "
+        f"${TOKEN_ENVIRONMENT_VARIABLE} when set, else no authentication",
+    )
+    serve.add_argument(
+        "--insecure-no-auth",
+        action="store_true",
+        help="allow listening on a non-loopback address without a token (any peer "
+        "that reaches it can read and drive every session)",
+    )
+    serve.add_argument(
+        "--max-value-bytes",
+        type=_positive,
+        default=DEFAULT_MAX_VALUE_BYTES,
+        help="largest value a request or a Step result may carry",
+    )
+    serve.add_argument(
+        "--max-request-bytes",
+        type=_positive,
+        default=DEFAULT_MAX_REQUEST_BYTES,
+        help="largest gRPC message the engine receives",
+    )
+    serve.add_argument(
+        "--max-streams-per-worker",
+        type=_positive,
+        default=DEFAULT_MAX_CONCURRENT_STREAMS_PER_WORKER,
+        help="most open task streams of one Worker",
+    )
     return parser
 
 
-async def _serve(host: str, port: int, database: str, durability: str) -> int:
-    server = EngineServer(database, host, port, durability)
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{value} is not positive")
+    return value
+
+
+async def _serve(args: argparse.Namespace) -> int:
+    host, port, database = args.host, args.port, args.db
+    try:
+        token = read_token(args.token_file)
+        limits = EngineLimits(
+            max_value_bytes=args.max_value_bytes,
+            max_request_bytes=args.max_request_bytes,
+            max_concurrent_streams_per_worker=args.max_streams_per_worker,
+        )
+        server = EngineServer(
+            database,
+            host,
+            port,
+            args.durability,
+            limits=limits,
+            token=token,
+            allow_insecure=args.insecure_no_auth,
+        )
+    except (OSError, ValueError, EngineStartError) as error:
+        print(f"dex-local-engine: {error}", file=sys.stderr, flush=True)
+        return 2
     try:
         address = await server.start()
     except EngineStartError as error:
@@ -77,7 +143,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    return asyncio.run(_serve(args.host, args.port, args.db, args.durability))
+    return asyncio.run(_serve(args))
 
 
 if __name__ == "__main__":

@@ -31,6 +31,17 @@ from dex.dexpb import dex_pb2_grpc as pb_grpc
 from google.protobuf.timestamp_pb2 import Timestamp
 from grpc_status import rpc_status
 
+from dex_local_engine.limits import (
+    DEFAULT_MAX_CONCURRENT_STREAMS_PER_WORKER,
+    DEFAULT_MAX_VALUE_BYTES,
+    SDK_MAX_RECEIVE_BYTES,
+    VALUE_TOO_LARGE_ERROR_TYPE,
+    MalformedRequest,
+    oversized_value,
+    task_too_large,
+    value_too_large,
+)
+
 _LOG = logging.getLogger("dex_local_engine.dispatch")
 
 TaskKind = Literal["wait_for", "execute", "rpc"]
@@ -42,6 +53,8 @@ REJECT_EXCLUSION_SECONDS = 0.25  # a stream that rejected a task gets no task fo
 # long before its next task, so the task is not sent into a half-closing stream.
 SETTLE_SECONDS = 0.004
 UNKNOWN_NAME_EXCLUSION_SECONDS = 2.0
+# The task frame around a payload: task ID, deadline and field tags stay well below this.
+TASK_FRAME_OVERHEAD_BYTES = 256
 
 _EOF: Any = cast(Any, grpc).aio.EOF
 _ids = itertools.count(1)
@@ -67,6 +80,7 @@ class Task:
     frames: int = 0
     push_call: asyncio.Task[None] | None = None
     unknown_to: set[str] = field(default_factory=set[str])  # app_worker_ids that rejected the name
+    undeliverable: bool = False  # too large for any Worker: retrying would build the same task
 
 
 @dataclass(eq=False)
@@ -94,6 +108,9 @@ class Dispatcher:
     """Routes tasks to Worker streams; used only from the engine's event loop."""
 
     def __init__(self) -> None:
+        self.max_task_bytes = SDK_MAX_RECEIVE_BYTES
+        self.max_value_bytes = DEFAULT_MAX_VALUE_BYTES
+        self.max_streams_per_worker = DEFAULT_MAX_CONCURRENT_STREAMS_PER_WORKER
         self._pending: dict[str, deque[Task]] = {}
         self._idle: dict[str, dict[WorkerStream, None]] = {}
         self._streams: set[WorkerStream] = set()
@@ -103,6 +120,17 @@ class Dispatcher:
     # Tasks ------------------------------------------------------------------------
 
     def submit(self, task: Task) -> None:
+        size = task.payload.ByteSize() + TASK_FRAME_OVERHEAD_BYTES
+        if size > self.max_task_bytes:
+            # Sent anyway, the Worker would drop the stream and the task would come back
+            # forever, starving the Worker's other sessions; it fails here instead.
+            task.done = True
+            task.undeliverable = True
+            detail = task_too_large(_task_name(task), size, self.max_task_bytes)
+            _LOG.warning("flow %s: %s", task.flow_id, detail)
+            # Later, so the caller finishes its own change of the Flow first.
+            asyncio.get_running_loop().call_soon(task.on_lost, task, False, detail)
+            return
         if task.push_address is not None:
             task.push_call = asyncio.get_running_loop().create_task(self._run_push(task))
             return
@@ -156,16 +184,7 @@ class Dispatcher:
         task.stream = stream
         task.started = True
         task.frames = 0
-        frame = pb.PollWorkerTask(task_id=task.task_id)
-        if task.deadline is not None:
-            frame.deadline.CopyFrom(_deadline_stamp(task.deadline))
-        if isinstance(task.payload, pb.InvokeWaitForMethodRequest):
-            frame.wait_for.CopyFrom(task.payload)
-        elif isinstance(task.payload, pb.InvokeExecuteMethodRequest):
-            frame.execute.CopyFrom(task.payload)
-        else:
-            frame.rpc.CopyFrom(task.payload)
-        stream.send(pb.PollWorkerTaskResponse(task=frame))
+        stream.send(_task_frame(task))
         task.on_assigned(task)
 
     def _requeue(self, task: Task) -> None:
@@ -228,14 +247,21 @@ class Dispatcher:
     # Pull streams -----------------------------------------------------------------
 
     async def serve_stream(self, context: Any) -> None:
-        first = await context.read()
-        if first is _EOF:
+        first = await _read_frame(context)
+        if first is None:
             return
         if first.WhichOneof("frame") != "register":
             await context.abort(
                 grpc.StatusCode.FAILED_PRECONDITION, "the first frame must register"
             )
         register = first.register
+        open_streams = sum(1 for s in self._streams if s.app_worker_id == register.app_worker_id)
+        if open_streams >= self.max_streams_per_worker:
+            await context.abort(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"Worker {register.app_worker_id!r} already has {open_streams} open task "
+                f"streams, the engine's max_concurrent_streams_per_worker",
+            )
         stream = WorkerStream(
             queue=register.queue,
             app_worker_id=register.app_worker_id,
@@ -253,8 +279,8 @@ class Dispatcher:
         died = True
         try:
             while True:
-                request = await context.read()
-                if request is _EOF:
+                request = await _read_frame(context)
+                if request is None:
                     break
                 self._on_request(stream, request)
             self._close_stream(stream)
@@ -316,11 +342,9 @@ class Dispatcher:
             if task is None or frame.task_id != task.task_id:
                 return
             task.frames += 1
-            inner = frame.WhichOneof("output")
-            final = inner in ("rpc", "worker_error") or (
-                inner == "wait_for" and frame.wait_for.WhichOneof("output") == "result"
-            )
-            final = final or (inner == "execute" and frame.execute.WhichOneof("output") == "result")
+            final = _is_final(frame)
+            if final:
+                frame = self._refuse_oversized(task, frame)
             if not task.done:
                 if final:
                     task.done = True
@@ -413,15 +437,39 @@ class Dispatcher:
         if task.done:
             return
         task.frames += 1
-        inner = frame.WhichOneof("output")
-        final = inner in ("rpc", "worker_error")
-        if inner == "wait_for":
-            final = frame.wait_for.WhichOneof("output") == "result"
-        elif inner == "execute":
-            final = frame.execute.WhichOneof("output") == "result"
-        if final:
+        if _is_final(frame):
             task.done = True
+            frame = self._refuse_oversized(task, frame)
         task.on_frame(task, frame)
+
+    def _refuse_oversized(
+        self, task: Task, frame: pb.PollWorkerTaskFrame
+    ) -> pb.PollWorkerTaskFrame:
+        """The result, or a Worker error in its place when it writes a value over the limit."""
+        if frame.ByteSize() <= self.max_value_bytes:
+            return frame
+        checked = frame
+        if frame.WhichOneof("output") == "rpc" and frame.rpc.HasField("output"):
+            # An RPC's answer goes back to its caller, not into the Flow's state.
+            checked = pb.PollWorkerTaskFrame()
+            checked.CopyFrom(frame)
+            checked.rpc.ClearField("output")
+        found = oversized_value(checked, self.max_value_bytes)
+        if found is None:
+            return frame
+        path, size = found
+        detail = value_too_large(
+            f"the result of {_task_name(task)}", path, size, self.max_value_bytes
+        )
+        _LOG.warning("flow %s: %s", task.flow_id, detail)
+        return pb.PollWorkerTaskFrame(
+            task_id=frame.task_id,
+            worker_error=pb.WorkerErrorResponse(
+                detail=detail,
+                error_type=VALUE_TOO_LARGE_ERROR_TYPE,
+                grpc_status=grpc.StatusCode.RESOURCE_EXHAUSTED.value[0],
+            ),
+        )
 
     def ask_to_reconnect(self, reason: str) -> None:
         """Tell every pull stream to drain and reconnect (the engine is stopping)."""
@@ -434,6 +482,40 @@ class Dispatcher:
         for channel in self._push_channels.values():
             await channel.close()
         self._push_channels.clear()
+
+
+async def _read_frame(context: Any) -> pb.PollWorkerTaskRequest | None:
+    """The next frame, ``None`` at the end; a malformed one ends the stream, clearly."""
+    frame = await context.read()
+    if frame is _EOF:
+        return None
+    if isinstance(frame, MalformedRequest):
+        await context.abort(grpc.StatusCode.INVALID_ARGUMENT, frame.describe("PollWorkerTask"))
+        raise AssertionError("abort returned")  # pragma: no cover
+    return cast(pb.PollWorkerTaskRequest, frame)
+
+
+def _task_frame(task: Task) -> pb.PollWorkerTaskResponse:
+    frame = pb.PollWorkerTask(task_id=task.task_id)
+    if task.deadline is not None:
+        frame.deadline.CopyFrom(_deadline_stamp(task.deadline))
+    if isinstance(task.payload, pb.InvokeWaitForMethodRequest):
+        frame.wait_for.CopyFrom(task.payload)
+    elif isinstance(task.payload, pb.InvokeExecuteMethodRequest):
+        frame.execute.CopyFrom(task.payload)
+    else:
+        frame.rpc.CopyFrom(task.payload)
+    return pb.PollWorkerTaskResponse(task=frame)
+
+
+def _is_final(frame: pb.PollWorkerTaskFrame) -> bool:
+    """Whether the frame ends its task: a result or a Worker error."""
+    inner = frame.WhichOneof("output")
+    if inner == "wait_for":
+        return frame.wait_for.WhichOneof("output") == "result"
+    if inner == "execute":
+        return frame.execute.WhichOneof("output") == "result"
+    return inner in ("rpc", "worker_error")
 
 
 def _task_name(task: Task) -> str:

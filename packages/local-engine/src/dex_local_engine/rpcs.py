@@ -178,7 +178,9 @@ async def _call_rpc(
         if not result.done():
             result.set_exception(
                 DexError(
-                    grpc.StatusCode.UNAVAILABLE,
+                    grpc.StatusCode.RESOURCE_EXHAUSTED
+                    if task.undeliverable
+                    else grpc.StatusCode.UNAVAILABLE,
                     pb.ERROR_SUB_STATUS_WORKER_API_ERROR,
                     f"RPC {request.rpc_name!r}: {detail}",
                 )

@@ -13,14 +13,14 @@ from typing import Any, cast
 import grpc
 from dex.dexpb import dex_pb2_grpc as pb_grpc
 
+from dex_local_engine.auth import BearerTokenInterceptor, InsecureListenError, check_listen_address
 from dex_local_engine.durability import DEFAULT_DURABILITY, Durability
 from dex_local_engine.engine import Engine
+from dex_local_engine.limits import EngineLimits, RequestCheckInterceptor
 from dex_local_engine.service import FlowService, WorkerTaskService
 from dex_local_engine.store import Store
 
 _LOG = logging.getLogger("dex_local_engine")
-
-MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 
 
 class EngineStartError(RuntimeError):
@@ -36,6 +36,10 @@ class EngineServer:
         host: str,
         port: int,
         durability: Durability | str = DEFAULT_DURABILITY,
+        *,
+        limits: EngineLimits | None = None,
+        token: str | None = None,
+        allow_insecure: bool = False,
     ) -> None:
         if not 0 <= port <= 65535:
             raise EngineStartError(f"port {port} is out of range 0-65535")
@@ -43,9 +47,17 @@ class EngineServer:
             self.durability = Durability.parse(durability)
         except ValueError as error:
             raise EngineStartError(str(error)) from None
+        if token is not None and not token.strip():
+            raise EngineStartError("the bearer token must not be empty")
+        try:
+            check_listen_address(host, token=token, allow_insecure=allow_insecure)
+        except InsecureListenError as error:
+            raise EngineStartError(str(error)) from None
         self.database = os.fspath(database)
         self.host = host
         self.port = port
+        self.limits = limits or EngineLimits()
+        self._token = token
         self.address = ""
         self._server: Any = None
         self._engine: Engine | None = None
@@ -66,14 +78,23 @@ class EngineServer:
                 f"cannot load the engine state from {self.database!r}: {error}"
             ) from error
         self._engine = engine
+        limits = self.limits
+        engine.dispatch.max_task_bytes = limits.max_task_bytes
+        engine.dispatch.max_value_bytes = limits.max_value_bytes
+        engine.dispatch.max_streams_per_worker = limits.max_concurrent_streams_per_worker
         server = cast(Any, grpc).aio.server(
+            # Authentication first: an unauthenticated peer learns nothing, not even sizes.
+            interceptors=[
+                *([BearerTokenInterceptor(self._token)] if self._token is not None else []),
+                RequestCheckInterceptor(limits.max_value_bytes),
+            ],
             options=[
                 ("grpc.so_reuseport", 0),
-                ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-                ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+                ("grpc.max_receive_message_length", limits.max_request_bytes),
+                ("grpc.max_send_message_length", limits.max_task_bytes),
                 ("grpc.keepalive_permit_without_calls", 1),
                 ("grpc.http2.min_recv_ping_interval_without_data_ms", 5000),
-            ]
+            ],
         )
         cast(Any, pb_grpc).add_FlowServiceServicer_to_server(FlowService(engine), server)
         cast(Any, pb_grpc).add_WorkerTaskServiceServicer_to_server(
@@ -137,11 +158,18 @@ class LocalEngine:
         host: str = "127.0.0.1",
         port: int = 0,
         durability: Durability | str = DEFAULT_DURABILITY,
+        *,
+        limits: EngineLimits | None = None,
+        token: str | None = None,
+        allow_insecure: bool = False,
     ) -> None:
         self.durability = Durability.parse(durability)
         self.database = os.fspath(database)
         self.host = host
         self.port = port
+        self.limits = limits or EngineLimits()
+        self.token = token
+        self.allow_insecure = allow_insecure
         self._address = ""
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -186,7 +214,15 @@ class LocalEngine:
             loop.close()
 
     async def _main(self) -> None:
-        server = EngineServer(self.database, self.host, self.port, self.durability)
+        server = EngineServer(
+            self.database,
+            self.host,
+            self.port,
+            self.durability,
+            limits=self.limits,
+            token=self.token,
+            allow_insecure=self.allow_insecure,
+        )
         self._stopped = asyncio.Event()
         self._address = await server.start()
         self._ready.set()

@@ -15,6 +15,7 @@ from dex.dexpb import dex_pb2 as pb
 from dex_local_engine import outcomes, waits, worker_requests
 from dex_local_engine.constants import DEFAULT_METHOD_TIMEOUT_SECONDS
 from dex_local_engine.dispatch import Task
+from dex_local_engine.limits import VALUE_TOO_LARGE_ERROR_TYPE
 from dex_local_engine.model import Flow, Phase, StepExec
 from dex_local_engine.retry import next_retry_delay
 from dex_local_engine.validation import result_problem
@@ -148,13 +149,24 @@ def _on_lost(engine: Engine, task: Task, started: bool, detail: str) -> None:
         # While the engine stops, its streams end too: the attempt stays marked as
         # running and counts as failed when the engine starts again.
         return
+    # A task too large to deliver would be refused the same way again: no retry.
+    lost = grpc.StatusCode.RESOURCE_EXHAUSTED if task.undeliverable else grpc.StatusCode.UNAVAILABLE
     error = pb.WorkerErrorResponse(
         detail=detail,
-        error_type="dex_local_engine.WorkerLost",
-        grpc_status=grpc.StatusCode.UNAVAILABLE.value[0],
+        error_type="dex_local_engine.TaskTooLarge"
+        if task.undeliverable
+        else "dex_local_engine.WorkerLost",
+        grpc_status=lost.value[0],
     )
     with engine.tx():
-        attempt_failed(engine, attempt.flow, attempt.step, error, started=started)
+        attempt_failed(
+            engine,
+            attempt.flow,
+            attempt.step,
+            error,
+            started=started,
+            retry=not task.undeliverable,
+        )
         waits.after_change(engine, attempt.flow)
 
 
@@ -165,8 +177,12 @@ def _on_frame(engine: Engine, task: Task, frame: pb.PollWorkerTaskFrame) -> None
     flow, step = attempt.flow, attempt.step
     kind = frame.WhichOneof("output")
     if kind == "worker_error":
+        # A result refused for its size would come back the same: no retry.
+        oversized = frame.worker_error.error_type == VALUE_TOO_LARGE_ERROR_TYPE
         with engine.tx():
-            attempt_failed(engine, flow, step, frame.worker_error, started=True)
+            attempt_failed(
+                engine, flow, step, frame.worker_error, started=True, retry=not oversized
+            )
             waits.after_change(engine, flow)
         return
     output = frame.wait_for if kind == "wait_for" else frame.execute
@@ -219,9 +235,16 @@ def _on_frame(engine: Engine, task: Task, frame: pb.PollWorkerTaskFrame) -> None
 
 
 def attempt_failed(
-    engine: Engine, flow: Flow, step: StepExec, error: pb.WorkerErrorResponse, *, started: bool
+    engine: Engine,
+    flow: Flow,
+    step: StepExec,
+    error: pb.WorkerErrorResponse,
+    *,
+    started: bool,
+    retry: bool = True,
 ) -> None:
-    """An attempt failed: retry after the policy's backoff, or fail the method."""
+    """An attempt failed: retry after the policy's backoff (unless ``retry`` is false),
+    or fail the method."""
     attempt = engine.attempts.pop((flow.flow_id, step.sid), None)
     if attempt is not None:
         attempt.cancel_timers()
@@ -261,7 +284,7 @@ def attempt_failed(
         error.detail,
     )
     engine.touch(flow, step)
-    if delay is not None:
+    if delay is not None and retry:
         method.attempt += 1
         method.retry_at = now + delay
         waits.arm_wake(engine, flow, step, method.retry_at)

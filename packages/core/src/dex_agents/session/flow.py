@@ -318,23 +318,28 @@ def create_agent_session_flow(
     messages = persistence.agent_messages
     chunks = persistence.agent_message_chunks
     records = persistence.agent_tool_calls
+    text_limit = resolved.max_user_message_bytes
 
     class _BoundAgentSessionFlow(AgentSessionFlow):
         @rpc(timeout=RPC_TIMEOUT)
         def send_user_message(self, context: Context, input: AgentUserMessage) -> RPCResult[bool]:
             return rpcs.send_user_message(
-                context, persistence, input, plan_mode_enabled=resolved.plan_mode_enabled
+                context,
+                persistence,
+                input,
+                text_limit,
+                plan_mode_enabled=resolved.plan_mode_enabled,
             )
 
         @rpc(timeout=RPC_TIMEOUT, lock_attributes=(persistence.pending_interrupts.lock(),))
         def resolve_interrupt(
             self, context: Context, input: ResolveInterruptInput
         ) -> RPCResult[bool]:
-            return rpcs.resolve_interrupt(context, persistence, input)
+            return rpcs.resolve_interrupt(context, persistence, input, text_limit)
 
         @rpc(timeout=RPC_TIMEOUT, lock_attributes=(persistence.pending_interrupts.lock(),))
         def answer_question(self, context: Context, input: AnswerQuestionInput) -> RPCResult[bool]:
-            return rpcs.answer_question(context, persistence, input)
+            return rpcs.answer_question(context, persistence, input, text_limit)
 
         @rpc(
             timeout=RPC_TIMEOUT,
@@ -364,7 +369,7 @@ def create_agent_session_flow(
         def steer_user_message(
             self, context: Context, input: SteerUserMessageInput
         ) -> RPCResult[bool]:
-            return turn_control_rpcs.steer_user_message(context, persistence, input)
+            return turn_control_rpcs.steer_user_message(context, persistence, input, text_limit)
 
         @rpc(
             timeout=RPC_TIMEOUT,

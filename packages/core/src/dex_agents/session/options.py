@@ -23,12 +23,16 @@ from dex_agents.values import ToolEffect
 __all__ = [
     "DEFAULT_EVENT_STREAM_CAPACITY_BYTES",
     "DEFAULT_MAX_DURABLE_WAIT",
+    "DEFAULT_MAX_USER_MESSAGE_BYTES",
     "KNOWN_BUILT_IN_TOOLS",
     "AgentSessionOptions",
 ]
 
 DEFAULT_EVENT_STREAM_CAPACITY_BYTES = 10 * 1024 * 1024
 DEFAULT_MAX_DURABLE_WAIT = timedelta(days=365)
+# A message is stored twice (display text and framework item), both escaped as JSON,
+# and the stored value must stay under the engine's largest value (2 MiB locally).
+DEFAULT_MAX_USER_MESSAGE_BYTES = 512 * 1024
 KNOWN_BUILT_IN_TOOLS = frozenset(BUILT_IN_TOOL_NAMES)
 
 
@@ -59,6 +63,10 @@ class AgentSessionOptions:
             keeps; ``None`` keeps every message.
         plan_mode_enabled: Accept ``plan_mode`` user messages; needs ``"write_todos"`` in
             ``built_in_tools`` and a runner whose ``supports_plan_mode`` is true.
+        max_user_message_bytes: Largest text ``send_user_message`` accepts, and largest
+            answer or rejection message, measured as the JSON string the session stores
+            (an ASCII character is one byte, another character six or twelve); a larger
+            one gets ``False``.
     """
 
     tool_policies: Mapping[str, ToolPolicy] = field(default_factory=lambda: dict[str, ToolPolicy]())
@@ -86,6 +94,7 @@ class AgentSessionOptions:
     plan_mode_enabled: bool = False
     tracing: TracingOptions | None = None
     """OpenTelemetry spans (``dex_agents.tracing``); ``None``: on, with the defaults."""
+    max_user_message_bytes: int = DEFAULT_MAX_USER_MESSAGE_BYTES
 
     def __post_init__(self) -> None:
         if not isinstance(self.tool_policies, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -141,3 +150,6 @@ class AgentSessionOptions:
             raise ValueError(
                 "plan_mode_enabled needs 'write_todos' in built_in_tools: plans are written with it"
             )
+        limit = self.max_user_message_bytes
+        if type(limit) is not int or limit <= 0:
+            raise ValueError("max_user_message_bytes must be a positive integer")

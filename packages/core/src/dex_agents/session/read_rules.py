@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from dex_agents.session.options import DEFAULT_MAX_USER_MESSAGE_BYTES
 from dex_agents.values import (
     AgentInterrupt,
     AgentMessage,
@@ -26,17 +28,32 @@ __all__ = [
     "accepts_user_message",
     "build_snapshot",
     "page_messages",
+    "text_fits",
 ]
 
 DEFAULT_MESSAGE_PAGE_LIMIT = 50
 MAX_MESSAGE_PAGE_LIMIT = 200
 
 
-def accepts_user_message(message: AgentUserMessage, *, plan_mode_enabled: bool = False) -> bool:
-    """Accept a message unless it is blank (``str.strip()``) or asks for plan mode when off."""
-    if not message.text.strip():
+def accepts_user_message(
+    message: AgentUserMessage,
+    *,
+    plan_mode_enabled: bool = False,
+    max_bytes: int = DEFAULT_MAX_USER_MESSAGE_BYTES,
+) -> bool:
+    """Accept a message unless it is blank (``str.strip()``), stores in more than
+    ``max_bytes`` (see ``text_fits``), or asks for plan mode when off."""
+    if not message.text.strip() or not text_fits(message.text, max_bytes):
         return False
     return not (message.plan_mode and not plan_mode_enabled)
+
+
+def text_fits(text: str, max_bytes: int) -> bool:
+    """Whether ``text`` stores in at most ``max_bytes``: its size as a JSON string, as the
+    Dex codec writes it (ASCII one byte a character, others escaped to six or twelve)."""
+    if len(text) * 12 <= max_bytes:
+        return True  # no character escapes to more than twelve bytes
+    return len(json.dumps(text)) - 2 <= max_bytes
 
 
 def build_snapshot(

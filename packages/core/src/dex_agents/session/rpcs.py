@@ -11,8 +11,14 @@ from dex_agents.session.approval_rules import decide_resolve_interrupt
 from dex_agents.session.builtin_rules import decide_answer_question
 from dex_agents.session.control_reads import read_plan
 from dex_agents.session.interrupts import InterruptDecision
+from dex_agents.session.options import DEFAULT_MAX_USER_MESSAGE_BYTES
 from dex_agents.session.persistence import SessionPersistence
-from dex_agents.session.read_rules import accepts_user_message, build_snapshot, page_messages
+from dex_agents.session.read_rules import (
+    accepts_user_message,
+    build_snapshot,
+    page_messages,
+    text_fits,
+)
 from dex_agents.session.store import (
     read_context_summary,
     read_message_index,
@@ -56,12 +62,17 @@ def send_user_message(
     context: Context,
     persistence: SessionPersistence,
     message: AgentUserMessage,
+    max_bytes: int = DEFAULT_MAX_USER_MESSAGE_BYTES,
     *,
     plan_mode_enabled: bool = False,
 ) -> RPCResult[bool]:
-    """Queue a message; it starts the next turn. Blank text, and a ``plan_mode`` message
-    while plan mode is off, return ``False``."""
-    if not accepts_user_message(message, plan_mode_enabled=plan_mode_enabled):
+    """Queue a message; it starts the next turn.
+
+    Blank text, text storing in more than ``max_bytes``, and a ``plan_mode`` message while
+    plan mode is off return ``False``: a message that could not be stored is refused here,
+    not accepted and then stuck.
+    """
+    if not accepts_user_message(message, max_bytes=max_bytes, plan_mode_enabled=plan_mode_enabled):
         return RPCResult(False)
     persistence.queued_user_messages.publish(
         context, AgentUserMessage(text=message.text, plan_mode=message.plan_mode)
@@ -70,9 +81,19 @@ def send_user_message(
 
 
 def resolve_interrupt(
-    context: Context, persistence: SessionPersistence, request: ResolveInterruptInput
+    context: Context,
+    persistence: SessionPersistence,
+    request: ResolveInterruptInput,
+    max_bytes: int = DEFAULT_MAX_USER_MESSAGE_BYTES,
 ) -> RPCResult[bool]:
-    """Approve or reject a pending interrupt before its deadline (runs under its lock)."""
+    """Approve or reject a pending interrupt before its deadline (runs under its lock).
+
+    ``False`` also for a rejection message storing in more than ``max_bytes``.
+    """
+    if request.rejection_message is not None and not text_fits(
+        request.rejection_message, max_bytes
+    ):
+        return RPCResult(False)
     return _resolve(
         context,
         persistence,
@@ -82,13 +103,18 @@ def resolve_interrupt(
 
 
 def answer_question(
-    context: Context, persistence: SessionPersistence, request: AnswerQuestionInput
+    context: Context,
+    persistence: SessionPersistence,
+    request: AnswerQuestionInput,
+    max_bytes: int = DEFAULT_MAX_USER_MESSAGE_BYTES,
 ) -> RPCResult[bool]:
     """Answer a pending question before its deadline (runs under the ``PendingInterrupts`` lock).
 
-    ``False`` when not pending, not a question, past its deadline, blank, or outside
-    ``choices`` while free text is not allowed.
+    ``False`` when not pending, not a question, past its deadline, blank, storing in
+    more than ``max_bytes``, or outside ``choices`` while free text is not allowed.
     """
+    if not text_fits(request.answer, max_bytes):
+        return RPCResult(False)
     return _resolve(
         context,
         persistence,

@@ -10,9 +10,11 @@ from dex import Context, RPCResult, StepMovement
 from dex_agents.session.approvals import AwaitToolApproval
 from dex_agents.session.cancellation import FinishTurnCancellation, finish_cancellation_options
 from dex_agents.session.control_reads import read_cancellation_request, read_plan
+from dex_agents.session.options import DEFAULT_MAX_USER_MESSAGE_BYTES
 from dex_agents.session.persistence import SessionPersistence
 from dex_agents.session.plan_rules import accepts_plan_execution
 from dex_agents.session.questions import AwaitQuestionAnswer
+from dex_agents.session.read_rules import text_fits
 from dex_agents.session.store import (
     SessionDefinition,
     read_optional,
@@ -38,7 +40,10 @@ __all__ = ["cancel_turn", "delete_queued_message", "execute_plan", "steer_user_m
 
 
 def steer_user_message(
-    context: Context, persistence: SessionPersistence, request: SteerUserMessageInput
+    context: Context,
+    persistence: SessionPersistence,
+    request: SteerUserMessageInput,
+    max_bytes: int = DEFAULT_MAX_USER_MESSAGE_BYTES,
 ) -> RPCResult[bool]:
     """Steer the active turn with new text or with a queued message (moved by its ID).
 
@@ -50,7 +55,7 @@ def steer_user_message(
     message_id, text = request.message_id, request.text
     if (message_id is None) == (text is None):
         return RPCResult(False)
-    if text is not None and not text.strip():
+    if text is not None and (not text.strip() or not text_fits(text, max_bytes)):
         return RPCResult(False)
     state = read_state(context, persistence)
     turn_id = state.active_turn_id if state is not None else None
