@@ -11,7 +11,7 @@ from dex_agents import ToolEffect, ToolPolicy
 from dex_agents.stepwise import (
     AgentDefinition,
     ScriptedModelClient,
-    create_stepwise_agent_session_flow,
+    create_stepwise_session_flow,
     function_tool,
 )
 
@@ -29,7 +29,7 @@ def _build(**values: Any) -> Any:
     definition = AgentDefinition(
         **{"name": "support", "instructions": "Help.", "model": MODEL, **values}
     )
-    return create_stepwise_agent_session_flow(definition, "Support")
+    return create_stepwise_session_flow(definition, "Support")
 
 
 @pytest.mark.parametrize(

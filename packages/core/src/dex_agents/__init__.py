@@ -7,6 +7,12 @@ Steps, persistence, RPCs, live events, approvals and crash recovery.
 
 from importlib.metadata import version as _version
 
+from dex_agents.adapter_support import (
+    current_deferred_tool_execution,
+    current_model_step_context,
+    get_deferred_tool_execution,
+    get_model_step_context,
+)
 from dex_agents.runner import (
     AgentEventWriter,
     AgentFrameworkRunner,
@@ -32,6 +38,7 @@ from dex_agents.runner import (
 from dex_agents.session import (
     AgentSessionFlow,
     AgentSessionOptions,
+    AgentSessionOptionValues,
     create_agent_session_flow,
 )
 from dex_agents.texts import (
@@ -92,6 +99,7 @@ __all__ = [
     "AgentMessage",
     "AgentPlan",
     "AgentSessionFlow",
+    "AgentSessionOptionValues",
     "AgentSessionOptions",
     "AgentSessionStartInput",
     "AgentSnapshot",
@@ -133,11 +141,15 @@ __all__ = [
     "add_agent_usage",
     "build_turn_failure_note",
     "create_agent_session_flow",
+    "current_deferred_tool_execution",
+    "current_model_step_context",
     "default_requires_approval",
     "describe_tool_call_outcome",
     "empty_agent_usage",
     "from_wire",
     "from_wire_json",
+    "get_deferred_tool_execution",
+    "get_model_step_context",
     "message_sequence_key",
     "model_call_metadata",
     "resolve_tool_policy",

@@ -14,7 +14,7 @@ from dex_agents.stepwise import (
     ScriptedModelClient,
     ScriptedModelReply,
     ScriptedToolCall,
-    create_stepwise_agent_session_flow,
+    create_stepwise_session_flow,
 )
 
 FLOW_TYPE = "StepwiseWaitsAgent"
@@ -39,4 +39,4 @@ def build_flows() -> list[Any]:
         model=ScriptedModelClient(_reply),
         built_in_tools=["ask_user", "durable_wait"],
     )
-    return [create_stepwise_agent_session_flow(definition, FLOW_TYPE)]
+    return [create_stepwise_session_flow(definition, FLOW_TYPE)]

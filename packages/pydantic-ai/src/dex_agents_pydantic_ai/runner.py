@@ -284,7 +284,7 @@ class PydanticAIRunner(Generic[DepsT]):
         they are resolved and put in front on every model call instead; the
         stored items stay unchanged.
         """
-        if not _may_have_system_prompts(self.agent) or any(
+        if any(
             isinstance(part, SystemPromptPart)
             for message in history
             if isinstance(message, ModelRequest)
@@ -402,18 +402,6 @@ async def _stream_text(
                 text = event.delta.content_delta
             if text:
                 turn.events.write_text_delta(text)
-
-
-def _may_have_system_prompts(agent: Agent[Any, Any]) -> bool:
-    """False only when the agent surely has no system prompts, so none are resolved.
-
-    Resolving them builds the agent's model; skip that for agents without any.
-    """
-    prompts = getattr(agent, "_system_prompts", None)
-    functions = getattr(agent, "_system_prompt_functions", None)
-    if prompts is None or functions is None:
-        return True  # Pydantic AI's internals moved: resolve to be safe.
-    return bool(prompts) or bool(functions)
 
 
 def _calls_to_defer(response: ModelResponse, output_tools: set[str]) -> list[ToolCallPart]:

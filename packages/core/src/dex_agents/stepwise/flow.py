@@ -1,15 +1,20 @@
-"""``create_stepwise_agent_session_flow``: the session Flow of a Stepwise agent."""
+"""``create_stepwise_session_flow``: the session Flow of a Stepwise agent."""
 
 from __future__ import annotations
 
-from typing import Any
+import warnings
+from typing import Any, Unpack
 
 from dex_agents.session import AgentSessionFlow, create_agent_session_flow
-from dex_agents.session.options import AgentSessionOptions
+from dex_agents.session.options import AgentSessionOptions, AgentSessionOptionValues
 from dex_agents.stepwise.definition import AgentDefinition
-from dex_agents.stepwise.runner import StepwiseAgentRunner
+from dex_agents.stepwise.runner import StepwiseRunner
 
-__all__ = ["create_stepwise_agent_session_flow", "session_options_of"]
+__all__ = [
+    "create_stepwise_agent_session_flow",
+    "create_stepwise_session_flow",
+    "session_options_of",
+]
 
 
 def session_options_of(definition: AgentDefinition) -> AgentSessionOptions:
@@ -25,14 +30,31 @@ def session_options_of(definition: AgentDefinition) -> AgentSessionOptions:
     return AgentSessionOptions(**options)
 
 
+def create_stepwise_session_flow(
+    definition: AgentDefinition,
+    flow_type: str,
+    options: AgentSessionOptions | None = None,
+    **session_options: Unpack[AgentSessionOptionValues],
+) -> AgentSessionFlow:
+    """A new session Flow of ``flow_type`` that runs ``definition`` with a ``StepwiseRunner``.
+
+    The session options (tool policies, default effect, built-in tools, interrupt
+    deadline, event stream capacity) come from the definition; ``options`` replaces
+    them, and keywords such as ``interrupt_deadline=`` override single fields.
+    """
+    resolved = options if options is not None else session_options_of(definition)
+    return create_agent_session_flow(
+        StepwiseRunner(definition), flow_type, resolved, **session_options
+    )
+
+
 def create_stepwise_agent_session_flow(
     definition: AgentDefinition, flow_type: str
 ) -> AgentSessionFlow:
-    """A new session Flow of ``flow_type`` that runs ``definition`` with a ``StepwiseAgentRunner``.
-
-    The session options (tool policies, default effect, built-in tools, interrupt
-    deadline, event stream capacity) come from the definition.
-    """
-    return create_agent_session_flow(
-        StepwiseAgentRunner(definition), flow_type, session_options_of(definition)
+    """Deprecated: use ``create_stepwise_session_flow``."""
+    warnings.warn(
+        "create_stepwise_agent_session_flow is deprecated; use create_stepwise_session_flow",
+        DeprecationWarning,
+        stacklevel=2,
     )
+    return create_stepwise_session_flow(definition, flow_type)
