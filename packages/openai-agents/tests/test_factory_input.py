@@ -42,8 +42,8 @@ BAD_CALLS: dict[str, tuple[Callable[[], Any], type[Exception], str]] = {
         "tracing",
     ),
     "declared effect": (
-        lambda: declare_tool_effect(function_tool(lambda: "x", name_override="t"), "read"),  # pyright: ignore[reportArgumentType]
-        TypeError,
+        lambda: declare_tool_effect(function_tool(lambda: "x", name_override="t"), "sometimes"),
+        ValueError,
         "effect",
     ),
 }

@@ -1,4 +1,4 @@
-"""``ClaudeAgentRunner``: Claude through the ``anthropic`` SDK as an ``AgentFrameworkRunner``.
+"""``ClaudeRunner``: Claude through the ``anthropic`` SDK as an ``AgentFrameworkRunner``.
 
 Each ``run_model_step`` makes one streamed ``messages`` request built from the
 stored messages only, writes text and thinking deltas as events, and defers
@@ -44,9 +44,10 @@ from dex_agents.adapter_support import (
 from dex_agents.builtin_tools import enabled_builtin_tool_definitions
 from dex_agents_claude_sdk.messages import (
     ToolUse,
-    assistant_message,
+    assistant_messages,
     decode_item,
     request_messages,
+    stored_items,
     tool_result_message,
     tool_uses_of,
     unanswered_tool_uses,
@@ -54,7 +55,7 @@ from dex_agents_claude_sdk.messages import (
 )
 from dex_agents_claude_sdk.tools import ClaudeTool, ToolLike, as_claude_tool, policy_of_call
 
-__all__ = ["DEFAULT_MAX_TOKENS", "ClaudeAgentRunner"]
+__all__ = ["DEFAULT_MAX_TOKENS", "ClaudeRunner"]
 
 PROVIDER = "anthropic"
 DEFAULT_MAX_TOKENS = 4096
@@ -78,7 +79,7 @@ def client_from_environment(api_key_env: str) -> ClientFactory:
     return build
 
 
-class ClaudeAgentRunner:
+class ClaudeRunner:
     """Runs Claude with tools under the session Flow; keeps no session state between calls.
 
     ``client_factory`` builds the ``AsyncAnthropic`` client in each Worker process
@@ -183,8 +184,7 @@ class ClaudeAgentRunner:
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
         model_calls = decode_model_call_count(turn.framework_run_state)
         new_results = self._new_results(turn) if turn.is_resuming else []
-        items = [decode_item(m.framework_item) for m in turn.messages]
-        items.extend(decode_item(m.framework_item) for m in new_results)
+        items = stored_items([*turn.messages, *new_results])
         request = self._request(turn, request_messages(items))
 
         # The turn is visible to the client's transport (get_model_step_context()).
@@ -199,11 +199,11 @@ class ClaudeAgentRunner:
 
         # Stored exactly as returned (absent fields left out), so it replays unchanged.
         content = [block.model_dump(mode="json", exclude_none=True) for block in message.content]
-        stored = assistant_message(content)
-        new_messages = [*new_results, stored]
+        stored = assistant_messages(content)
+        new_messages = [*new_results, *stored]
         usage = _usage_of(message.usage)
         metadata = self._metadata(message)
-        uses = tool_uses_of(decode_item(stored.framework_item))
+        uses = tool_uses_of(decode_item(stored[0].framework_item))
         return counted_model_step_outcome(
             model_calls,
             new_messages=new_messages,

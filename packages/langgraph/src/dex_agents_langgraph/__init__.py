@@ -1,21 +1,20 @@
 """Run a LangGraph / LangChain agent as a durable dex-agents session.
 
-``create_langgraph_agent_session_flow(flow_type, model=..., tools=...)`` builds
-the session Flow of a chat model with LangChain tools;
-``create_langgraph_agent_session_flow(flow_type, graph=...)`` that of a prebuilt
-agent graph compiled with ``interrupt_before=["tools"]``. Every model call is
-one ``RunModel`` Step and every tool call its own tool Step.
+``create_langgraph_session_flow(model, flow_type, tools=...)`` builds the session
+Flow of a chat model with LangChain tools; ``create_langgraph_session_flow(graph,
+flow_type)`` that of a prebuilt agent graph compiled with
+``interrupt_before=["tools"]``. Every model call is one ``RunModel`` Step and
+every tool call its own tool Step.
 """
 
 from importlib.metadata import version as _version
 
-from dex_agents.adapter_support import (
-    current_deferred_tool_execution,
-    current_model_step_context,
-    get_deferred_tool_execution,
-    get_model_step_context,
+import dex_agents as _core
+from dex_agents.adapter_support import deprecated_aliases as _deprecated_aliases
+from dex_agents_langgraph.flow import (
+    create_langgraph_agent_session_flow as _create_langgraph_agent_session_flow,
 )
-from dex_agents_langgraph.flow import create_langgraph_agent_session_flow
+from dex_agents_langgraph.flow import create_langgraph_session_flow
 from dex_agents_langgraph.policies import (
     DEX_EFFECT_METADATA_KEY,
     DEX_REQUIRES_APPROVAL_METADATA_KEY,
@@ -25,7 +24,7 @@ from dex_agents_langgraph.policies import (
 from dex_agents_langgraph.runner import (
     DEX_TOOL_EXECUTION_KEY,
     IDEMPOTENCY_KEY_CONFIG_KEY,
-    LangGraphAgentRunner,
+    LangGraphRunner,
     idempotency_key_of,
     tool_execution_of,
 )
@@ -37,15 +36,31 @@ __all__ = [
     "DEX_REQUIRES_APPROVAL_METADATA_KEY",
     "DEX_TOOL_EXECUTION_KEY",
     "IDEMPOTENCY_KEY_CONFIG_KEY",
-    "LangGraphAgentRunner",
+    "LangGraphRunner",
     "__version__",
-    "create_langgraph_agent_session_flow",
-    "current_deferred_tool_execution",
-    "current_model_step_context",
+    "create_langgraph_session_flow",
     "declare_tool_effect",
     "dex_tool_metadata",
-    "get_deferred_tool_execution",
-    "get_model_step_context",
     "idempotency_key_of",
     "tool_execution_of",
 ]
+
+__getattr__ = _deprecated_aliases(
+    __name__,
+    {
+        "LangGraphAgentRunner": ("LangGraphRunner", LangGraphRunner),
+        "create_langgraph_agent_session_flow": (
+            "create_langgraph_session_flow(model_or_graph, flow_type)",
+            _create_langgraph_agent_session_flow,
+        ),
+        **{
+            name: (f"dex_agents.{name}", getattr(_core, name))
+            for name in (
+                "current_deferred_tool_execution",
+                "current_model_step_context",
+                "get_deferred_tool_execution",
+                "get_model_step_context",
+            )
+        },
+    },
+)

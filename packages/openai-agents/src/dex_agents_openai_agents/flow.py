@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Unpack
 
 from agents import Agent, RunConfig
 
-from dex_agents.session import AgentSessionFlow, AgentSessionOptions, create_agent_session_flow
+from dex_agents.session import (
+    AgentSessionFlow,
+    AgentSessionOptions,
+    AgentSessionOptionValues,
+    create_agent_session_flow,
+)
 from dex_agents_openai_agents.runner import ContextFactory, OpenAIAgentsRunner
 
 __all__ = ["create_openai_agents_session_flow"]
@@ -20,7 +25,7 @@ def create_openai_agents_session_flow(
     run_config: RunConfig | None = None,
     context_factory: ContextFactory | None = None,
     tracing: bool = False,
-    **session_options: Any,
+    **session_options: Unpack[AgentSessionOptionValues],
 ) -> AgentSessionFlow:
     """A new session Flow of ``flow_type`` that runs ``agent`` with an ``OpenAIAgentsRunner``.
 

@@ -48,7 +48,7 @@ from dex_agents.testing.script_playback import (
     scripted_answer_text,
     scripted_tool_call_id,
 )
-from dex_agents_pydantic_ai.flow import create_pydantic_ai_agent_session_flow
+from dex_agents_pydantic_ai.flow import create_pydantic_ai_session_flow
 from dex_agents_pydantic_ai.policies import dex_tool_metadata
 from dex_agents_pydantic_ai.session_context import (
     get_deferred_tool_execution,
@@ -119,7 +119,7 @@ def build_conformance_flow(
         tools=[_pydantic_ai_tool(tool, state_directory) for tool in tools],
         name="conformance",
     )
-    return create_pydantic_ai_agent_session_flow(
+    return create_pydantic_ai_session_flow(
         agent, session.flow_type, interrupt_deadline=session.interrupt_deadline
     )
 
