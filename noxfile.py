@@ -1,11 +1,14 @@
 """Every check of the project is a nox session; CI runs the default ones.
 
-Each session syncs the locked uv workspace into its own virtualenv, so a run
-checks exactly what ``uv.lock`` pins and nothing that happens to be installed.
+The sessions share one virtualenv, ``.nox/workspace``, into which each syncs the
+locked uv workspace (a no-op after the first), so a run checks exactly what
+``uv.lock`` pins and nothing that happens to be installed, without building the
+same environment once per session.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import nox
@@ -15,6 +18,13 @@ nox.options.default_venv_backend = "uv"
 nox.options.sessions = ["lint", "typecheck", "tests", "conformance"]
 
 ROOT = Path(__file__).parent
+WORKSPACE_VENV = ROOT / ".nox" / "workspace"
+# pytest-xdist processes per pytest run: the tests start private engines on free ports
+# in private temp directories, so they run side by side. "--dist loadscope" keeps each
+# module's engine fixture in one process. More than 4 buys little: a package has few
+# slow modules.
+TEST_PROCESSES = str(min(4, os.cpu_count() or 1))
+PARALLEL = ["-n", TEST_PROCESSES, "--dist", "loadscope"]
 PACKAGE_TESTS = sorted(
     str(path.relative_to(ROOT))
     for path in [*ROOT.glob("packages/*/tests"), ROOT / "tests-shared/tests"]
@@ -31,36 +41,44 @@ ADAPTERS = {
 
 
 def sync(session: nox.Session) -> None:
-    """Install the whole locked workspace, all extras and the dev group, into this session."""
+    """Install the whole locked workspace, all extras and the dev group, into the shared venv."""
     session.run_install(
         "uv",
         "sync",
         "--locked",
         "--all-packages",
         "--all-extras",
-        env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location},
+        env={"UV_PROJECT_ENVIRONMENT": str(WORKSPACE_VENV)},
         external=True,
     )
 
 
-@nox.session
+def run_tool(session: nox.Session, tool: str, *arguments: str) -> None:
+    """Run ``tool`` from the shared venv, with the venv first on PATH as if activated."""
+    scripts = WORKSPACE_VENV / "bin"
+    environment = {
+        "VIRTUAL_ENV": str(WORKSPACE_VENV),
+        "PATH": os.pathsep.join([str(scripts), os.environ.get("PATH", "")]),
+    }
+    session.run(str(scripts / tool), *arguments, env=environment, external=True)
+
+
+@nox.session(venv_backend="none")
 def lint(session: nox.Session) -> None:
     """ruff lint and format check over the whole tree."""
     sync(session)
-    session.run("ruff", "check", ".")
-    session.run("ruff", "format", "--check", ".")
+    run_tool(session, "ruff", "check", ".")
+    run_tool(session, "ruff", "format", "--check", ".")
 
 
-@nox.session
+@nox.session(venv_backend="none")
 def typecheck(session: nox.Session) -> None:
     """pyright in strict mode over every package's src/."""
     sync(session)
-    session.run(
-        "pyright", "--pythonpath", str(Path(session.virtualenv.location) / "bin" / "python")
-    )
+    run_tool(session, "pyright", "--pythonpath", str(WORKSPACE_VENV / "bin" / "python"))
 
 
-@nox.session
+@nox.session(venv_backend="none")
 def tests(session: nox.Session) -> None:
     """Every package's own tests, against the real local engine (conformance runs apart).
 
@@ -68,10 +86,10 @@ def tests(session: nox.Session) -> None:
     """
     sync(session)
     for tests_dir in PACKAGE_TESTS:
-        session.run("pytest", "-m", "not conformance", tests_dir, *session.posargs)
+        run_tool(session, "pytest", "-m", "not conformance", *PARALLEL, tests_dir, *session.posargs)
 
 
-@nox.session
+@nox.session(venv_backend="none")
 @nox.parametrize("adapter", list(ADAPTERS))
 def conformance(session: nox.Session, adapter: str) -> None:
     """The shared conformance suite against one runner."""
@@ -79,10 +97,18 @@ def conformance(session: nox.Session, adapter: str) -> None:
     if not any(tests_dir.glob("test_conformance*.py")):
         session.skip(f"{adapter} has no conformance tests yet")
     sync(session)
-    session.run("pytest", "-m", "conformance", str(tests_dir.relative_to(ROOT)), *session.posargs)
+    run_tool(
+        session,
+        "pytest",
+        "-m",
+        "conformance",
+        *PARALLEL,
+        str(tests_dir.relative_to(ROOT)),
+        *session.posargs,
+    )
 
 
-@nox.session
+@nox.session(venv_backend="none")
 def bench(session: nox.Session) -> None:
     """Run every benchmark script; each prints its figures (not part of the default run)."""
     sync(session)
@@ -90,4 +116,4 @@ def bench(session: nox.Session) -> None:
     if not scripts:
         session.skip("no benchmark scripts yet")
     for script in scripts:
-        session.run("python", str(script.relative_to(ROOT)), *session.posargs)
+        run_tool(session, "python", str(script.relative_to(ROOT)), *session.posargs)

@@ -63,5 +63,5 @@ def test_example_runs(name: str, code: str, tmp_path: Path) -> None:
     )
     assert result.returncode == 0, f"{name} failed:\n{result.stdout}\n{result.stderr}"
     if name.startswith("Usage"):
-        assert "1 user: Where is order 42?" in result.stdout
-        assert "4 assistant: You said: Thanks" in result.stdout
+        assert "1 user: Refund order 42" in result.stdout
+        assert "2 assistant: Done: refunded order 42" in result.stdout

@@ -8,9 +8,11 @@ from typing import Any
 import pytest
 
 from dex_agents import ToolEffect, ToolPolicy
+from dex_agents.models import (
+    ScriptedModelClient,
+)
 from dex_agents.stepwise import (
     AgentDefinition,
-    ScriptedModelClient,
     create_stepwise_session_flow,
     function_tool,
 )

@@ -23,21 +23,24 @@ from dex_agents import (
     ToolPolicy,
     TurnCompleted,
 )
-from dex_agents.models import ModelToolCall, ModelToolDefinition
-from dex_agents.stepwise import (
-    AgentDefinition,
-    InstructionContext,
+from dex_agents.models import (
     ModelRequest,
+    ModelToolCall,
+    ModelToolDefinition,
     ScriptedModelClient,
     ScriptedModelReply,
     ScriptedToolCall,
+)
+from dex_agents.stepwise import (
+    AgentDefinition,
+    InstructionContext,
     StepwiseRunner,
     ToolCallContext,
     function_tool,
-    model_call_limit_result,
 )
 from dex_agents.stepwise.tool_source import decode_source_reference
 from dex_agents.testing.runner_driver import RunnerDriver as Session
+from dex_agents.texts import model_call_limit_result
 
 ORDERS = {"42": "shipped", "7": "processing"}
 

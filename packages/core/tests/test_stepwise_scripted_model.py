@@ -7,26 +7,28 @@ import pytest
 from dex_agents.models import (
     DiscardingStreamSink,
     ModelOutputItem,
+    ModelRequest,
     ModelToolCall,
     RecordingStreamSink,
-)
-from dex_agents.stepwise import (
-    ModelRequest,
     ScriptedModelClient,
     ScriptedModelReply,
     ScriptedToolCall,
     ToolResultItem,
     UserTextItem,
 )
-from dex_agents.testing import ScriptedModelClient as ScriptedFromTesting
 
 
 def request(*items: object) -> ModelRequest:
     return ModelRequest(instructions="", items=tuple(items))  # type: ignore[arg-type]
 
 
-def test_the_testing_export_is_the_same_class() -> None:
-    assert ScriptedFromTesting is ScriptedModelClient
+def test_the_scripted_model_has_one_public_import_path() -> None:
+    import dex_agents.stepwise
+    import dex_agents.testing
+
+    assert ScriptedModelClient.__module__ == "dex_agents.models.scripted"
+    assert not hasattr(dex_agents.testing, "ScriptedModelClient")
+    assert not hasattr(dex_agents.stepwise, "ScriptedModelClient")
 
 
 def test_user_texts_and_the_unanswered_tool_results() -> None:

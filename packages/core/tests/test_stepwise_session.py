@@ -8,26 +8,27 @@ import json
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
-import dex
 import pytest
 
 from dex_agents import (
+    AgentSessionClient,
     AgentSnapshot,
     ResolveInterruptInput,
     ToolEffect,
     ToolPolicy,
 )
-from dex_agents.session import AgentSessionFlow
-from dex_agents.stepwise import (
-    AgentDefinition,
+from dex_agents.models import (
     ModelRequest,
     ScriptedModelClient,
     ScriptedModelReply,
     ScriptedToolCall,
+)
+from dex_agents.session import AgentSessionFlow
+from dex_agents.stepwise import (
+    AgentDefinition,
     ToolCallContext,
     create_stepwise_session_flow,
     function_tool,
-    model_call_limit_result,
 )
 from dex_agents.testing import (
     AgentSessionTestClient,
@@ -35,6 +36,7 @@ from dex_agents.testing import (
     executed_step_types,
     read_step_history,
 )
+from dex_agents.texts import model_call_limit_result
 from dex_local_engine import LocalEngine
 
 _flow_numbers = itertools.count(1)
@@ -319,18 +321,8 @@ async def test_a_function_tool_shadowing_an_enabled_built_in_fails_the_turn_with
 
 
 async def _answer(env: Env, session_id: str, interrupt_id: str, answer: str) -> bool:
-    from dex_agents import AnswerQuestionInput
-
-    for _ in range(50):
-        try:
-            return await env.client.invoke_rpc(
-                env.flow.answer_question,
-                session_id,
-                AnswerQuestionInput(interrupt_id=interrupt_id, answer=answer),
-            )
-        except dex.RpcLockConflictError:
-            await asyncio.sleep(0.05)
-    raise AssertionError("answer_question kept conflicting")
+    sessions = AgentSessionClient(env.client, env.flow)
+    return await sessions.answer_question(session_id, interrupt_id, answer)
 
 
 async def test_ask_user_and_a_function_tools_own_question(open_env: Any) -> None:

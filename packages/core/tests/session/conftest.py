@@ -27,8 +27,8 @@ def engine() -> Iterator[LocalEngine]:
 async def harness_factory(engine: LocalEngine) -> AsyncIterator[Callable[..., Harness]]:
     opened: list[Harness] = []
 
-    def make(*flows: dex.Flow[Any], codec_registry: dex.CodecRegistry | None = None) -> Harness:
-        harness = Harness(engine.address, flows, codec_registry)
+    def make(*flows: dex.Flow[Any], session_codecs: bool = False) -> Harness:
+        harness = Harness(engine.address, flows, session_codecs=session_codecs)
         opened.append(harness)
         return harness
 

@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-import tempfile
-import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 import dex
 
 from dex_agents import (
     AgentEvent,
-    AgentSessionStartInput,
+    AgentHost,
+    AgentSessionClient,
     AgentSnapshot,
     AgentTurnContext,
     AgentTurnOutcome,
@@ -139,59 +139,41 @@ class ScriptRunner:
 
 
 class Harness:
-    """Registry, in-process pull AsyncWorker and AsyncClient against one engine."""
+    """An ``AgentHost`` (in-process pull Worker and Client) on one engine, with the
+    session calls these tests make."""
 
     def __init__(
-        self,
-        address: str,
-        flows: Sequence[dex.Flow[Any]],
-        codec_registry: dex.CodecRegistry | None = None,
+        self, address: str, flows: Sequence[dex.Flow[Any]], *, session_codecs: bool = False
     ) -> None:
         self.address = address
         self.flows = list(flows)
-        self._directory = tempfile.TemporaryDirectory(prefix="dex-agents-test-")
-        cache = dex.open_blob_cache(dex.BlobCacheConfig(self._directory.name, 16 * 1024 * 1024))
-        self.registry = dex.Registry(self.flows, codec_registry, allow_async_handlers=True)
-        self.worker = dex.AsyncWorker(
-            self.registry,
-            cache,
-            dex.WorkerOptions(
-                server_address=address, pull=dex.PullWorkerOptions(max_concurrent_tasks=8)
-            ),
-        )
-        self.client = dex.AsyncClient(
-            self.registry,
-            cache,
-            dex.ClientOptions(server_address=address, worker_target=dex.WorkerTarget(pull=True)),
-        )
-        self._serving: asyncio.Task[None] | None = None
+        self.host = AgentHost(self.flows, server_address=address, session_codecs=session_codecs)
+
+    @property
+    def client(self) -> dex.AsyncClient:
+        return self.host.dex_client
 
     async def __aenter__(self) -> Harness:
-        self._serving = asyncio.create_task(self.worker.start())
-        await self.worker.wait_pull_registered(timeout=30)
+        await self.host.start()
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        await self.worker.stop()
-        if self._serving is not None:
-            await asyncio.wait_for(self._serving, 60)
-        await self.client.close()
-        self._directory.cleanup()
+        await self.host.stop()
+
+    def sessions(self, flow: Any) -> AgentSessionClient:
+        return AgentSessionClient(self.client, flow)
 
     async def start(self, flow: Any, session_id: str, text: str | None) -> None:
-        await self.client.start_flow(flow, session_id, AgentSessionStartInput(initial_message=text))
+        await self.sessions(flow).start_session(session_id, text)
 
     async def resolve(self, flow: Any, session_id: str, request: Any) -> bool:
         """``resolve_interrupt``, retried on lock conflicts as the contract allows."""
-        for _ in range(200):
-            try:
-                return await self.client.invoke_rpc(flow.resolve_interrupt, session_id, request)
-            except dex.RpcLockConflictError:
-                await asyncio.sleep(0.05)
-        raise AssertionError("resolve_interrupt kept conflicting")
+        return await self.sessions(flow).resolve_interrupt(
+            session_id, request.interrupt_id, request.approved, request.rejection_message
+        )
 
     async def snapshot(self, flow: Any, session_id: str) -> AgentSnapshot:
-        return await self.client.invoke_rpc(flow.get_agent_snapshot, session_id)
+        return await self.sessions(flow).snapshot(session_id)
 
     async def wait_for(
         self,
@@ -201,14 +183,9 @@ class Harness:
         *,
         timeout_seconds: float = 60.0,
     ) -> AgentSnapshot:
-        deadline = time.monotonic() + timeout_seconds
-        while True:
-            snapshot = await self.snapshot(flow, session_id)
-            if predicate(snapshot):
-                return snapshot
-            if time.monotonic() > deadline:
-                raise AssertionError(f"condition not reached; last snapshot: {snapshot}")
-            await asyncio.sleep(0.05)
+        return await self.sessions(flow).wait_for_snapshot(
+            session_id, predicate, within=timedelta(seconds=timeout_seconds)
+        )
 
     async def wait_for_turns(self, flow: Any, session_id: str, turns: int) -> AgentSnapshot:
         return await self.wait_for(

@@ -48,14 +48,7 @@ async def test_ask_user_answered_with_refused_and_duplicate_answers(harness_fact
         assert runner.model_calls[0].enabled_built_in_tools == ("ask_user",)
 
         async def answer(text: str, interrupt_id: str = "q1") -> bool:
-            request = AnswerQuestionInput(interrupt_id=interrupt_id, answer=text)
-            for _ in range(200):
-                try:
-                    return await harness.client.invoke_rpc(flow.answer_question, sid, request)
-                except Exception as error:  # lock conflicts are safe to retry
-                    if type(error).__name__ != "RpcLockConflictError":
-                        raise
-            raise AssertionError("answer_question kept conflicting")
+            return await harness.sessions(flow).answer_question(sid, interrupt_id, text)
 
         assert not await answer("XL")  # outside choices
         assert not await answer("   ")  # blank

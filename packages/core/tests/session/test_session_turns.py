@@ -174,14 +174,13 @@ async def test_session_without_initial_message_waits(harness_factory) -> None:
 
 
 async def test_a_registry_with_the_session_codecs_runs_the_same_session(harness_factory) -> None:
-    from dex_agents import session_codec_registry
 
     runner = ScriptRunner(one_tool_then_answer("lookup_order"), {"lookup_order": _lookup})
     flow = create_agent_session_flow(
         runner, "CodecAgent", tool_policies={"lookup_order": ToolPolicy(ToolEffect.READ)}
     )
     sid = session_id()
-    async with harness_factory(flow, codec_registry=session_codec_registry()) as harness:
+    async with harness_factory(flow, session_codecs=True) as harness:
         await harness.start(flow, sid, "Where is order 42?")
         snapshot = await harness.wait_for_turns(flow, sid, 1)
     assert snapshot.messages[-1].text == "answer: shipped"

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from dex_agents.models import ModelRequest
-from dex_agents.stepwise import (
-    AgentDefinition,
+from dex_agents.models import (
+    ModelRequest,
     ScriptedModelClient,
     ScriptedModelReply,
     ScriptedToolCall,
+)
+from dex_agents.stepwise import (
+    AgentDefinition,
     create_stepwise_session_flow,
 )
 

@@ -110,7 +110,7 @@ async def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
     # Imported here so `dex-agents version` stays light.
     from dex_agents.demo.agent import DEMO_FLOW_TYPE, build_demo_flow, choose_demo_model
     from dex_agents.demo.chat import Chat
-    from dex_agents.demo.runtime import EmbeddedDex
+    from dex_agents.host import AgentHost
 
     model = choose_demo_model(options.provider, options.model)
     database = options.database or options.data_directory / _DATABASE_NAME
@@ -119,20 +119,20 @@ async def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
     session_id = options.session_id or f"demo-{secrets.token_hex(4)}"
     interactive = not options.messages
 
+    host = AgentHost(
+        flow,
+        database=database,
+        server_address=options.server_address,
+        blob_cache_directory=state_directory / "demo-blob-cache",
+    )
     out.write(f"dex-agents demo: {model.label}\n")
-    if options.server_address is None:
+    if host.embedded:
         out.write(f"engine database: {database}\n")
     else:
-        out.write(f"Dex server: {options.server_address}\n")
-    async with EmbeddedDex(
-        database,
-        [flow],
-        state_directory / "demo-blob-cache",
-        server_address=options.server_address,
-    ) as runtime:
+        out.write(f"Dex server: {host.server_address}\n")
+    async with host:
         chat = Chat(
-            runtime.client,
-            flow,
+            host.client(flow),
             session_id,
             prompt=_read_line,
             out=out,

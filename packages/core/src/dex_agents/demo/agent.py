@@ -8,11 +8,13 @@ from pathlib import Path
 
 from dex_agents.demo.script import demo_model_reply
 from dex_agents.demo.shop import Shop, shop_tools
+from dex_agents.models import (
+    ScriptedModelClient,
+)
 from dex_agents.models.types import ModelClient
 from dex_agents.session import AgentSessionFlow
 from dex_agents.stepwise import (
     AgentDefinition,
-    ScriptedModelClient,
     create_stepwise_session_flow,
 )
 

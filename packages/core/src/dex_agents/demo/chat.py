@@ -13,22 +13,18 @@ import contextlib
 import json
 import sys
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, TextIO
 
 import dex
 
-from dex_agents.session import AgentSessionFlow
+from dex_agents.client import AgentSessionClient
 from dex_agents.values import (
     AgentEvent,
     AgentInterrupt,
-    AgentSessionStartInput,
     AgentSnapshot,
     AgentToolCallStatus,
-    AgentUserMessage,
-    AnswerQuestionInput,
     InterruptKind,
-    ResolveInterruptInput,
     parse_timestamp,
 )
 
@@ -59,8 +55,7 @@ class Chat:
 
     def __init__(
         self,
-        client: dex.AsyncClient,
-        flow: AgentSessionFlow,
+        sessions: AgentSessionClient,
         session_id: str,
         *,
         prompt: Prompter,
@@ -68,8 +63,7 @@ class Chat:
         interactive: bool = True,
         auto_approve: bool = False,
     ) -> None:
-        self.client = client
-        self.flow = flow
+        self.sessions = sessions
         self.session_id = session_id
         self._read_line = prompt
         self.out = out
@@ -113,8 +107,8 @@ class Chat:
         snapshot = await self._snapshot_or_none()
         existed = snapshot is not None and snapshot.state is not None
         if not existed:
-            await self.client.start_flow(self.flow, self.session_id, AgentSessionStartInput())
-        token = await self._newest_event_token()
+            await self.sessions.start_session(self.session_id)
+        token = await self.sessions.latest_event_token(self.session_id)
         self._follower = asyncio.create_task(self._follow_events(token))
         return existed
 
@@ -134,10 +128,7 @@ class Chat:
             return None
 
     async def snapshot(self) -> AgentSnapshot:
-        result: AgentSnapshot = await self.client.invoke_rpc(
-            self.flow.get_agent_snapshot, self.session_id
-        )
-        return result
+        return await self.sessions.snapshot(self.session_id)
 
     def show_history(self, snapshot: AgentSnapshot, limit: int = 8) -> None:
         """Print the latest user and agent messages of the session."""
@@ -152,26 +143,15 @@ class Chat:
 
     # --- events ----------------------------------------------------------------------
 
-    async def _newest_event_token(self) -> str:
-        page = await self.client.list_stream_messages(self.session_id, self.flow.agent_events, 1)
-        return page.messages[0].resume_token if page.messages else ""
-
     async def _follow_events(self, token: str) -> None:
         while True:
             try:
-                message = await self.client.read_stream(
-                    self.session_id, self.flow.agent_events, token, timedelta(seconds=10)
-                )
-            except (dex.LongPollTimeoutError, dex.RequestTimeoutError):
-                continue
-            except asyncio.CancelledError:
-                raise
+                async for item in self.sessions.events(self.session_id, token):
+                    token = item.resume_token
+                    await self._show_event(item.event)
             except Exception as error:  # keep the chat alive; the snapshot loop still works
                 self.say(f"  (event stream: {error}; retrying)")
                 await asyncio.sleep(1)
-                continue
-            token = message.resume_token
-            await self._show_event(message.value)
 
     async def _show_event(self, event: AgentEvent) -> None:
         payload: dict[str, Any] = json.loads(event.payload) if event.payload else {}
@@ -234,9 +214,7 @@ class Chat:
         """Send ``text`` and follow the turn it starts until it ends."""
         before = await self.snapshot()
         turns_before = before.state.turn_count if before.state else 0
-        accepted: bool = await self.client.invoke_rpc(
-            self.flow.send_user_message, self.session_id, AgentUserMessage(text=text)
-        )
+        accepted = await self.sessions.send_user_message(self.session_id, text)
         if not accepted:
             self.say("  (the session did not accept that message)")
             return False
@@ -328,11 +306,8 @@ class Chat:
                     ).strip()
                     reason = reason or None
                     break
-        accepted = await self._call_with_lock_retry(
-            self.flow.resolve_interrupt,
-            ResolveInterruptInput(
-                interrupt_id=interrupt.interrupt_id, approved=approved, rejection_message=reason
-            ),
+        accepted = await self.sessions.resolve_interrupt(
+            self.session_id, interrupt.interrupt_id, approved, reason
         )
         if not accepted:
             self.say("  (that approval is no longer pending)")
@@ -354,29 +329,11 @@ class Chat:
             if answer is not None and answer.isdigit() and 1 <= int(answer) <= len(choices):
                 answer = choices[int(answer) - 1]
         if answer is None:
-            accepted = await self._call_with_lock_retry(
-                self.flow.resolve_interrupt,
-                ResolveInterruptInput(
-                    interrupt_id=interrupt.interrupt_id, approved=False, rejection_message=None
-                ),
-            )
+            accepted = await self.sessions.reject(self.session_id, interrupt.interrupt_id)
         else:
-            answer_rpc: Any = getattr(self.flow, "answer_question", None)
-            if answer_rpc is None:
-                self.say("  (this session cannot take answers yet)")
-                return
-            accepted = await self._call_with_lock_retry(
-                answer_rpc, AnswerQuestionInput(interrupt_id=interrupt.interrupt_id, answer=answer)
+            accepted = await self.sessions.answer_question(
+                self.session_id, interrupt.interrupt_id, answer
             )
         if not accepted:
             self.say("  (the session refused that answer; it may not be one of the choices)")
             self._handled_interrupts.discard(interrupt.interrupt_id)
-
-    async def _call_with_lock_retry(self, method: Any, value: object) -> bool:
-        for _ in range(20):
-            try:
-                result: Any = await self.client.invoke_rpc(method, self.session_id, value)
-                return bool(result)
-            except dex.RpcLockConflictError:
-                await asyncio.sleep(0.1)
-        raise RuntimeError("the session stayed locked; try again")

@@ -12,8 +12,8 @@ import json
 import re
 from typing import Any
 
+from dex_agents.models.scripted import ScriptedModelReply, ScriptedToolCall
 from dex_agents.models.types import ModelRequest, ToolResultItem, UserTextItem
-from dex_agents.stepwise import ScriptedModelReply, ScriptedToolCall
 
 __all__ = ["DEMO_HELP", "demo_model_reply"]
 

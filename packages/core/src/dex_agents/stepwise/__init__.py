@@ -9,25 +9,6 @@ runs in its own Step.
 from __future__ import annotations
 
 from dex_agents.adapter_support import deprecated_aliases
-from dex_agents.models.scripted import (
-    ScriptedModelClient,
-    ScriptedModelReply,
-    ScriptedModelScript,
-    ScriptedToolCall,
-)
-from dex_agents.models.types import (
-    ModelClient,
-    ModelOutputItem,
-    ModelRequest,
-    ModelResponse,
-    ModelSettings,
-    ModelStreamSink,
-    ModelToolCall,
-    ModelToolDefinition,
-    ToolResultItem,
-    TranscriptItem,
-    UserTextItem,
-)
 from dex_agents.stepwise.definition import (
     DEFAULT_MAX_MODEL_CALLS_PER_TURN,
     DEFAULT_TOOL_SOURCE_LISTING_TIMEOUT,
@@ -45,7 +26,6 @@ from dex_agents.stepwise.function_tool import (
 )
 from dex_agents.stepwise.runner import StepwiseRunner
 from dex_agents.stepwise.tool_source import ToolSource
-from dex_agents.texts import model_call_limit_result, unknown_tool_error
 
 __all__ = [
     "DEFAULT_MAX_MODEL_CALLS_PER_TURN",
@@ -54,31 +34,14 @@ __all__ = [
     "FunctionTool",
     "InstructionContext",
     "Instructions",
-    "ModelClient",
-    "ModelOutputItem",
-    "ModelRequest",
-    "ModelResponse",
-    "ModelSettings",
-    "ModelStreamSink",
-    "ModelToolCall",
-    "ModelToolDefinition",
-    "ScriptedModelClient",
-    "ScriptedModelReply",
-    "ScriptedModelScript",
-    "ScriptedToolCall",
     "StepwiseRunner",
     "ToolCallContext",
-    "ToolResultItem",
     "ToolSource",
-    "TranscriptItem",
-    "UserTextItem",
     "create_stepwise_session_flow",
     "declare_tool_effect",
     "encode_tool_result",
     "function_tool",
-    "model_call_limit_result",
     "session_options_of",
-    "unknown_tool_error",
 ]
 
 __getattr__ = deprecated_aliases(

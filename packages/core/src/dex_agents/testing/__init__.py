@@ -5,7 +5,6 @@ Engines and Workers run as child processes that tests SIGKILL at exact points,
 and ``read_step_history`` reads the Step shape a session really ran.
 """
 
-from dex_agents.models.scripted import ScriptedModelClient
 from dex_agents.testing.engine import PrivateDexEngine
 from dex_agents.testing.environment import AgentTestEnvironment
 from dex_agents.testing.gates import FileGate, Invocation, InvocationLog
@@ -44,7 +43,6 @@ from dex_agents.testing.session_client import TURN_END_EVENTS, AgentSessionTestC
 from dex_agents.testing.worker_process import (
     WORKER_READY_LINE,
     KillableWorkerProcess,
-    build_pull_worker,
     load_flows,
     run_agent_worker_process,
 )
@@ -68,7 +66,6 @@ __all__ = [
     "ScenarioFlowFactory",
     "ScenarioSession",
     "ScenarioTool",
-    "ScriptedModelClient",
     "ScriptedModelFailure",
     "ScriptedRunner",
     "StepHistoryEntry",
@@ -77,7 +74,6 @@ __all__ = [
     "ToolBehaviour",
     "ToolCallSpec",
     "UnexpectedToolFailure",
-    "build_pull_worker",
     "build_scenario_flow",
     "build_scripted_flow",
     "executed_step_types",

@@ -1,19 +1,14 @@
 """``AgentTestEnvironment``: engine, Workers and Client for a session test, closed together.
 
-The Client starts Flows for pull Workers, as session Workers run. Without a
-``server_address`` the environment starts its own ``PrivateDexEngine``. With
-``worker_in_process=True`` it runs an ``AsyncWorker`` on the test's event loop;
-SIGKILL tests start ``KillableWorkerProcess`` children with
-``start_worker_process`` instead. ``close()`` (or ``async with``) stops the
-Worker, kills the children and stops an engine it started.
+It is an ``AgentHost`` on a ``PrivateDexEngine`` (a killable child process) or on
+a given ``server_address``. With ``worker_in_process=True`` the host's Worker runs
+on the test's event loop; SIGKILL tests start ``KillableWorkerProcess`` children
+with ``start_worker_process`` instead. ``close()`` (or ``async with``) kills the
+children, stops the host and stops an engine it started.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import shutil
-import tempfile
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -22,14 +17,9 @@ from typing import Any
 
 import dex
 
+from dex_agents.host import DEFAULT_MAX_CONCURRENT_TASKS, DEFAULT_REGISTRATION_TIMEOUT, AgentHost
 from dex_agents.testing.engine import PrivateDexEngine
-from dex_agents.testing.worker_process import (
-    BLOB_CACHE_BYTES,
-    DEFAULT_MAX_CONCURRENT_TASKS,
-    DEFAULT_REGISTRATION_TIMEOUT,
-    KillableWorkerProcess,
-    build_pull_worker,
-)
+from dex_agents.testing.worker_process import KillableWorkerProcess
 
 
 class AgentTestEnvironment:
@@ -38,25 +28,13 @@ class AgentTestEnvironment:
     Use ``async with await AgentTestEnvironment.start(...)`` or call ``close()``.
     """
 
-    def __init__(
-        self,
-        *,
-        server_address: str,
-        flows: Sequence[dex.Flow[Any]],
-        cache_directory: Path,
-        blob_cache: dex.BlobCache,
-        client: dex.AsyncClient,
-        engine: PrivateDexEngine | None = None,
-    ) -> None:
-        self.server_address = server_address
+    def __init__(self, host: AgentHost, engine: PrivateDexEngine | None = None) -> None:
+        self.host = host
+        self.server_address = host.server_address
         self.engine = engine
         """The engine this environment started, or ``None`` when given an address."""
-        self.flows = tuple(flows)
-        self.client = client
-        self._cache_directory = cache_directory
-        self._blob_cache = blob_cache
-        self._worker: dex.AsyncWorker | None = None
-        self._worker_task: asyncio.Task[None] | None = None
+        self.flows = host.flows
+        self.client = host.dex_client
         self._worker_processes: list[KillableWorkerProcess] = []
 
     @classmethod
@@ -72,71 +50,32 @@ class AgentTestEnvironment:
         if not flows:
             raise ValueError("AgentTestEnvironment needs at least one Flow")
         engine = PrivateDexEngine.start() if server_address is None else None
-        if engine is not None:
-            server_address = engine.server_address
-        assert server_address is not None
-        cache_directory = Path(tempfile.mkdtemp(prefix="dex-agents-test-cache-"))
-        blob_cache = dex.open_blob_cache(
-            dex.BlobCacheConfig(str(cache_directory), BLOB_CACHE_BYTES)
+        host = AgentHost(
+            flows,
+            server_address=engine.server_address if engine is not None else server_address,
+            worker=worker_in_process,
+            max_concurrent_tasks=max_concurrent_tasks,
+            registration_timeout=registration_timeout,
         )
-        client = dex.AsyncClient(
-            dex.Registry(list(flows), allow_async_handlers=True),
-            blob_cache,
-            dex.ClientOptions(
-                server_address=server_address, worker_target=dex.WorkerTarget(pull=True)
-            ),
-        )
-        environment = cls(
-            server_address=server_address,
-            flows=flows,
-            cache_directory=cache_directory,
-            blob_cache=blob_cache,
-            client=client,
-            engine=engine,
-        )
-        if worker_in_process:
-            try:
-                await environment.start_worker(
-                    max_concurrent_tasks=max_concurrent_tasks,
-                    registration_timeout=registration_timeout,
-                )
-            except BaseException:
-                await environment.close()
-                raise
-        return environment
+        try:
+            await host.start()
+        except BaseException:
+            if engine is not None:
+                engine.close()
+            raise
+        return cls(host, engine)
 
     @property
     def has_worker(self) -> bool:
-        return self._worker is not None
+        return self.host.worker is not None
 
-    async def start_worker(
-        self,
-        *,
-        max_concurrent_tasks: int = DEFAULT_MAX_CONCURRENT_TASKS,
-        registration_timeout: timedelta = DEFAULT_REGISTRATION_TIMEOUT,
-    ) -> None:
-        """Start an in-process pull Worker for the Flows; return once it registered."""
-        if self._worker is not None:
-            raise RuntimeError("the in-process Worker is already running")
-        worker = build_pull_worker(
-            self.flows,
-            self.server_address,
-            self._blob_cache,
-            max_concurrent_tasks=max_concurrent_tasks,
-        )
-        self._worker = worker
-        self._worker_task = asyncio.create_task(worker.start())
-        await worker.wait_pull_registered(timeout=registration_timeout.total_seconds())
+    async def start_worker(self) -> None:
+        """Start the in-process pull Worker for the Flows; return once it registered."""
+        await self.host.start_worker()
 
     async def stop_worker(self) -> None:
         """Drain and stop the in-process Worker, if one runs."""
-        worker, task = self._worker, self._worker_task
-        self._worker, self._worker_task = None, None
-        if worker is None or task is None:
-            return
-        await worker.stop()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await self.host.stop_worker()
 
     def start_worker_process(
         self,
@@ -168,10 +107,7 @@ class AgentTestEnvironment:
 
     async def close(self) -> None:
         self.kill_worker_processes()
-        await self.stop_worker()
-        await self.client.close()
-        self._blob_cache.close()
-        shutil.rmtree(self._cache_directory, ignore_errors=True)
+        await self.host.stop()
         if self.engine is not None:
             self.engine.close()
 

@@ -1,150 +1,55 @@
-"""``AgentSessionTestClient``: typed session RPCs and waits on committed session state.
+"""``AgentSessionTestClient``: the public session client plus the waits tests need.
 
-Every wait reads ``get_agent_snapshot`` (committed state only) until a condition
-holds, so a test never races a Step that has not committed. A snapshot that
-fails because no Worker is up yet (for example right after a SIGKILL) is
-retried until the wait's deadline.
+Every wait reads committed state (``get_agent_snapshot``), woken by the
+session's events, so a test never races a Step that has not committed. A
+snapshot that fails because no Worker is up yet (for example right after a
+SIGKILL) is retried until the wait's deadline.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import contextlib
+from collections.abc import Callable
 from datetime import timedelta
 
-import dex
-
-from dex_agents.session import AgentSessionFlow
-from dex_agents.testing.polling import PollTimeoutError, poll_until
+from dex_agents.client import (
+    DEFAULT_WAIT,
+    TURN_END_EVENTS,
+    AgentSessionClient,
+    SessionWaitTimeoutError,
+)
+from dex_agents.testing.polling import PollTimeoutError
 from dex_agents.values import (
     AgentEvent,
     AgentInterrupt,
-    AgentSessionStartInput,
     AgentSnapshot,
     AgentStatus,
     AgentToolCall,
     AgentToolCallStatus,
-    AgentUserMessage,
-    AnswerQuestionInput,
-    ListAgentMessagesInput,
-    ListAgentMessagesOutput,
-    ResolveInterruptInput,
 )
 
-DEFAULT_WAIT = timedelta(seconds=60)
-LOCK_CONFLICT_RETRIES = 20
-_LOCK_CONFLICT_BACKOFF_SECONDS = 0.05
-_EVENT_READ_WAIT = timedelta(seconds=1)
+__all__ = ["TURN_END_EVENTS", "AgentSessionTestClient"]
 
 
-class AgentSessionTestClient:
-    """Session RPCs on one session Flow, with waits for what a test expects next."""
-
-    def __init__(self, client: dex.AsyncClient, flow: AgentSessionFlow) -> None:
-        self.client = client
-        self.flow = flow
-
-    # --- RPCs ----------------------------------------------------------------------
-
-    async def start_session(
-        self,
-        session_id: str,
-        initial_message: str | None = None,
-        *,
-        config: dex.FlowConfig | None = None,
-    ) -> str:
-        """Start session ``session_id``; ``config`` overrides the Flow's config (for example
-        ``FlowConfig(step_durability=StepDurability.ASYNC)``). Returns the run ID."""
-        return await self.client.start_flow(
-            self.flow,
-            session_id,
-            AgentSessionStartInput(initial_message=initial_message),
-            dex.StartFlowOptions(config_override=config),
-        )
-
-    async def send_user_message(
-        self, session_id: str, text: str, *, plan_mode: bool = False
-    ) -> bool:
-        return await self.client.invoke_rpc(
-            self.flow.send_user_message,
-            session_id,
-            AgentUserMessage(text=text, plan_mode=plan_mode),
-        )
-
-    async def resolve_interrupt(
-        self,
-        session_id: str,
-        interrupt_id: str,
-        approved: bool,
-        rejection_message: str | None = None,
-    ) -> bool:
-        """Approve or reject; retries ``RpcLockConflictError``, which the contract says is safe."""
-        request = ResolveInterruptInput(
-            interrupt_id=interrupt_id, approved=approved, rejection_message=rejection_message
-        )
-        return await self._retrying_lock_conflicts(
-            lambda: self.client.invoke_rpc(self.flow.resolve_interrupt, session_id, request)
-        )
-
-    async def answer_question(self, session_id: str, interrupt_id: str, answer: str) -> bool:
-        """Answer a pending question; retries lock conflicts like ``resolve_interrupt``."""
-        request = AnswerQuestionInput(interrupt_id=interrupt_id, answer=answer)
-        return await self._retrying_lock_conflicts(
-            lambda: self.client.invoke_rpc(self.flow.answer_question, session_id, request)
-        )
-
-    @staticmethod
-    async def _retrying_lock_conflicts(call: Callable[[], Awaitable[bool]]) -> bool:
-        for attempt in range(LOCK_CONFLICT_RETRIES):
-            try:
-                return await call()
-            except dex.RpcLockConflictError:
-                if attempt == LOCK_CONFLICT_RETRIES - 1:
-                    raise
-                await asyncio.sleep(_LOCK_CONFLICT_BACKOFF_SECONDS * (attempt + 1))
-        raise AssertionError("unreachable")
-
-    async def snapshot(self, session_id: str) -> AgentSnapshot:
-        return await self.client.invoke_rpc(self.flow.get_agent_snapshot, session_id)
-
-    async def list_messages(
-        self, session_id: str, *, before_sequence: int | None = None, limit: int | None = None
-    ) -> ListAgentMessagesOutput:
-        return await self.client.invoke_rpc(
-            self.flow.list_agent_messages,
-            session_id,
-            ListAgentMessagesInput(before_sequence=before_sequence, limit=limit),
-        )
-
-    # --- waits on committed state ----------------------------------------------------
+class AgentSessionTestClient(AgentSessionClient):
+    """``AgentSessionClient`` with the waits a test expects next; timeouts raise
+    ``PollTimeoutError``."""
 
     async def wait_for_snapshot(
         self,
         session_id: str,
         condition: Callable[[AgentSnapshot], bool],
         *,
-        description: str,
+        description: str = "the expected session state",
         within: timedelta = DEFAULT_WAIT,
     ) -> AgentSnapshot:
-        """The first snapshot for which ``condition`` holds."""
-
-        last_seen: list[object] = [None]
-
-        async def probe() -> AgentSnapshot | None:
-            try:
-                snapshot = await self.snapshot(session_id)
-            except dex.DexServiceError as error:
-                last_seen[0] = error  # no Worker yet, or the session is still starting
-                return None
-            last_seen[0] = snapshot
-            return snapshot if condition(snapshot) else None
-
         try:
-            return await poll_until(
-                probe, description=f"{session_id}: {description}", within=within
+            return await super().wait_for_snapshot(
+                session_id, condition, description=description, within=within
             )
-        except PollTimeoutError as timeout:
-            raise PollTimeoutError(f"{timeout}; last snapshot or error: {last_seen[0]!r}") from None
+        except SessionWaitTimeoutError as timeout:
+            raise PollTimeoutError(str(timeout)) from None
 
     async def wait_for_user_message_wait(
         self, session_id: str, *, within: timedelta = DEFAULT_WAIT
@@ -185,13 +90,7 @@ class AgentSessionTestClient:
         within: timedelta = DEFAULT_WAIT,
     ) -> AgentInterrupt:
         """The first pending interrupt (of ``tool_name`` when given)."""
-        snapshot = await self.wait_for_snapshot(
-            session_id,
-            lambda s: any(_matches(i, tool_name) for i in s.pending_interrupts),
-            description=f"a pending interrupt{f' for {tool_name}' if tool_name else ''}",
-            within=within,
-        )
-        return next(i for i in snapshot.pending_interrupts if _matches(i, tool_name))
+        return await self.wait_for_interrupt(session_id, tool_name, within=within)
 
     async def wait_for_pending_interrupts(
         self, session_id: str, count: int, *, within: timedelta = DEFAULT_WAIT
@@ -235,22 +134,19 @@ class AgentSessionTestClient:
     ) -> list[AgentEvent]:
         """Read ``AgentEvents`` from the retained head until ``until(events)`` holds."""
         events: list[AgentEvent] = []
-        token = ""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + within.total_seconds()
-        while not until(events):
-            if loop.time() >= deadline:
-                types = [event.type for event in events]
-                raise TimeoutError(f"{session_id}: no {description} in events {types}")
-            try:
-                message = await self.client.read_stream(
-                    session_id, self.flow.agent_events, token, timeout=_EVENT_READ_WAIT
-                )
-            except dex.LongPollTimeoutError:
-                continue
-            events.append(message.value)
-            token = message.resume_token
-        return events
+        if until(events):
+            return events
+        try:
+            async with asyncio.timeout(within.total_seconds()):
+                async with contextlib.aclosing(self.events(session_id)) as stream:
+                    async for item in stream:
+                        events.append(item.event)
+                        if until(events):
+                            return events
+        except TimeoutError:
+            pass
+        types = [event.type for event in events]
+        raise TimeoutError(f"{session_id}: no {description} in events {types}")
 
     async def read_events_through_turn(
         self, session_id: str, turn_id: str, *, within: timedelta = DEFAULT_WAIT
@@ -264,10 +160,3 @@ class AgentSessionTestClient:
             description=f"end of {turn_id}",
             within=within,
         )
-
-
-TURN_END_EVENTS = frozenset({"turn_completed", "turn_failed", "turn_steered", "turn_cancelled"})
-
-
-def _matches(interrupt: AgentInterrupt, tool_name: str | None) -> bool:
-    return tool_name is None or interrupt.tool_name == tool_name

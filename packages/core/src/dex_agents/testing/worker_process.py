@@ -12,9 +12,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import os
-import signal
 import sys
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -23,22 +21,17 @@ from typing import Any, cast
 
 import dex
 
+from dex_agents.host import (
+    DEFAULT_MAX_CONCURRENT_TASKS,
+    DEFAULT_REGISTRATION_TIMEOUT,
+    SERVER_ADDRESS_VARIABLE,
+    AgentHost,
+)
 from dex_agents.testing.processes import ChildProcess
-from dex_agents.values import session_codec_registry
 
 WORKER_READY_LINE = "dex-agents test Worker ready"
-SERVER_ADDRESS_VARIABLE = "DEX_SERVER_ADDRESS"
 SESSION_CODECS_VARIABLE = "DEX_AGENTS_TEST_SESSION_CODECS"
 """Set to ``1`` for a Worker child that decodes with ``session_codec_registry()``."""
-DEFAULT_MAX_CONCURRENT_TASKS = 8
-IDLE_STREAMS_PER_QUEUE = 2
-"""Idle pull streams kept per queue. With Dex's default of one, the stream that just
-sent a Step's result retires while the engine may already be handing it the session's
-next Step; that task is rejected and dispatched again, a few ms per turn in one session
-and far more with many sessions at once (benchmarks/session_turns.py: 10 sessions x 3
-turns went from about 13 to 22-29 turns/s)."""
-DEFAULT_REGISTRATION_TIMEOUT = timedelta(seconds=60)
-BLOB_CACHE_BYTES = 64 * 1024 * 1024
 
 
 def load_object(import_path: str) -> object:
@@ -65,67 +58,26 @@ def load_flows(factory_path: str) -> list[dex.Flow[Any]]:
     return cast(list[dex.Flow[Any]], flows)
 
 
-def build_pull_worker(
-    flows: Sequence[dex.Flow[Any]],
-    server_address: str,
-    blob_cache: dex.BlobCache,
-    *,
-    max_concurrent_tasks: int = DEFAULT_MAX_CONCURRENT_TASKS,
-    codec_registry: dex.CodecRegistry | None = None,
-) -> dex.AsyncWorker:
-    """An AsyncWorker in pull mode for ``flows``, as the session's Workers run.
-
-    ``codec_registry`` None keeps Dex's own codecs, as a Registry built without one.
-    """
-    registry = dex.Registry(list(flows), codec_registry, allow_async_handlers=True)
-    return dex.AsyncWorker(
-        registry,
-        blob_cache,
-        dex.WorkerOptions(
-            server_address=server_address,
-            pull=dex.PullWorkerOptions(
-                max_concurrent_tasks=max_concurrent_tasks,
-                idle_streams_per_queue=IDLE_STREAMS_PER_QUEUE,
-            ),
-        ),
-    )
-
-
 async def serve_until_signalled(
     flows: Sequence[dex.Flow[Any]],
     server_address: str,
     *,
     max_concurrent_tasks: int = DEFAULT_MAX_CONCURRENT_TASKS,
     registration_timeout: timedelta = DEFAULT_REGISTRATION_TIMEOUT,
-    codec_registry: dex.CodecRegistry | None = None,
+    session_codecs: bool = False,
 ) -> None:
-    """Serve ``flows`` until SIGTERM or SIGINT, then drain and return."""
-    stop_requested = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signal_number in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signal_number, stop_requested.set)
-    with tempfile.TemporaryDirectory(prefix="dex-worker-blobs-") as cache_directory:
-        blob_cache = dex.open_blob_cache(dex.BlobCacheConfig(cache_directory, BLOB_CACHE_BYTES))
-        try:
-            worker = build_pull_worker(
-                flows,
-                server_address,
-                blob_cache,
-                max_concurrent_tasks=max_concurrent_tasks,
-                codec_registry=codec_registry,
-            )
-            serving = asyncio.create_task(worker.start())
-            await worker.wait_pull_registered(timeout=registration_timeout.total_seconds())
-            print(WORKER_READY_LINE, flush=True)
-            stopping = asyncio.create_task(stop_requested.wait())
-            done, _ = await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
-            if serving in done:
-                await serving  # the Worker stopped on its own: surface its error
-                return
-            await worker.stop()
-            await serving
-        finally:
-            blob_cache.close()
+    """Serve ``flows`` with a Worker-only ``AgentHost`` until SIGTERM or SIGINT, then drain."""
+    host = AgentHost(
+        flows,
+        server_address=server_address,
+        client=False,
+        max_concurrent_tasks=max_concurrent_tasks,
+        session_codecs=session_codecs,
+        registration_timeout=registration_timeout,
+    )
+    await host.start()
+    print(WORKER_READY_LINE, flush=True)  # the parent test waits for this line
+    await host.serve()
 
 
 def run_agent_worker_process(
@@ -145,10 +97,12 @@ def run_agent_worker_process(
     address = server_address or os.environ.get(SERVER_ADDRESS_VARIABLE)
     if not address:
         raise ValueError(f"pass server_address or set {SERVER_ADDRESS_VARIABLE}")
-    codecs = session_codec_registry() if os.environ.get(SESSION_CODECS_VARIABLE) == "1" else None
     asyncio.run(
         serve_until_signalled(
-            flows, address, max_concurrent_tasks=max_concurrent_tasks, codec_registry=codecs
+            flows,
+            address,
+            max_concurrent_tasks=max_concurrent_tasks,
+            session_codecs=os.environ.get(SESSION_CODECS_VARIABLE) == "1",
         )
     )
 

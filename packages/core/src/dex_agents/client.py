@@ -1,0 +1,324 @@
+"""``AgentSessionClient``: the typed client of one session Flow type, for applications.
+
+It wraps the session's RPCs and reads its ``AgentEvents`` Stream. Waits are
+event-driven: a wait reads the session's events and checks a committed snapshot
+each time one arrives. Events are written while a Step runs, a moment before the
+Step commits, so after an event (and when none comes) the snapshot is read again
+after a short, growing delay; a wait never depends on an event arriving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import dex
+
+from dex_agents.session import AgentSessionFlow
+from dex_agents.values import (
+    AgentEvent,
+    AgentInterrupt,
+    AgentMessage,
+    AgentSessionStartInput,
+    AgentSnapshot,
+    AgentStatus,
+    AgentUserMessage,
+    AnswerQuestionInput,
+    ListAgentMessagesInput,
+    ListAgentMessagesOutput,
+    ResolveInterruptInput,
+)
+
+__all__ = ["AgentSessionClient", "SessionEvent", "SessionWaitTimeoutError"]
+
+_LOG = logging.getLogger(__name__)
+
+DEFAULT_WAIT = timedelta(seconds=60)
+LOCK_CONFLICT_RETRIES = 20
+_LOCK_CONFLICT_BACKOFF_SECONDS = 0.05
+_EVENT_LONG_POLL = timedelta(seconds=5)
+_FIRST_RECHECK_SECONDS = 0.025
+_LAST_RECHECK_SECONDS = 0.5
+_STREAM_ERROR_BACKOFF_SECONDS = 0.5
+TURN_END_EVENTS = frozenset({"turn_completed", "turn_failed", "turn_steered", "turn_cancelled"})
+
+
+class SessionWaitTimeoutError(TimeoutError):
+    """A wait of ``AgentSessionClient`` ended before its condition held."""
+
+
+@dataclass(frozen=True)
+class SessionEvent:
+    """One ``AgentEvents`` message and the token to resume reading after it."""
+
+    event: AgentEvent
+    resume_token: str
+    created_time: datetime
+
+
+class AgentSessionClient:
+    """Start sessions of one session Flow type, call their RPCs, read and wait on them.
+
+    ``client`` is a Dex ``AsyncClient`` whose Registry holds ``flow``;
+    ``AgentHost.client()`` builds one. Approvals and answers retry
+    ``RpcLockConflictError``, which the session contract says is safe.
+    """
+
+    def __init__(self, client: dex.AsyncClient, flow: AgentSessionFlow) -> None:
+        self.client = client
+        self.flow = flow
+
+    # --- RPCs ------------------------------------------------------------------------
+
+    async def start_session(
+        self,
+        session_id: str,
+        initial_message: str | None = None,
+        *,
+        config: dex.FlowConfig | None = None,
+    ) -> str:
+        """Start session ``session_id`` (the Flow ID), with a first user message when given.
+
+        ``config`` overrides the Flow's config. Returns the Dex run ID.
+        """
+        return await self.client.start_flow(
+            self.flow,
+            session_id,
+            AgentSessionStartInput(initial_message=initial_message),
+            dex.StartFlowOptions(config_override=config),
+        )
+
+    async def send_user_message(
+        self, session_id: str, text: str, *, plan_mode: bool = False
+    ) -> bool:
+        """Queue a user message; ``False`` when the session refuses it (blank text)."""
+        return await self.client.invoke_rpc(
+            self.flow.send_user_message,
+            session_id,
+            AgentUserMessage(text=text, plan_mode=plan_mode),
+        )
+
+    async def resolve_interrupt(
+        self,
+        session_id: str,
+        interrupt_id: str,
+        approved: bool,
+        rejection_message: str | None = None,
+    ) -> bool:
+        """Approve or reject a pending interrupt; ``False`` when it is no longer pending."""
+        request = ResolveInterruptInput(
+            interrupt_id=interrupt_id, approved=approved, rejection_message=rejection_message
+        )
+        return await _retrying_lock_conflicts(
+            lambda: self.client.invoke_rpc(self.flow.resolve_interrupt, session_id, request)
+        )
+
+    async def approve(self, session_id: str, interrupt_id: str) -> bool:
+        """Approve the tool call waiting on ``interrupt_id``."""
+        return await self.resolve_interrupt(session_id, interrupt_id, True)
+
+    async def reject(self, session_id: str, interrupt_id: str, message: str | None = None) -> bool:
+        """Reject the tool call (or decline the question); ``message`` is shown to the model."""
+        return await self.resolve_interrupt(session_id, interrupt_id, False, message)
+
+    async def answer_question(self, session_id: str, interrupt_id: str, answer: str) -> bool:
+        """Answer a pending question; ``False`` when it does not fit or is not pending."""
+        request = AnswerQuestionInput(interrupt_id=interrupt_id, answer=answer)
+        return await _retrying_lock_conflicts(
+            lambda: self.client.invoke_rpc(self.flow.answer_question, session_id, request)
+        )
+
+    async def snapshot(self, session_id: str) -> AgentSnapshot:
+        """One committed view of the session."""
+        return await self.client.invoke_rpc(self.flow.get_agent_snapshot, session_id)
+
+    async def list_messages(
+        self, session_id: str, *, before_sequence: int | None = None, limit: int | None = None
+    ) -> ListAgentMessagesOutput:
+        """One page of stored messages, oldest first, ending before ``before_sequence``."""
+        return await self.client.invoke_rpc(
+            self.flow.list_agent_messages,
+            session_id,
+            ListAgentMessagesInput(before_sequence=before_sequence, limit=limit),
+        )
+
+    async def iter_messages(
+        self, session_id: str, *, page_size: int | None = None
+    ) -> AsyncGenerator[AgentMessage]:
+        """Every stored message, newest page first and oldest first within a page."""
+        before: int | None = None
+        while True:
+            page = await self.list_messages(session_id, before_sequence=before, limit=page_size)
+            for message in page.messages:
+                yield message
+            if page.next_before_sequence is None or not page.messages:
+                return
+            before = page.next_before_sequence
+
+    # --- events ----------------------------------------------------------------------
+
+    async def latest_event_token(self, session_id: str) -> str:
+        """The resume token of the newest retained event, ``""`` when there is none."""
+        page = await self.client.list_stream_messages(session_id, self.flow.agent_events, 1)
+        return page.messages[0].resume_token if page.messages else ""
+
+    async def events(self, session_id: str, resume_token: str = "") -> AsyncGenerator[SessionEvent]:
+        """The session's events after ``resume_token`` (``""``: from the oldest retained one).
+
+        Runs until the caller stops iterating. Keep the last ``resume_token`` to
+        resume after a restart; ``latest_event_token`` gives one to follow from now.
+        A server that is briefly unreachable is retried.
+        """
+        token = resume_token
+        while True:
+            try:
+                message = await self.client.read_stream(
+                    session_id, self.flow.agent_events, token, _EVENT_LONG_POLL
+                )
+            except (dex.LongPollTimeoutError, dex.RequestTimeoutError):
+                continue
+            except dex.DexServiceError as error:
+                _LOG.debug("reading events of %s failed (%s); retrying", session_id, error)
+                await asyncio.sleep(_STREAM_ERROR_BACKOFF_SECONDS)
+                continue
+            token = message.resume_token
+            yield SessionEvent(message.value, message.resume_token, message.created_time)
+
+    # --- waits -----------------------------------------------------------------------
+
+    async def wait_for_snapshot(
+        self,
+        session_id: str,
+        condition: Callable[[AgentSnapshot], bool],
+        *,
+        description: str = "the expected session state",
+        within: timedelta = DEFAULT_WAIT,
+    ) -> AgentSnapshot:
+        """The first committed snapshot for which ``condition`` holds.
+
+        A snapshot that fails (no Worker yet, or the session is still starting) is
+        retried until ``within`` passes; then ``SessionWaitTimeoutError`` names
+        ``description`` and the last snapshot or error.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + within.total_seconds()
+        woken = asyncio.Event()
+        follower = asyncio.create_task(self._wake_on_events(session_id, woken))
+        last_seen: object = None
+        recheck = _FIRST_RECHECK_SECONDS
+        try:
+            while True:
+                woken.clear()
+                try:
+                    snapshot = await self.snapshot(session_id)
+                except dex.DexServiceError as error:
+                    last_seen = error
+                else:
+                    last_seen = snapshot
+                    if condition(snapshot):
+                        return snapshot
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    raise SessionWaitTimeoutError(
+                        f"{session_id}: timed out after {within.total_seconds():g}s waiting for"
+                        f" {description}; last snapshot or error: {last_seen!r}"
+                    )
+                event_came = False
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(min(recheck, remaining)):
+                        await woken.wait()
+                        event_came = True
+                # An event means a commit is near: check again soon, then less often.
+                recheck = (
+                    _FIRST_RECHECK_SECONDS
+                    if event_came
+                    else min(recheck * 2, _LAST_RECHECK_SECONDS)
+                )
+        finally:
+            follower.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await follower
+
+    async def _wake_on_events(self, session_id: str, woken: asyncio.Event) -> None:
+        try:
+            token = await self.latest_event_token(session_id)
+        except dex.DexServiceError:
+            token = ""
+        async for _ in self.events(session_id, token):
+            woken.set()
+
+    async def wait_for_turn(
+        self, session_id: str, turn_count: int | None = None, *, within: timedelta = DEFAULT_WAIT
+    ) -> AgentSnapshot:
+        """Until no turn runs, no message is queued, and (when given) ``turn_count`` turns ended.
+
+        Returns the snapshot; its ``state.last_turn_error`` tells a failed turn.
+        A turn waiting on an approval or a question is still running.
+        """
+        return await self.wait_for_snapshot(
+            session_id,
+            lambda s: _is_idle(s) and (turn_count is None or _turns(s) >= turn_count),
+            description="the turn to finish"
+            if turn_count is None
+            else f"{turn_count} finished turns",
+            within=within,
+        )
+
+    async def wait_for_interrupt(
+        self, session_id: str, tool_name: str | None = None, *, within: timedelta = DEFAULT_WAIT
+    ) -> AgentInterrupt:
+        """The first pending approval or question (of ``tool_name`` when given)."""
+        snapshot = await self.wait_for_snapshot(
+            session_id,
+            lambda s: any(_matches(i, tool_name) for i in s.pending_interrupts),
+            description=f"a pending interrupt{f' for {tool_name}' if tool_name else ''}",
+            within=within,
+        )
+        return next(i for i in snapshot.pending_interrupts if _matches(i, tool_name))
+
+    async def wait_for_turn_or_interrupt(
+        self, session_id: str, *, within: timedelta = DEFAULT_WAIT
+    ) -> AgentSnapshot:
+        """Until the session is idle (as in ``wait_for_turn``) or has a pending interrupt.
+
+        ``snapshot.pending_interrupts`` is empty when the turn finished.
+        """
+        return await self.wait_for_snapshot(
+            session_id,
+            lambda s: bool(s.pending_interrupts) or _is_idle(s),
+            description="the turn to finish or an interrupt",
+            within=within,
+        )
+
+
+def _is_idle(snapshot: AgentSnapshot) -> bool:
+    state = snapshot.state
+    return (
+        state is not None
+        and state.active_turn_id is None
+        and state.status is AgentStatus.WAITING_FOR_USER_MESSAGE
+        and snapshot.queued_message_count == 0
+    )
+
+
+def _turns(snapshot: AgentSnapshot) -> int:
+    return snapshot.state.turn_count if snapshot.state is not None else 0
+
+
+def _matches(interrupt: AgentInterrupt, tool_name: str | None) -> bool:
+    return tool_name is None or interrupt.tool_name == tool_name
+
+
+async def _retrying_lock_conflicts(call: Callable[[], Awaitable[bool]]) -> bool:
+    for attempt in range(LOCK_CONFLICT_RETRIES):
+        try:
+            return await call()
+        except dex.RpcLockConflictError:
+            if attempt == LOCK_CONFLICT_RETRIES - 1:
+                raise
+            await asyncio.sleep(_LOCK_CONFLICT_BACKOFF_SECONDS * (attempt + 1))
+    raise AssertionError("unreachable")

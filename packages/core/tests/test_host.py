@@ -1,0 +1,207 @@
+"""AgentHost and AgentSessionClient: the same code embedded and against a served engine."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+
+from dex_agents import (
+    AgentHost,
+    AgentSessionClient,
+    AgentSessionFlow,
+    AgentTurnContext,
+    DeferredToolCall,
+    DeferredToolExecution,
+    FrameworkMessage,
+    SessionWaitTimeoutError,
+    ToolCallsRequested,
+    ToolEffect,
+    ToolExecutionError,
+    ToolExecutionResult,
+    ToolPolicy,
+    TurnCompleted,
+    create_agent_session_flow,
+    describe_tool_call_outcome,
+    empty_agent_usage,
+)
+from dex_agents.testing import PrivateDexEngine
+
+TOOLS = ("check_stock", "refund_order")
+TOGETHER_WAIT_SECONDS = 20
+
+
+def _message(text: str, role: str = "assistant") -> FrameworkMessage:
+    return FrameworkMessage(role=role, framework_item=json.dumps({"text": text}), text=text)  # type: ignore[arg-type]
+
+
+class ParallelToolsRunner:
+    """One model response asks for every tool of ``TOOLS``; each tool finishes only once all
+    of them run at the same time, so tools run one after another fail the turn."""
+
+    def __init__(self) -> None:
+        self._running: dict[str, set[str]] = {}
+        self._all_running: dict[str, asyncio.Event] = {}
+
+    def build_user_message(self, text: str) -> FrameworkMessage:
+        return _message(text, "user")
+
+    async def run_model_step(self, turn: AgentTurnContext) -> TurnCompleted | ToolCallsRequested:
+        if not turn.is_resuming:
+            calls = [
+                DeferredToolCall(f"call-{name}", name, "{}", turn.resolve_tool_policy(name))
+                for name in TOOLS
+            ]
+            return ToolCallsRequested("asked", calls, empty_agent_usage())
+        outcomes = []
+        for record in turn.tool_calls:
+            outcomes.append(f"{record.tool_name}={describe_tool_call_outcome(record)}")
+        return TurnCompleted([_message("; ".join(outcomes))], empty_agent_usage())
+
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
+        key = f"{call.flow_id}/{call.tool_call.turn_id}"
+        running = self._running.setdefault(key, set())
+        all_running = self._all_running.setdefault(key, asyncio.Event())
+        running.add(call.tool_call.tool_name)
+        if running >= set(TOOLS):
+            all_running.set()
+        try:
+            await asyncio.wait_for(all_running.wait(), TOGETHER_WAIT_SECONDS)
+        except TimeoutError:
+            raise ToolExecutionError("ran alone") from None
+        return ToolExecutionResult("ran together")
+
+
+def _build_flow() -> AgentSessionFlow:
+    return create_agent_session_flow(
+        ParallelToolsRunner(),
+        "HostTestAgent",
+        tool_policies={
+            "check_stock": ToolPolicy(ToolEffect.READ),
+            "refund_order": ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE),
+        },
+    )
+
+
+async def _run_turn(sessions: AgentSessionClient, session_id: str) -> str:
+    await sessions.start_session(session_id, "refund order 42 if it is in stock")
+    snapshot = await sessions.wait_for_turn_or_interrupt(session_id)
+    assert [i.tool_name for i in snapshot.pending_interrupts] == ["refund_order"]
+    assert await sessions.approve(session_id, snapshot.pending_interrupts[0].interrupt_id)
+    snapshot = await sessions.wait_for_turn(session_id, 1)
+    reply = snapshot.messages[-1].text
+    assert reply is not None
+    return reply
+
+
+EXPECTED_REPLY = "check_stock=ran together; refund_order=ran together"
+
+
+@pytest.fixture(scope="module")
+def served_engine() -> Iterator[PrivateDexEngine]:
+    """A `dex-local-engine serve` child process: the host gets only its address."""
+    with PrivateDexEngine.start() as engine:
+        yield engine
+
+
+async def test_embedded_host_runs_tool_calls_of_one_response_in_parallel() -> None:
+    async with AgentHost(_build_flow()) as host:
+        assert host.embedded
+        assert await _run_turn(host.client(), "embedded-1") == EXPECTED_REPLY
+
+
+async def test_the_same_code_runs_against_a_served_engine_by_address(
+    served_engine: PrivateDexEngine,
+) -> None:
+    flow = _build_flow()
+    async with AgentHost(flow, server_address=served_engine.server_address) as host:
+        assert not host.embedded
+        assert host.server_address == served_engine.server_address
+        assert await _run_turn(host.client(flow), "served-1") == EXPECTED_REPLY
+
+
+async def test_dex_server_address_variable_picks_the_server(
+    served_engine: PrivateDexEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DEX_SERVER_ADDRESS", served_engine.server_address)
+    async with AgentHost(_build_flow()) as host:
+        assert host.server_address == served_engine.server_address
+        assert await _run_turn(host.client(), "from-variable-1") == EXPECTED_REPLY
+
+
+async def test_worker_only_and_client_only_hosts_split_the_work(
+    served_engine: PrivateDexEngine,
+) -> None:
+    address = served_engine.server_address
+    worker_host = AgentHost(_build_flow(), server_address=address, client=False)
+    serving = asyncio.create_task(worker_host.serve())
+    try:
+        async with AgentHost(_build_flow(), server_address=address, worker=False) as client_host:
+            assert client_host.worker is None
+            # The Worker-only host registers in the background; the client's waits ride it out.
+            assert await _run_turn(client_host.client(), "split-1") == EXPECTED_REPLY
+        with pytest.raises(RuntimeError, match="no Client"):
+            _ = worker_host.dex_client
+    finally:
+        await worker_host.stop()
+        await serving
+    assert worker_host.worker is None
+
+
+def test_sync_code_runs_the_host_on_a_background_loop() -> None:
+    with AgentHost(_build_flow()) as host:
+        assert host.call(_run_turn(host.client(), "sync-1")) == EXPECTED_REPLY
+    with pytest.raises(RuntimeError, match="not running"):
+        _ = host.dex_client
+
+
+async def test_events_iterate_with_resume_tokens_and_waits_time_out_clearly() -> None:
+    async with AgentHost(_build_flow()) as host:
+        sessions = host.client()
+        await _run_turn(sessions, "events-1")
+        seen: list[str] = []
+        tokens: list[str] = []
+        async for item in sessions.events("events-1"):
+            seen.append(item.event.type)
+            tokens.append(item.resume_token)
+            if item.event.type == "turn_completed":
+                break
+        assert seen[0] == "turn_started"
+        assert "interrupt_raised" in seen
+        # Resuming after the first event skips it and yields the second.
+        async for item in sessions.events("events-1", tokens[0]):
+            assert item.resume_token == tokens[1]
+            break
+        assert await sessions.latest_event_token("events-1") == tokens[-1]
+        with pytest.raises(SessionWaitTimeoutError, match="a pending interrupt for nothing"):
+            await sessions.wait_for_interrupt(
+                "events-1", "nothing", within=timedelta(milliseconds=300)
+            )
+        messages = [m async for m in sessions.iter_messages("events-1", page_size=1)]
+        assert [m.role for m in messages] == ["assistant", "user"]  # newest page first
+
+
+def test_bad_host_arguments_are_refused_at_once() -> None:
+    with pytest.raises(ValueError, match="at least one Flow"):
+        AgentHost([])
+    with pytest.raises(ValueError, match="neither a Worker nor a Client"):
+        AgentHost(_build_flow(), worker=False, client=False)
+    with pytest.raises(ValueError, match="at least 2"):
+        AgentHost(_build_flow(), max_concurrent_tasks=1)
+    pending = asyncio.sleep(0)
+    with pytest.raises(RuntimeError, match="call\\(\\) is for"):
+        AgentHost(_build_flow()).call(pending)
+    pending.close()
+
+
+async def test_an_unreachable_server_fails_start_with_its_address() -> None:
+    host = AgentHost(
+        _build_flow(),
+        server_address="127.0.0.1:1",
+        registration_timeout=timedelta(seconds=2),
+    )
+    with pytest.raises((ConnectionError, TimeoutError), match=r"127\.0\.0\.1:1"):
+        await host.start()
