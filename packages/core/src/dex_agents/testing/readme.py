@@ -51,9 +51,7 @@ def run_readme_example(
     example: ReadmeExample, directory: Path, *, timeout: float = 240
 ) -> subprocess.CompletedProcess[str]:
     """Run ``example`` in ``directory`` without API keys; ``AssertionError`` when it fails."""
-    environment = {
-        key: value for key, value in os.environ.items() if key not in API_KEY_VARIABLES
-    }
+    environment = {key: value for key, value in os.environ.items() if key not in API_KEY_VARIABLES}
     result = subprocess.run(
         [sys.executable, "-c", example.code],
         cwd=directory,
