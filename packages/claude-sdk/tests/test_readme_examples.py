@@ -13,12 +13,13 @@ EXAMPLES = readme_examples(README)
 
 
 def test_the_readme_has_a_usage_example_and_a_testing_recipe() -> None:
-    sections = {example.name.split(" #")[0] for example in EXAMPLES}
-    assert {"Usage", "Testing your agent"} <= sections
+    sections = [example.name.split(" #")[0] for example in EXAMPLES]
+    assert sections[0].startswith("Usage")
+    assert "Testing your agent" in sections
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[example.name for example in EXAMPLES])
 def test_example_runs(example: ReadmeExample, tmp_path: Path) -> None:
     result = run_readme_example(example, tmp_path)
-    if example.name == "Usage #1":
+    if example == EXAMPLES[0]:  # the Usage example runs a session to its answer
         assert "Done: refunded order 42" in result.stdout
