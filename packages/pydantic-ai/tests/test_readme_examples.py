@@ -23,3 +23,6 @@ def test_example_runs(example: ReadmeExample, tmp_path: Path) -> None:
     result = run_readme_example(example, tmp_path)
     if example == EXAMPLES[0]:  # the Usage example runs a session to its answer
         assert "Done: refunded order 42" in result.stdout
+        # deps_factory is an async context manager: it is exited once per Step
+        # (the model step, the tool call, the model step after it).
+        assert result.stdout.count("connection closed") == 3
