@@ -186,7 +186,7 @@ class ConformanceSuite:
                 (SECOND_CALL, "lookup_stock", {"sku": "lamp"}),
             ]
             assert all(m.tool_output is None for m in calls)
-            results = {m.tool_call_id: m for m in messages if m.role == "tool"}
+            results = {m.tool_call_id or "": m for m in messages if m.role == "tool"}
             assert sorted(results) == [FIRST_CALL, SECOND_CALL]
             assert results[FIRST_CALL].tool_name == "lookup_order"
             assert results[SECOND_CALL].tool_name == "lookup_stock"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from dex_agents.session import AgentSessionFlow
 from dex_agents.testing import ModelScript, ScenarioSession, ScenarioTool
-from dex_agents_claude_sdk.flow import create_claude_session_flow
+from dex_agents_claude_sdk import create_claude_session_flow
 from dex_agents_claude_sdk.testing import (
     SCRIPTED_MODEL,
     ScriptedMessagesEndpoint,

@@ -13,7 +13,7 @@ from dex_agents.session import (
     create_agent_session_flow,
 )
 from dex_agents_claude_sdk.runner import DEFAULT_MAX_TOKENS, ClaudeRunner, ClientFactory
-from dex_agents_claude_sdk.tools import ToolLike
+from dex_agents_claude_sdk.tools import ToolLike  # noqa: TID251
 
 __all__ = ["create_claude_agent_session_flow", "create_claude_session_flow"]
 

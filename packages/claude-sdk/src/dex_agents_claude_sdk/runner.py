@@ -53,7 +53,7 @@ from dex_agents_claude_sdk.messages import (
     unanswered_tool_uses,
     user_message,
 )
-from dex_agents_claude_sdk.tools import ClaudeTool, ToolLike, as_claude_tool, policy_of_call
+from dex_agents_claude_sdk.tools import ClaudeTool, ToolLike, as_claude_tool, policy_of_call  # noqa: TID251
 
 __all__ = ["DEFAULT_MAX_TOKENS", "ClaudeRunner"]
 

@@ -36,8 +36,8 @@ from dex_agents.testing.script_playback import (
     scripted_answer_text,
     scripted_tool_call_id,
 )
+from dex_agents_claude_sdk import ClaudeTool
 from dex_agents_claude_sdk.runner import ClientFactory
-from dex_agents_claude_sdk.tools import ClaudeTool
 
 __all__ = [
     "SCRIPTED_MODEL",

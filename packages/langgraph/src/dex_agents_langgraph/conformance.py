@@ -15,7 +15,7 @@ from pathlib import Path
 
 from dex_agents.session import AgentSessionFlow
 from dex_agents.testing import ModelScript, ScenarioSession, ScenarioTool
-from dex_agents_langgraph.flow import create_langgraph_session_flow
+from dex_agents_langgraph import create_langgraph_session_flow
 from dex_agents_langgraph.testing import ScriptedChatModel, scenario_tool
 
 __all__ = [

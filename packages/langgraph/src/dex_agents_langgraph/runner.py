@@ -72,7 +72,7 @@ from dex_agents_langgraph.messages import (
     unanswered_tool_calls,
     user_message,
 )
-from dex_agents_langgraph.policies import check_tool_declarations, tool_call_policy
+from dex_agents_langgraph.policies import check_tool_declarations, tool_call_policy  # noqa: TID251
 
 __all__ = [
     "DEX_TOOL_EXECUTION_KEY",

@@ -42,8 +42,7 @@ from dex_agents.testing.script_playback import (
     scripted_answer_text,
     scripted_tool_call_id,
 )
-from dex_agents_langgraph.policies import declare_tool_effect
-from dex_agents_langgraph.runner import idempotency_key_of, tool_execution_of
+from dex_agents_langgraph import declare_tool_effect, idempotency_key_of, tool_execution_of
 
 __all__ = ["SCRIPTED_USAGE_METADATA", "ScriptedChatModel", "scenario_tool"]
 

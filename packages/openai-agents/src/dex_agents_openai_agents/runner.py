@@ -67,7 +67,7 @@ from dex_agents.builtin_tools import enabled_builtin_tool_definitions
 from dex_agents.runner import AgentTurnOutcome, DeferredToolOutcome, model_call_metadata
 from dex_agents.texts import unknown_tool_error
 from dex_agents.values import AgentToolCallStatus
-from dex_agents_openai_agents.declarations import (
+from dex_agents_openai_agents.declarations import (  # noqa: TID251
     declared_effect,
     declared_requires_approval,
     resolve_call_policy,

@@ -87,8 +87,8 @@ from dex_agents_pydantic_ai.messages import (
     tool_results_request,
     user_prompt_message,
 )
-from dex_agents_pydantic_ai.policies import resolve_call_policy
-from dex_agents_pydantic_ai.session_context import (
+from dex_agents_pydantic_ai.policies import resolve_call_policy  # noqa: TID251 (internal)
+from dex_agents_pydantic_ai.session_context import (  # noqa: TID251 (internal)
     IDEMPOTENCY_KEY_METADATA_KEY,
     serving_deferred_tool_execution,
     serving_model_step,
