@@ -73,3 +73,21 @@ def test_the_old_factory_warns_and_still_builds_a_flow() -> None:
     with pytest.warns(DeprecationWarning, match="create_claude_session_flow"):
         built = old("F", model="claude-x", tools=[lookup])
     assert built.get_flow_type() == "F"
+
+
+def test_declare_tool_effect_and_a_dict_tool_definition() -> None:
+    from dex_agents import ToolEffect
+    from dex_agents_claude_sdk import ClaudeTool, declare_tool_effect
+
+    declared = declare_tool_effect(lookup, "read", requires_approval=True)
+    assert isinstance(declared, ClaudeTool)
+    assert (declared.effect, declared.requires_approval) == (ToolEffect.READ, True)
+    definition = {
+        "name": "find",
+        "description": "Find it.",
+        "input_schema": {"type": "object", "properties": {"q": {"type": "string"}}},
+    }
+    tool = claude_tool(lambda **tool_input: str(tool_input), **definition)
+    assert tool.definition() == definition
+    with pytest.raises(ValueError, match="input_schema"):
+        claude_tool(tool.function_tool, input_schema=definition["input_schema"])

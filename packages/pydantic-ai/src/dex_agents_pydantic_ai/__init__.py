@@ -36,7 +36,7 @@ __all__ = [
 __getattr__ = _deprecated_aliases(
     __name__,
     {
-        "create_pydantic_ai_session_flow": (
+        "create_pydantic_ai_agent_session_flow": (
             "create_pydantic_ai_session_flow",
             create_pydantic_ai_session_flow,
         ),
