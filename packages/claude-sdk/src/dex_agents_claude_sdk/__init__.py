@@ -7,7 +7,7 @@ session Flow: every model call is one streamed ``messages`` request in its own
 
 from importlib.metadata import version as _version
 
-import dex_agents as _core
+from dex_agents.adapter_support import MOVED_TO_DEX_AGENTS as _MOVED_TO_DEX_AGENTS
 from dex_agents.adapter_support import deprecated_aliases as _deprecated_aliases
 from dex_agents_claude_sdk.flow import (
     create_claude_agent_session_flow as _create_claude_agent_session_flow,
@@ -37,14 +37,6 @@ __getattr__ = _deprecated_aliases(
             "create_claude_session_flow(model, flow_type)",
             _create_claude_agent_session_flow,
         ),
-        **{
-            name: (f"dex_agents.{name}", getattr(_core, name))
-            for name in (
-                "current_deferred_tool_execution",
-                "current_model_step_context",
-                "get_deferred_tool_execution",
-                "get_model_step_context",
-            )
-        },
+        **_MOVED_TO_DEX_AGENTS,
     },
 )

@@ -57,6 +57,7 @@ __all__ = [
     "DEX_IDEMPOTENCY_KEY",
     "DEX_REQUIRES_APPROVAL_METADATA_KEY",
     "DISPLAY_ONLY_FRAMEWORK_ITEM",
+    "MOVED_TO_DEX_AGENTS",
     "UNKNOWN_TOOL_POLICY",
     "ToolCallAnswer",
     "ToolCallDisplay",
@@ -472,3 +473,15 @@ def deprecated_aliases(
         return value
 
     return module_getattr
+
+
+MOVED_TO_DEX_AGENTS: Mapping[str, tuple[str, object]] = {
+    function.__name__: (f"dex_agents.{function.__name__}", function)
+    for function in (
+        current_deferred_tool_execution,
+        current_model_step_context,
+        get_deferred_tool_execution,
+        get_model_step_context,
+    )
+}
+"""The names every adapter package used to re-export, for its ``deprecated_aliases``."""

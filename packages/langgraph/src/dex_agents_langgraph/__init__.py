@@ -9,7 +9,7 @@ every tool call its own tool Step.
 
 from importlib.metadata import version as _version
 
-import dex_agents as _core
+from dex_agents.adapter_support import MOVED_TO_DEX_AGENTS as _MOVED_TO_DEX_AGENTS
 from dex_agents.adapter_support import deprecated_aliases as _deprecated_aliases
 from dex_agents_langgraph.flow import (
     create_langgraph_agent_session_flow as _create_langgraph_agent_session_flow,
@@ -53,14 +53,6 @@ __getattr__ = _deprecated_aliases(
             "create_langgraph_session_flow(model_or_graph, flow_type)",
             _create_langgraph_agent_session_flow,
         ),
-        **{
-            name: (f"dex_agents.{name}", getattr(_core, name))
-            for name in (
-                "current_deferred_tool_execution",
-                "current_model_step_context",
-                "get_deferred_tool_execution",
-                "get_model_step_context",
-            )
-        },
+        **_MOVED_TO_DEX_AGENTS,
     },
 )

@@ -7,7 +7,7 @@ function tool runs; each tool call runs in its own Step.
 
 from importlib.metadata import version as _version
 
-import dex_agents as _core
+from dex_agents.adapter_support import MOVED_TO_DEX_AGENTS as _MOVED_TO_DEX_AGENTS
 from dex_agents.adapter_support import deprecated_aliases as _deprecated_aliases
 from dex_agents_openai_agents.declarations import ToolDeclaration, declare_tool_effect
 from dex_agents_openai_agents.flow import create_openai_agents_session_flow
@@ -29,15 +29,4 @@ __all__ = [
     "declare_tool_effect",
 ]
 
-__getattr__ = _deprecated_aliases(
-    __name__,
-    {
-        name: (f"dex_agents.{name}", getattr(_core, name))
-        for name in (
-            "current_deferred_tool_execution",
-            "current_model_step_context",
-            "get_deferred_tool_execution",
-            "get_model_step_context",
-        )
-    },
-)
+__getattr__ = _deprecated_aliases(__name__, _MOVED_TO_DEX_AGENTS)

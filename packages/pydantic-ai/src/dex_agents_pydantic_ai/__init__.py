@@ -7,7 +7,7 @@ tool call then runs in its own Dex Step. See the package README.
 
 from importlib.metadata import version as _version
 
-import dex_agents as _core
+from dex_agents.adapter_support import MOVED_TO_DEX_AGENTS as _MOVED_TO_DEX_AGENTS
 from dex_agents.adapter_support import deprecated_aliases as _deprecated_aliases
 from dex_agents_pydantic_ai.flow import create_pydantic_ai_session_flow
 from dex_agents_pydantic_ai.policies import (
@@ -40,14 +40,6 @@ __getattr__ = _deprecated_aliases(
             "create_pydantic_ai_session_flow",
             create_pydantic_ai_session_flow,
         ),
-        **{
-            name: (f"dex_agents.{name}", getattr(_core, name))
-            for name in (
-                "current_deferred_tool_execution",
-                "current_model_step_context",
-                "get_deferred_tool_execution",
-                "get_model_step_context",
-            )
-        },
+        **_MOVED_TO_DEX_AGENTS,
     },
 )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from typing import Any, Unpack
 
 from dex_agents.session import AgentSessionFlow, create_agent_session_flow
@@ -10,11 +9,7 @@ from dex_agents.session.options import AgentSessionOptions, AgentSessionOptionVa
 from dex_agents.stepwise.definition import AgentDefinition
 from dex_agents.stepwise.runner import StepwiseRunner
 
-__all__ = [
-    "create_stepwise_agent_session_flow",
-    "create_stepwise_session_flow",
-    "session_options_of",
-]
+__all__ = ["create_stepwise_session_flow", "session_options_of"]
 
 
 def session_options_of(definition: AgentDefinition) -> AgentSessionOptions:
@@ -46,15 +41,3 @@ def create_stepwise_session_flow(
     return create_agent_session_flow(
         StepwiseRunner(definition), flow_type, resolved, **session_options
     )
-
-
-def create_stepwise_agent_session_flow(
-    definition: AgentDefinition, flow_type: str
-) -> AgentSessionFlow:
-    """Deprecated: use ``create_stepwise_session_flow``."""
-    warnings.warn(
-        "create_stepwise_agent_session_flow is deprecated; use create_stepwise_session_flow",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return create_stepwise_session_flow(definition, flow_type)
