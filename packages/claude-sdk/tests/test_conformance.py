@@ -13,4 +13,4 @@ def conformance_adapter() -> ConformanceAdapter:
 
 
 class TestClaudeConformance(ConformanceSuite):
-    """Every scenario of the suite, run by ClaudeAgentRunner over httpx2.MockTransport."""
+    """Every scenario of the suite, run by ClaudeRunner over httpx2.MockTransport."""

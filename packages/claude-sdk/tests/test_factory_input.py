@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from dex_agents_claude_sdk import claude_tool, create_claude_agent_session_flow
+from dex_agents_claude_sdk import claude_tool, create_claude_session_flow
 
 
 def lookup(order_id: str) -> str:
@@ -15,8 +15,8 @@ def lookup(order_id: str) -> str:
     return order_id
 
 
-def flow(**arguments: Any) -> Any:
-    return create_claude_agent_session_flow("F", **{"model": "claude-x", **arguments})
+def flow(model: str = "claude-x", **arguments: Any) -> Any:
+    return create_claude_session_flow(model, "F", **arguments)
 
 
 BAD_CALLS: dict[str, tuple[Callable[[], Any], type[Exception], str]] = {
@@ -39,7 +39,7 @@ BAD_CALLS: dict[str, tuple[Callable[[], Any], type[Exception], str]] = {
     "client_factory": (lambda: flow(client_factory=1), TypeError, "client_factory"),
     "api_key_env": (lambda: flow(api_key_env=""), ValueError, "api_key_env"),
     "flow_type": (
-        lambda: create_claude_agent_session_flow("", model="claude-x"),
+        lambda: create_claude_session_flow("claude-x", ""),
         ValueError,
         "flow_type",
     ),
@@ -63,3 +63,31 @@ def test_good_input_builds_a_flow() -> None:
         temperature=1,
     )
     assert built.get_flow_type() == "F"
+
+
+def test_the_old_factory_warns_and_still_builds_a_flow() -> None:
+    import dex_agents_claude_sdk
+
+    with pytest.warns(DeprecationWarning, match="create_claude_session_flow"):
+        old = dex_agents_claude_sdk.create_claude_agent_session_flow  # pyright: ignore[reportAttributeAccessIssue]
+    with pytest.warns(DeprecationWarning, match="create_claude_session_flow"):
+        built = old("F", model="claude-x", tools=[lookup])
+    assert built.get_flow_type() == "F"
+
+
+def test_declare_tool_effect_and_a_dict_tool_definition() -> None:
+    from dex_agents import ToolEffect
+    from dex_agents_claude_sdk import ClaudeTool, declare_tool_effect
+
+    declared = declare_tool_effect(lookup, "read", requires_approval=True)
+    assert isinstance(declared, ClaudeTool)
+    assert (declared.effect, declared.requires_approval) == (ToolEffect.READ, True)
+    definition = {
+        "name": "find",
+        "description": "Find it.",
+        "input_schema": {"type": "object", "properties": {"q": {"type": "string"}}},
+    }
+    tool = claude_tool(lambda **tool_input: str(tool_input), **definition)
+    assert tool.definition() == definition
+    with pytest.raises(ValueError, match="input_schema"):
+        claude_tool(tool.function_tool, input_schema=definition["input_schema"])

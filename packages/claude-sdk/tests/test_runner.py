@@ -1,4 +1,4 @@
-"""ClaudeAgentRunner driven directly with an AgentTurnContext, over the SDK and MockTransport."""
+"""ClaudeRunner driven directly with an AgentTurnContext, over the SDK and MockTransport."""
 
 from __future__ import annotations
 
@@ -21,13 +21,10 @@ from dex_agents import (
     ToolExecutionError,
     ToolPolicy,
     TurnCompleted,
-)
-from dex_agents.testing.runner_driver import RunnerDriver as Session
-from dex_agents_claude_sdk import (
-    ClaudeAgentRunner,
-    claude_tool,
     get_deferred_tool_execution,
 )
+from dex_agents.testing.runner_driver import RunnerDriver as Session
+from dex_agents_claude_sdk import ClaudeRunner, claude_tool
 from dex_agents_claude_sdk.testing import (
     error_response,
     mock_client_factory,
@@ -90,8 +87,8 @@ def clear_runs() -> None:
     runs.clear()
 
 
-def runner_for(endpoint: Endpoint, tools: Sequence[Any] = (), **options: Any) -> ClaudeAgentRunner:
-    return ClaudeAgentRunner(
+def runner_for(endpoint: Endpoint, tools: Sequence[Any] = (), **options: Any) -> ClaudeRunner:
+    return ClaudeRunner(
         "claude-test-1", tools=tools, client_factory=mock_client_factory(endpoint), **options
     )
 
@@ -375,18 +372,18 @@ async def test_an_orphaned_tool_use_gets_an_outcome_unknown_result() -> None:
 
 def test_options_are_checked_when_the_runner_is_built() -> None:
     with pytest.raises(ValueError, match="request_options may not set"):
-        ClaudeAgentRunner("m", request_options={"messages": []})
+        ClaudeRunner("m", request_options={"messages": []})
     with pytest.raises(ValueError, match="two tools"):
-        ClaudeAgentRunner("m", tools=[lookup_order, lookup_order])
+        ClaudeRunner("m", tools=[lookup_order, lookup_order])
     with pytest.raises(ValueError, match="model"):
-        ClaudeAgentRunner("")
+        ClaudeRunner("")
 
 
 async def test_without_a_client_factory_the_key_comes_from_the_environment(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("DEX_TEST_ANTHROPIC_KEY", raising=False)
-    runner = ClaudeAgentRunner("m", api_key_env="DEX_TEST_ANTHROPIC_KEY")
+    runner = ClaudeRunner("m", api_key_env="DEX_TEST_ANTHROPIC_KEY")
     with pytest.raises(RuntimeError, match="DEX_TEST_ANTHROPIC_KEY is not set"):
         runner.client()
     monkeypatch.setenv("DEX_TEST_ANTHROPIC_KEY", "sk-test")
@@ -397,7 +394,7 @@ async def test_without_a_client_factory_the_key_comes_from_the_environment(
 
 
 def test_user_messages_are_native_message_params() -> None:
-    runner = ClaudeAgentRunner("m")
+    runner = ClaudeRunner("m")
     message = runner.build_user_message("hello")
     assert json.loads(message.framework_item) == {
         "role": "user",

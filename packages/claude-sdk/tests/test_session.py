@@ -17,7 +17,7 @@ from dex_agents.testing import (
     executed_step_types,
     read_step_history,
 )
-from dex_agents_claude_sdk import claude_tool, create_claude_agent_session_flow
+from dex_agents_claude_sdk import claude_tool, create_claude_session_flow
 from dex_agents_claude_sdk.testing import (
     error_response,
     mock_client_factory,
@@ -74,9 +74,9 @@ async def test_a_provider_error_is_a_run_model_retry_and_tools_run_in_their_own_
             usage={"input_tokens": 40, "output_tokens": 6},
         ),
     )
-    flow = create_claude_agent_session_flow(
+    flow = create_claude_session_flow(
+        "claude-test-1",
         f"ClaudeAgent{uuid.uuid4().hex[:8]}",
-        model="claude-test-1",
         tools=[check_stock],
         client_factory=mock_client_factory(endpoint),
         thinking={"type": "enabled", "budget_tokens": 1024},

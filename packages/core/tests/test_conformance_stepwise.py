@@ -1,4 +1,4 @@
-"""The shared conformance suite against the Stepwise runner (``StepwiseAgentRunner``)."""
+"""The shared conformance suite against the Stepwise runner (``StepwiseRunner``)."""
 
 import pytest
 

@@ -6,16 +6,14 @@ example that drifts from the API (or needs a name it never defines) fails here.
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from dex_agents.testing.readme import ReadmeExample, readme_examples, run_readme_example
+
 README = Path(__file__).resolve().parents[1] / "README.md"
-# Every section with a Python example.
+# The sections this test owns; "Benchmarks" is checked by its owner.
 SECTIONS = (
     "Usage",
     "The runner contract",
@@ -24,27 +22,11 @@ SECTIONS = (
     "Model clients",
     "Testing",
 )
-
-
-def _python_blocks() -> list[tuple[str, str]]:
-    blocks: list[tuple[str, str]] = []
-    section = ""
-    for part in re.split(r"(?m)^(## .+)$", README.read_text(encoding="utf-8")):
-        if part.startswith("## "):
-            section = part[3:].strip()
-            continue
-        if section not in SECTIONS:
-            continue
-        for index, code in enumerate(re.findall(r"```python\n(.*?)```", part, re.DOTALL)):
-            blocks.append((f"{section} #{index + 1}", code))
-    return blocks
-
-
-BLOCKS = _python_blocks()
+EXAMPLES = readme_examples(README, SECTIONS)
 
 
 def test_the_readme_has_the_examples_this_test_runs() -> None:
-    assert {name.split(" #")[0] for name, _ in BLOCKS} >= {
+    assert {example.name.split(" #")[0] for example in EXAMPLES} >= {
         "Usage",
         "The runner contract",
         "Stepwise",
@@ -53,26 +35,12 @@ def test_the_readme_has_the_examples_this_test_runs() -> None:
     }
 
 
-@pytest.mark.parametrize(("name", "code"), BLOCKS, ids=[name for name, _ in BLOCKS])
-def test_example_runs(name: str, code: str, tmp_path: Path) -> None:
-    environment = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
-    }
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=tmp_path,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
-    assert result.returncode == 0, f"{name} failed:\n{result.stdout}\n{result.stderr}"
-    if name.startswith("Usage"):
+@pytest.mark.parametrize("example", EXAMPLES, ids=[example.name for example in EXAMPLES])
+def test_example_runs(example: ReadmeExample, tmp_path: Path) -> None:
+    result = run_readme_example(example, tmp_path)
+    if example.name.startswith("Usage"):
         assert "1 user: Refund order 42" in result.stdout
         assert "2 assistant: Done: refunded order 42" in result.stdout
-    if name.startswith("Testing"):
+    if example.name.startswith("Testing"):
         assert "charge_card ran 1 time(s)" in result.stdout
         assert "'RecordToolOutcomeUnknown'" in result.stdout

@@ -13,7 +13,7 @@ from dex_agents.models import (
 )
 from dex_agents.stepwise import (
     AgentDefinition,
-    create_stepwise_agent_session_flow,
+    create_stepwise_session_flow,
     function_tool,
 )
 
@@ -31,7 +31,7 @@ def _build(**values: Any) -> Any:
     definition = AgentDefinition(
         **{"name": "support", "instructions": "Help.", "model": MODEL, **values}
     )
-    return create_stepwise_agent_session_flow(definition, "Support")
+    return create_stepwise_session_flow(definition, "Support")
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,7 @@ import pytest
 from dex_agents import ToolEffect
 from dex_agents.models import AnthropicModelClient, ModelClient, OpenAIResponsesModelClient
 from dex_agents.session import AgentSessionFlow
-from dex_agents.stepwise import AgentDefinition, create_stepwise_agent_session_flow, function_tool
+from dex_agents.stepwise import AgentDefinition, create_stepwise_session_flow, function_tool
 from dex_agents.testing import AgentSessionTestClient, AgentTestEnvironment
 from dex_local_engine import LocalEngine
 
@@ -231,7 +231,7 @@ async def test_openai_reasoning_items_are_stored_and_replayed_unchanged(
     engine: LocalEngine,
 ) -> None:
     endpoint = OpenAIEndpoint()
-    flow = create_stepwise_agent_session_flow(support(endpoint.client()), "StepwiseOpenAI")
+    flow = create_stepwise_session_flow(support(endpoint.client()), "StepwiseOpenAI")
     async with deployment(engine.address, flow) as sessions:
         await sessions.start_session("o-1", "order 42?")
         done = await sessions.wait_for_completed_turns("o-1", 1)
@@ -255,7 +255,7 @@ async def test_a_session_changes_from_anthropic_to_openai_between_turns(
     engine: LocalEngine,
 ) -> None:
     claude = AnthropicEndpoint()
-    first_flow = create_stepwise_agent_session_flow(support(claude.client()), "StepwiseSwitch")
+    first_flow = create_stepwise_session_flow(support(claude.client()), "StepwiseSwitch")
     async with deployment(engine.address, first_flow) as sessions:
         await sessions.start_session("sw-1", "order 42?")
         done = await sessions.wait_for_completed_turns("sw-1", 1)
@@ -268,7 +268,7 @@ async def test_a_session_changes_from_anthropic_to_openai_between_turns(
     }
 
     gpt = OpenAIEndpoint()
-    second_flow = create_stepwise_agent_session_flow(support(gpt.client()), "StepwiseSwitch")
+    second_flow = create_stepwise_session_flow(support(gpt.client()), "StepwiseSwitch")
     async with deployment(engine.address, second_flow) as sessions:
         assert await sessions.send_user_message("sw-1", "thanks")
         done = await sessions.wait_for_completed_turns("sw-1", 2)

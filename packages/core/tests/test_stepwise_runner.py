@@ -1,4 +1,4 @@
-"""StepwiseAgentRunner.run_model_step driven directly with an AgentTurnContext."""
+"""StepwiseRunner.run_model_step driven directly with an AgentTurnContext."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ from dex_agents.models import (
 from dex_agents.stepwise import (
     AgentDefinition,
     InstructionContext,
-    StepwiseAgentRunner,
+    StepwiseRunner,
     ToolCallContext,
     function_tool,
 )
@@ -87,7 +87,7 @@ async def test_one_model_call_per_step_and_incremental_transcript() -> None:
     definition = agent(lookup_then_answer)
     model = definition.model
     assert isinstance(model, ScriptedModelClient)
-    session = Session(StepwiseAgentRunner(definition))
+    session = Session(StepwiseRunner(definition))
     session.start_turn("Where is order 42?")
 
     first = await session.run_model()
@@ -166,7 +166,7 @@ async def test_one_model_call_per_step_and_incremental_transcript() -> None:
 
 async def test_a_rerun_model_step_builds_the_same_request() -> None:
     definition = agent(lookup_then_answer)
-    session = Session(StepwiseAgentRunner(definition))
+    session = Session(StepwiseRunner(definition))
     session.start_turn("Where is order 42?")
     context = session.context()
     first = await session.runner.run_model_step(context)
@@ -176,7 +176,7 @@ async def test_a_rerun_model_step_builds_the_same_request() -> None:
 
 async def test_an_orphaned_tool_call_gets_the_outcome_unknown_result() -> None:
     definition = agent(lookup_then_answer)
-    session = Session(StepwiseAgentRunner(definition))
+    session = Session(StepwiseRunner(definition))
     session.start_turn("Where is order 42?")
     await session.run_model()
     # The turn failed before the tool's result was stored; a new turn starts.
@@ -195,7 +195,7 @@ async def test_an_orphaned_tool_call_gets_the_outcome_unknown_result() -> None:
 
 
 async def test_unfinished_turn_messages_are_the_results_not_stored_yet() -> None:
-    session = Session(StepwiseAgentRunner(agent(lookup_then_answer)))
+    session = Session(StepwiseRunner(agent(lookup_then_answer)))
     session.start_turn("Where is order 42?")
     await session.run_model()
     await session.run_tools()
@@ -210,7 +210,7 @@ async def test_the_model_call_limit_removes_tools_and_ends_the_turn() -> None:
     definition = agent(always_a_tool, max_model_calls_per_turn=2)
     model = definition.model
     assert isinstance(model, ScriptedModelClient)
-    session = Session(StepwiseAgentRunner(definition))
+    session = Session(StepwiseRunner(definition))
     session.start_turn("loop")
     for _ in range(2):
         assert isinstance(await session.run_model(), ToolCallsRequested)
@@ -238,7 +238,7 @@ async def test_schema_mismatch_and_unknown_tool_reach_the_model_as_failures() ->
             ]
         )
 
-    session = Session(StepwiseAgentRunner(agent(bad_calls)))
+    session = Session(StepwiseRunner(agent(bad_calls)))
     session.start_turn("go")
     requested = await session.run_model()
     assert isinstance(requested, ToolCallsRequested)
@@ -263,7 +263,7 @@ async def test_reserved_built_in_names_fail_before_the_model_call() -> None:
         return question
 
     definition = agent(lookup_then_answer, tools=[ask_user])
-    session = Session(StepwiseAgentRunner(definition), built_ins=("ask_user",))
+    session = Session(StepwiseRunner(definition), built_ins=("ask_user",))
     session.start_turn("hi")
     with pytest.raises(TypeError, match="tool ask_user uses the name of an enabled built-in tool"):
         await session.run_model()
@@ -281,7 +281,7 @@ async def test_built_in_tools_are_offered_last_with_their_fixed_policy() -> None
         )
 
     definition = agent(ask, built_in_tools=["ask_user", "durable_wait"])
-    session = Session(StepwiseAgentRunner(definition), built_ins=("ask_user", "durable_wait"))
+    session = Session(StepwiseRunner(definition), built_ins=("ask_user", "durable_wait"))
     session.start_turn("hi")
     requested = await session.run_model()
     assert isinstance(requested, ToolCallsRequested)
@@ -305,7 +305,7 @@ async def test_session_policy_wins_over_the_tools_own_approval() -> None:
             ]
         )
 
-    own = Session(StepwiseAgentRunner(agent(refund)))
+    own = Session(StepwiseRunner(agent(refund)))
     own.start_turn("refund")
     requested = await own.run_model()
     assert isinstance(requested, ToolCallsRequested)
@@ -317,7 +317,7 @@ async def test_session_policy_wins_over_the_tools_own_approval() -> None:
         "refund_order": ToolPolicy(ToolEffect.IDEMPOTENT_WRITE, requires_approval=False),
         "lookup_order": ToolPolicy(ToolEffect.READ, requires_approval=True),
     }
-    ruled = Session(StepwiseAgentRunner(agent(refund, tool_policies=policies)), policies=policies)
+    ruled = Session(StepwiseRunner(agent(refund, tool_policies=policies)), policies=policies)
     ruled.start_turn("refund")
     requested = await ruled.run_model()
     assert isinstance(requested, ToolCallsRequested)
@@ -335,7 +335,7 @@ async def test_instructions_function_runs_in_every_model_step() -> None:
         return f"You are on {context.turn_id}."
 
     definition = agent(lookup_then_answer, instructions=instructions)
-    session = Session(StepwiseAgentRunner(definition))
+    session = Session(StepwiseRunner(definition))
     session.start_turn("hi")
     await session.run_model()
     model = definition.model
@@ -400,7 +400,7 @@ async def test_tool_sources_are_listed_and_their_calls_carry_the_source_referenc
         tool_sources=[source, down, slow],
         tool_source_listing_timeout=timedelta(milliseconds=50),
     )
-    session = Session(StepwiseAgentRunner(definition))
+    session = Session(StepwiseRunner(definition))
     session.start_turn("find")
     requested = await session.run_model()
     assert isinstance(requested, ToolCallsRequested)
@@ -421,14 +421,14 @@ async def test_tool_sources_are_listed_and_their_calls_carry_the_source_referenc
 
 async def test_a_source_tool_clashing_with_a_function_tool_fails_the_step() -> None:
     clash = Listing("files", [ModelToolDefinition("lookup_order", "", {"type": "object"})])
-    session = Session(StepwiseAgentRunner(agent(lookup_then_answer, tool_sources=[clash])))
+    session = Session(StepwiseRunner(agent(lookup_then_answer, tool_sources=[clash])))
     session.start_turn("x")
     with pytest.raises(
         TypeError, match="tool lookup_order of a tool source uses the name of a function tool"
     ):
         await session.run_model()
     twice = [Listing("a", [SEARCH]), Listing("b", [SEARCH])]
-    session = Session(StepwiseAgentRunner(agent(lookup_then_answer, tool_sources=twice)))
+    session = Session(StepwiseRunner(agent(lookup_then_answer, tool_sources=twice)))
     session.start_turn("x")
     with pytest.raises(TypeError, match="two tool sources list a tool named search_files"):
         await session.run_model()
@@ -437,7 +437,7 @@ async def test_a_source_tool_clashing_with_a_function_tool_fails_the_step() -> N
 async def test_a_stored_call_of_a_missing_source_is_not_a_tool_failure() -> None:
     from dex_agents.stepwise.tool_source import encode_source_reference
 
-    session = Session(StepwiseAgentRunner(agent(lookup_then_answer)))
+    session = Session(StepwiseRunner(agent(lookup_then_answer)))
     record = AgentToolCall(
         tool_call_id="c1",
         turn_id="turn-1",
@@ -461,7 +461,7 @@ async def test_a_write_tool_gets_the_idempotency_key() -> None:
             return ScriptedModelReply(text="ok")
         return ScriptedModelReply(tool_calls=[ScriptedToolCall("refund_order", {"order_id": "1"})])
 
-    session = Session(StepwiseAgentRunner(agent(refund)))
+    session = Session(StepwiseRunner(agent(refund)))
     session.start_turn("refund")
     await session.run_model()
     await session.run_tools()

@@ -27,7 +27,7 @@ from dex_agents.session import AgentSessionFlow
 from dex_agents.stepwise import (
     AgentDefinition,
     ToolCallContext,
-    create_stepwise_agent_session_flow,
+    create_stepwise_session_flow,
     function_tool,
 )
 from dex_agents.testing import (
@@ -89,9 +89,7 @@ async def open_env(engine: LocalEngine) -> AsyncIterator[Callable[[AgentDefiniti
         flow = (
             definition
             if isinstance(definition, AgentSessionFlow)
-            else create_stepwise_agent_session_flow(
-                definition, f"StepwiseTest{next(_flow_numbers)}"
-            )
+            else create_stepwise_session_flow(definition, f"StepwiseTest{next(_flow_numbers)}")
         )
         environment = await AgentTestEnvironment.start(
             flows=[flow], server_address=engine.address, worker_in_process=True
@@ -298,7 +296,7 @@ async def test_a_function_tool_shadowing_an_enabled_built_in_fails_the_turn_with
     open_env: Any,
 ) -> None:
     from dex_agents.session import create_agent_session_flow
-    from dex_agents.stepwise import StepwiseAgentRunner
+    from dex_agents.stepwise import StepwiseRunner
 
     @function_tool(effect=ToolEffect.READ)
     def ask_user(question: str) -> str:
@@ -309,7 +307,7 @@ async def test_a_function_tool_shadowing_an_enabled_built_in_fails_the_turn_with
     definition = AgentDefinition(name="bad", instructions="", model=model, tools=[ask_user])
     # The built-in is enabled only in the session options, so the definition cannot see it.
     flow = create_agent_session_flow(
-        StepwiseAgentRunner(definition),
+        StepwiseRunner(definition),
         f"StepwiseTest{next(_flow_numbers)}",
         built_in_tools=("ask_user",),
     )

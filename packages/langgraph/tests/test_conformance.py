@@ -18,4 +18,4 @@ def conformance_adapter() -> ConformanceAdapter:
 
 
 class TestLangGraphConformance(ConformanceSuite):
-    """Every scenario of the suite, run by LangGraphAgentRunner's one-node graph."""
+    """Every scenario of the suite, run by LangGraphRunner's one-node graph."""

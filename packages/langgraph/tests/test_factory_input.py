@@ -9,7 +9,7 @@ import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.tools import tool
 
-from dex_agents_langgraph import create_langgraph_agent_session_flow
+from dex_agents_langgraph import create_langgraph_session_flow
 
 
 @tool
@@ -21,51 +21,48 @@ def lookup(order_id: str) -> str:
 MODEL = GenericFakeChatModel(messages=iter([]))
 
 BAD_CALLS: dict[str, tuple[Callable[[], Any], type[Exception], str]] = {
-    "neither model nor graph": (
-        lambda: create_langgraph_agent_session_flow("F"),
-        ValueError,
-        "exactly one",
-    ),
-    "model": (lambda: create_langgraph_agent_session_flow("F", model="gpt"), TypeError, "model"),  # pyright: ignore[reportArgumentType]
-    "graph": (lambda: create_langgraph_agent_session_flow("F", graph="g"), TypeError, "graph"),  # pyright: ignore[reportArgumentType]
+    "model": (lambda: create_langgraph_session_flow("gpt", "F"), TypeError, "model"),  # pyright: ignore[reportArgumentType]
+    "graph": (lambda: create_langgraph_session_flow("g", "F"), TypeError, "graph"),  # pyright: ignore[reportArgumentType]
     "one tool, not a list": (
-        lambda: create_langgraph_agent_session_flow("F", model=MODEL, tools=lookup),  # pyright: ignore[reportArgumentType]
+        lambda: create_langgraph_session_flow(MODEL, "F", tools=lookup),  # pyright: ignore[reportArgumentType]
         TypeError,
         "list",
     ),
     "a tool that is not a tool": (
-        lambda: create_langgraph_agent_session_flow("F", model=MODEL, tools=["lookup"]),  # pyright: ignore[reportArgumentType]
+        lambda: create_langgraph_session_flow(MODEL, "F", tools=["lookup"]),  # pyright: ignore[reportArgumentType]
         TypeError,
         "LangChain tools",
     ),
     "system_prompt": (
-        lambda: create_langgraph_agent_session_flow("F", model=MODEL, system_prompt=1),  # pyright: ignore[reportArgumentType]
+        lambda: create_langgraph_session_flow(MODEL, "F", system_prompt=1),  # pyright: ignore[reportArgumentType]
         TypeError,
         "system_prompt",
     ),
     "bind_tools_options": (
-        lambda: create_langgraph_agent_session_flow("F", model=MODEL, bind_tools_options=[1]),  # pyright: ignore[reportArgumentType]
+        lambda: create_langgraph_session_flow(MODEL, "F", bind_tools_options=[1]),  # pyright: ignore[reportArgumentType]
         TypeError,
         "bind_tools_options",
     ),
     "messages_key with a model": (
-        lambda: create_langgraph_agent_session_flow("F", model=MODEL, messages_key="history"),
+        lambda: create_langgraph_session_flow(MODEL, "F", messages_key="history"),
         ValueError,
         "messages_key",
     ),
     "flow_type": (
-        lambda: create_langgraph_agent_session_flow("", model=MODEL),
+        lambda: create_langgraph_session_flow(MODEL, ""),
         ValueError,
         "flow_type",
     ),
     "unknown option": (
-        lambda: create_langgraph_agent_session_flow("F", model=MODEL, bogus=1),
+        lambda: create_langgraph_session_flow(MODEL, "F", bogus=1),
         TypeError,
         "bogus",
     ),
     "bad declared effect": (
-        lambda: create_langgraph_agent_session_flow(
-            "F", model=MODEL, tools=[lookup.model_copy(update={"metadata": {"dex_effect": "x"}})]
+        lambda: create_langgraph_session_flow(
+            MODEL,
+            "F",
+            tools=[lookup.model_copy(update={"metadata": {"dex_effect": "x"}})],
         ),
         ValueError,
         "dex_effect",
@@ -81,7 +78,25 @@ def test_bad_input_names_what_is_wrong(case: str) -> None:
 
 
 def test_good_input_builds_a_flow() -> None:
-    flow = create_langgraph_agent_session_flow(
-        "F", model=MODEL, tools=[lookup], system_prompt="Be brief."
+    flow = create_langgraph_session_flow(
+        MODEL,
+        "F",
+        tools=[lookup],
+        system_prompt="Be brief.",
     )
     assert flow.get_flow_type() == "F"
+
+
+def test_the_old_factory_warns_and_still_builds_a_flow() -> None:
+    import dex_agents_langgraph
+
+    with pytest.warns(DeprecationWarning, match="create_langgraph_session_flow"):
+        old = dex_agents_langgraph.create_langgraph_agent_session_flow  # pyright: ignore[reportAttributeAccessIssue]
+    with pytest.warns(DeprecationWarning, match="model_or_graph"):
+        flow = old("F", model=MODEL, tools=[lookup])
+    assert flow.get_flow_type() == "F"
+    with (
+        pytest.warns(DeprecationWarning, match="model_or_graph"),
+        pytest.raises(ValueError, match="exactly one"),
+    ):
+        old("F")

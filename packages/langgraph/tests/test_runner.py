@@ -1,4 +1,4 @@
-"""LangGraphAgentRunner driven directly with an AgentTurnContext, as the session builds it."""
+"""LangGraphRunner driven directly with an AgentTurnContext, as the session builds it."""
 
 from __future__ import annotations
 
@@ -33,13 +33,14 @@ from dex_agents import (
     ToolEffect,
     ToolPolicy,
     TurnCompleted,
+    get_deferred_tool_execution,
 )
+from dex_agents.adapter_support import DISPLAY_ONLY_FRAMEWORK_ITEM
 from dex_agents.testing.runner_driver import RunnerDriver as Session
 from dex_agents_langgraph import (
-    LangGraphAgentRunner,
+    LangGraphRunner,
     declare_tool_effect,
     dex_tool_metadata,
-    get_deferred_tool_execution,
     idempotency_key_of,
     tool_execution_of,
 )
@@ -155,7 +156,7 @@ async def test_prebuilt_agent_defers_every_call_and_makes_one_model_call_per_ste
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         graph = create_react_agent(model, [READ_LOOKUP, WRITE_REFUND], interrupt_before=["tools"])
-    runner = LangGraphAgentRunner(graph)  # tools come from the agent's ToolNode
+    runner = LangGraphRunner(graph)  # tools come from the agent's ToolNode
     assert sorted(runner.tools) == ["lookup_order", "refund_order"]
     session = Session(runner)
     session.start_turn("Refund order 42")
@@ -172,7 +173,12 @@ async def test_prebuilt_agent_defers_every_call_and_makes_one_model_call_per_ste
         ResolvedToolPolicy(ToolEffect.READ, False),
         ResolvedToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, True),
     ]
-    assert [m.role for m in first.new_messages] == ["assistant"]
+    # One assistant message per call; the first carries the AIMessage, the second only shows.
+    assert [(m.role, m.tool_call_id, m.tool_name) for m in first.new_messages] == [
+        ("assistant", "c1", "lookup_order"),
+        ("assistant", "c2", "refund_order"),
+    ]
+    assert first.new_messages[1].framework_item == DISPLAY_ONLY_FRAMEWORK_ITEM
 
     await session.run_tools()
     assert runs == [
@@ -206,7 +212,7 @@ def test_a_graph_that_runs_its_own_tools_is_refused() -> None:
         warnings.simplefilter("ignore")
         graph = create_react_agent(model, [READ_LOOKUP])
     with pytest.raises(ValueError, match="interrupt_before=\\['tools'\\]"):
-        LangGraphAgentRunner(graph)
+        LangGraphRunner(graph)
 
 
 async def test_a_rejection_reaches_the_model_as_an_error_tool_message() -> None:
@@ -214,7 +220,7 @@ async def test_a_rejection_reaches_the_model_as_an_error_tool_message() -> None:
         ai_calls(("c1", "refund_order", {"order_id": "7"})),
         AIMessage(content="I did not refund it."),
     )
-    session = Session(LangGraphAgentRunner.from_chat_model(model, [WRITE_REFUND]))
+    session = Session(LangGraphRunner.from_chat_model(model, [WRITE_REFUND]))
     session.start_turn("Refund order 7")
     await session.run_model()
     session.reject("c1", "Not without a receipt.")
@@ -261,7 +267,7 @@ async def test_provider_content_blocks_are_stored_and_replayed_unchanged() -> No
         },
     )
     model = recording_model(response, AIMessage(content="Shipped."))
-    session = Session(LangGraphAgentRunner.from_chat_model(model, [READ_LOOKUP]))
+    session = Session(LangGraphRunner.from_chat_model(model, [READ_LOOKUP]))
     session.start_turn("Where is order 1?")
 
     first = await session.run_model()
@@ -322,7 +328,7 @@ async def test_session_policy_wins_then_tool_metadata_then_default_effect() -> N
         )
     )
     session = Session(
-        LangGraphAgentRunner.from_chat_model(model, [approving_read, WRITE_REFUND, plain]),
+        LangGraphRunner.from_chat_model(model, [approving_read, WRITE_REFUND, plain]),
         policies={"refund_order": ToolPolicy(ToolEffect.IDEMPOTENT_WRITE)},
     )
     session.start_turn("go")
@@ -340,7 +346,7 @@ async def test_session_policy_wins_then_tool_metadata_then_default_effect() -> N
 async def test_built_in_tools_are_offered_with_the_fixed_policy() -> None:
     model = recording_model(ai_calls(("c1", "ask_user", {"question": "Which order?"})))
     session = Session(
-        LangGraphAgentRunner.from_chat_model(model, [READ_LOOKUP]), built_ins=("ask_user",)
+        LangGraphRunner.from_chat_model(model, [READ_LOOKUP]), built_ins=("ask_user",)
     )
     session.start_turn("help")
     outcome = await session.run_model()
@@ -358,7 +364,7 @@ async def test_tool_failures_the_model_should_see() -> None:
         ),
         AIMessage(content="done"),
     )
-    session = Session(LangGraphAgentRunner.from_chat_model(model, [broken, READ_LOOKUP]))
+    session = Session(LangGraphRunner.from_chat_model(model, [broken, READ_LOOKUP]))
     session.start_turn("go")
     await session.run_model()
     await session.run_tools()
@@ -380,7 +386,7 @@ async def test_an_unexpected_tool_error_propagates_for_the_session_to_retry() ->
         raise ConnectionError("backend down")
 
     model = recording_model(ai_calls(("c1", "flaky", {})))
-    session = Session(LangGraphAgentRunner.from_chat_model(model, [flaky]))
+    session = Session(LangGraphRunner.from_chat_model(model, [flaky]))
     session.start_turn("go")
     await session.run_model()
     with pytest.raises(ConnectionError):
@@ -394,7 +400,7 @@ async def test_an_orphaned_call_gets_an_outcome_unknown_result_and_unfinished_me
         ),
         AIMessage(content="next turn answer"),
     )
-    runner = LangGraphAgentRunner.from_chat_model(model, [READ_LOOKUP])
+    runner = LangGraphRunner.from_chat_model(model, [READ_LOOKUP])
     session = Session(runner)
     session.start_turn("first")
     await session.run_model()
@@ -432,7 +438,7 @@ async def test_a_rerun_model_step_sends_the_same_input() -> None:
         AIMessage(content="a"),
     )
     session = Session(
-        LangGraphAgentRunner.from_chat_model(model, [READ_LOOKUP], system_prompt="Be brief.")
+        LangGraphRunner.from_chat_model(model, [READ_LOOKUP], system_prompt="Be brief.")
     )
     session.start_turn("go")
     await session.run_model()
@@ -451,11 +457,11 @@ async def test_a_rerun_model_step_sends_the_same_input() -> None:
 def test_bad_tool_metadata_is_refused_when_the_runner_is_built() -> None:
     bad = lookup_order.model_copy(update={"metadata": {"dex_effect": "sometimes"}})
     with pytest.raises(ValueError, match="dex_effect"):
-        LangGraphAgentRunner.from_chat_model(recording_model(), [bad])
+        LangGraphRunner.from_chat_model(recording_model(), [bad])
 
 
 def test_stored_user_message_is_langchains_dict_form() -> None:
-    runner = LangGraphAgentRunner.from_chat_model(recording_model())
+    runner = LangGraphRunner.from_chat_model(recording_model())
     message = runner.build_user_message("hello")
     assert (message.role, message.text) == ("user", "hello")
     assert (
@@ -474,7 +480,7 @@ class StreamingChatModel(GenericFakeChatModel):
 async def test_a_streaming_model_writes_each_delta_once() -> None:
     answer = "Order 42 left the warehouse on Monday."
     model = StreamingChatModel(messages=iter([AIMessage(content=answer)]))
-    session = Session(LangGraphAgentRunner.from_chat_model(model, [READ_LOOKUP]))
+    session = Session(LangGraphRunner.from_chat_model(model, [READ_LOOKUP]))
     session.start_turn("Where is order 42?")
     outcome = await session.run_model()
     assert isinstance(outcome, TurnCompleted)
@@ -502,7 +508,7 @@ async def test_a_tool_reads_its_call_with_the_shared_helper_in_sync_and_async_to
         ai_calls(("c1", "sync_probe", {}), ("c2", "async_probe", {})), AIMessage(content="done")
     )
     session = Session(
-        LangGraphAgentRunner.from_chat_model(
+        LangGraphRunner.from_chat_model(
             model,
             [
                 declare_tool_effect(sync_probe, ToolEffect.READ),

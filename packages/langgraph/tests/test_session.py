@@ -25,7 +25,7 @@ from dex_agents.testing import (
     read_step_history,
 )
 from dex_agents_langgraph import (
-    create_langgraph_agent_session_flow,
+    create_langgraph_session_flow,
     declare_tool_effect,
     idempotency_key_of,
 )
@@ -124,7 +124,7 @@ async def test_prebuilt_agent_session_with_a_read_and_a_rejected_write(engine: L
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         graph = create_react_agent(model, tools, interrupt_before=["tools"])
-    flow = create_langgraph_agent_session_flow(f"LangGraphAgent{uuid.uuid4().hex[:8]}", graph=graph)
+    flow = create_langgraph_session_flow(graph, f"LangGraphAgent{uuid.uuid4().hex[:8]}")
     environment = await AgentTestEnvironment.start(
         server_address=engine.address, flows=[flow], worker_in_process=True
     )
@@ -151,7 +151,14 @@ async def test_prebuilt_agent_session_with_a_read_and_a_rejected_write(engine: L
         "Over the daily limit.",
         "error",
     )
-    assert [m.role for m in snapshot.messages] == ["user", "assistant", "tool", "tool", "assistant"]
+    assert [m.role for m in snapshot.messages] == [
+        "user",
+        "assistant",
+        "assistant",
+        "tool",
+        "tool",
+        "assistant",
+    ]
     assert snapshot.messages[-1].text == "The balance is 120 EUR; the charge was declined."
     assert json.loads(snapshot.messages[1].framework_item)["type"] == "ai"
     assert (

@@ -37,13 +37,13 @@ BAD_CALLS: dict[str, tuple[Callable[[], Any], type[Exception], str]] = {
         "context_factory",
     ),
     "tracing": (
-        lambda: create_openai_agents_session_flow(AGENT, "F", tracing="no"),  # pyright: ignore[reportArgumentType]
+        lambda: create_openai_agents_session_flow(AGENT, "F", sdk_tracing="no"),  # pyright: ignore[reportArgumentType]
         TypeError,
         "tracing",
     ),
     "declared effect": (
-        lambda: declare_tool_effect(function_tool(lambda: "x", name_override="t"), "read"),  # pyright: ignore[reportArgumentType]
-        TypeError,
+        lambda: declare_tool_effect(function_tool(lambda: "x", name_override="t"), "sometimes"),
+        ValueError,
         "effect",
     ),
 }
@@ -58,7 +58,7 @@ def test_bad_input_names_what_is_wrong(case: str) -> None:
 
 def test_session_options_may_be_given_as_keywords() -> None:
     flow = create_openai_agents_session_flow(
-        AGENT, "F", default_tool_effect=ToolEffect.READ, tracing=True
+        AGENT, "F", default_tool_effect=ToolEffect.READ, sdk_tracing=True
     )
     assert flow.get_flow_type() == "F"
     assert flow.options.default_tool_effect is ToolEffect.READ

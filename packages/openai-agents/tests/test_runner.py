@@ -31,14 +31,11 @@ from dex_agents import (
     ToolInputRequested,
     ToolPolicy,
     TurnCompleted,
+    get_deferred_tool_execution,
 )
 from dex_agents.testing.runner_driver import RunnerDriver as Session
 from dex_agents.texts import DEFAULT_REJECTION_MESSAGE, OUTCOME_UNKNOWN_TOOL_RESULT
-from dex_agents_openai_agents import (
-    OpenAIAgentsRunner,
-    declare_tool_effect,
-    get_deferred_tool_execution,
-)
+from dex_agents_openai_agents import OpenAIAgentsRunner, declare_tool_effect
 
 ran: list[str] = []
 
@@ -431,8 +428,10 @@ def test_tracing_is_off_unless_asked_for() -> None:
 def test_bad_arguments_are_rejected_clearly() -> None:
     with pytest.raises(TypeError, match=r"agents\.Agent"):
         OpenAIAgentsRunner("not an agent")  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="ToolEffect"):
-        declare_tool_effect(plain, "read")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="ToolEffect"):
+        declare_tool_effect(plain, "sometimes")
+    # The effect's wire value works as in every adapter.
+    assert declare_tool_effect(plain, "read") is plain
 
 
 async def test_enabled_built_in_tools_are_offered_and_deferred_to_the_session() -> None:

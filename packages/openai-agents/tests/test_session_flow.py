@@ -11,7 +11,12 @@ from typing import Any
 import pytest
 from agents import Agent, function_tool
 
-from dex_agents import AgentToolCallStatus, ToolEffect
+from dex_agents import (
+    AgentToolCallStatus,
+    ToolEffect,
+    get_deferred_tool_execution,
+    get_model_step_context,
+)
 from dex_agents.session import AgentSessionOptions
 from dex_agents.testing import (
     AgentSessionTestClient,
@@ -20,12 +25,7 @@ from dex_agents.testing import (
     ModelTurn,
     ToolCallSpec,
 )
-from dex_agents_openai_agents import (
-    create_openai_agents_session_flow,
-    declare_tool_effect,
-    get_deferred_tool_execution,
-    get_model_step_context,
-)
+from dex_agents_openai_agents import create_openai_agents_session_flow, declare_tool_effect
 from dex_agents_openai_agents.conformance import ScenarioModel
 from dex_local_engine import LocalEngine
 

@@ -35,15 +35,11 @@ from dex_agents import (
     ToolExecutionResult,
     ToolPolicy,
     TurnCompleted,
-)
-from dex_agents.testing.runner_driver import RunnerDriver as Session
-from dex_agents_pydantic_ai import (
-    IDEMPOTENCY_KEY_METADATA_KEY,
-    PydanticAIRunner,
     current_deferred_tool_execution,
-    dex_tool_metadata,
     get_deferred_tool_execution,
 )
+from dex_agents.testing.runner_driver import RunnerDriver as Session
+from dex_agents_pydantic_ai import IDEMPOTENCY_KEY_METADATA_KEY, PydanticAIRunner, dex_tool_metadata
 
 
 class ScriptedModel:

@@ -28,7 +28,7 @@ from dex_agents import AgentToolCallStatus, ToolEffect, ToolPolicy
 from dex_agents.testing import AgentSessionTestClient, AgentTestEnvironment, PrivateDexEngine
 from dex_agents_pydantic_ai import (
     IDEMPOTENCY_KEY_METADATA_KEY,
-    create_pydantic_ai_agent_session_flow,
+    create_pydantic_ai_session_flow,
     dex_tool_metadata,
 )
 
@@ -107,7 +107,7 @@ async def test_a_session_runs_the_agents_tools_with_deps_approval_and_rejection(
     def store_of(session_id: str) -> Store:
         return stores.setdefault(session_id, Store(customer=f"customer of {session_id}"))
 
-    flow = create_pydantic_ai_agent_session_flow(
+    flow = create_pydantic_ai_session_flow(
         shop_agent(log),
         f"PydanticAIShop{uuid.uuid4().hex[:8]}",
         deps_factory=store_of,

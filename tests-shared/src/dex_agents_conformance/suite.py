@@ -159,6 +159,55 @@ class ConformanceSuite(TurnControlScenarios, LongSessionScenarios):
             assert sorted(steps[2:4]) == ["CallTool", "CallTool"]
             assert steps[4:] == ["ResumeTurn", "RunModel"]
 
+    async def test_stored_messages_show_every_tool_call_and_result_alike(
+        self, conformance_harness: ConformanceHarness
+    ) -> None:
+        """The display fields, as the core README's runner contract defines them.
+
+        One assistant message per tool call (in the model's order) names the call;
+        one tool message per result names the call and its tool and holds the output.
+        """
+        conformance_harness.require(Capability.PARALLEL_TOOL_CALLS)
+        script = ModelScript(
+            [
+                ModelTurn(
+                    tool_calls=[
+                        ToolCallSpec("lookup_order", {"order_id": "7"}),
+                        ToolCallSpec("lookup_stock", {"sku": "lamp"}),
+                    ]
+                ),
+                ModelTurn(text="both found"),
+            ]
+        )
+        async with conformance_harness.run(script, [LOOKUP_ORDER, LOOKUP_STOCK]) as run:
+            await run.start_session("order 7 and a lamp?")
+            snapshot = await run.sessions.wait_for_completed_turns(run.session_id, 1)
+            messages = snapshot.messages
+            assert messages[0].role == "user"
+            assert messages[0].text == "order 7 and a lamp?"
+            calls = [m for m in messages if m.role == "assistant" and m.tool_call_id is not None]
+            assert [
+                (m.tool_call_id, m.tool_name, json.loads(m.tool_arguments or "null")) for m in calls
+            ] == [
+                (FIRST_CALL, "lookup_order", {"order_id": "7"}),
+                (SECOND_CALL, "lookup_stock", {"sku": "lamp"}),
+            ]
+            assert all(m.tool_output is None for m in calls)
+            results = {m.tool_call_id or "": m for m in messages if m.role == "tool"}
+            assert sorted(results) == [FIRST_CALL, SECOND_CALL]
+            assert results[FIRST_CALL].tool_name == "lookup_order"
+            assert results[SECOND_CALL].tool_name == "lookup_stock"
+            assert "order 7 shipped" in (results[FIRST_CALL].tool_output or "")
+            assert "lamp in stock" in (results[SECOND_CALL].tool_output or "")
+            assert all(m.tool_arguments is None and not m.text for m in results.values())
+            # Every call is shown before its result, and the answer comes last.
+            order = [m.tool_call_id for m in messages if m.tool_call_id is not None]
+            for call_id in (FIRST_CALL, SECOND_CALL):
+                assert order.index(call_id) < len(order) - 1 - order[::-1].index(call_id)
+            assert messages[-1].role == "assistant"
+            assert messages[-1].text == "both found"
+            assert messages[-1].tool_call_id is None
+
     async def test_send_user_message_during_a_turn_starts_the_next_turn(
         self, conformance_harness: ConformanceHarness
     ) -> None:

@@ -1,35 +1,44 @@
 """Run Claude through Anthropic's Python SDK (Messages API) as a durable dex-agents session.
 
-``create_claude_agent_session_flow(flow_type, model=..., tools=...)`` builds the
+``create_claude_session_flow(model, flow_type, tools=...)`` builds the
 session Flow: every model call is one streamed ``messages`` request in its own
 ``RunModel`` Step, and every ``tool_use`` runs in its own tool Step.
 """
 
 from importlib.metadata import version as _version
 
-from dex_agents.adapter_support import (
-    current_deferred_tool_execution,
-    current_model_step_context,
-    get_deferred_tool_execution,
-    get_model_step_context,
-)
+from dex_agents.adapter_support import MOVED_TO_DEX_AGENTS as _MOVED_TO_DEX_AGENTS
+from dex_agents.adapter_support import deprecated_aliases as _deprecated_aliases
 from dex_agents.versions import warn_if_off_version_line
-from dex_agents_claude_sdk.flow import create_claude_agent_session_flow
-from dex_agents_claude_sdk.runner import DEFAULT_MAX_TOKENS, ClaudeAgentRunner
-from dex_agents_claude_sdk.tools import ClaudeTool, claude_tool
+from dex_agents_claude_sdk.flow import (
+    create_claude_agent_session_flow as _create_claude_agent_session_flow,
+)
+from dex_agents_claude_sdk.flow import create_claude_session_flow
+from dex_agents_claude_sdk.runner import DEFAULT_MAX_TOKENS, ClaudeRunner, ClientFactory
+from dex_agents_claude_sdk.tools import ClaudeTool, claude_tool, declare_tool_effect
 
 __version__ = _version("dex-agents-claude-sdk")
 warn_if_off_version_line("dex-agents-claude-sdk")
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
-    "ClaudeAgentRunner",
+    "ClaudeRunner",
     "ClaudeTool",
+    "ClientFactory",
     "__version__",
     "claude_tool",
-    "create_claude_agent_session_flow",
-    "current_deferred_tool_execution",
-    "current_model_step_context",
-    "get_deferred_tool_execution",
-    "get_model_step_context",
+    "create_claude_session_flow",
+    "declare_tool_effect",
 ]
+
+__getattr__ = _deprecated_aliases(
+    __name__,
+    {
+        "ClaudeAgentRunner": ("ClaudeRunner", ClaudeRunner),
+        "create_claude_agent_session_flow": (
+            "create_claude_session_flow(model, flow_type)",
+            _create_claude_agent_session_flow,
+        ),
+        **_MOVED_TO_DEX_AGENTS,
+    },
+)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from dex_agents.session import AgentSessionFlow
 from dex_agents.testing import ModelScript, ScenarioSession, ScenarioTool
-from dex_agents_claude_sdk.flow import create_claude_agent_session_flow
+from dex_agents_claude_sdk import create_claude_session_flow
 from dex_agents_claude_sdk.testing import (
     SCRIPTED_MODEL,
     ScriptedMessagesEndpoint,
@@ -35,9 +35,9 @@ def build_conformance_flow(
 ) -> AgentSessionFlow:
     """A session Flow over the real SDK talking to a scripted Messages endpoint."""
     directory = Path(state_directory)
-    return create_claude_agent_session_flow(
+    return create_claude_session_flow(
+        SCRIPTED_MODEL,
         session.flow_type,
-        model=SCRIPTED_MODEL,
         tools=[scenario_tool(tool, directory) for tool in tools],
         client_factory=mock_client_factory(ScriptedMessagesEndpoint(script, directory)),
         interrupt_deadline=session.interrupt_deadline,

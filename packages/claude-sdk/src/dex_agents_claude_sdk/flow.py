@@ -1,22 +1,28 @@
-"""``create_claude_agent_session_flow``: the session Flow of a Claude agent (``anthropic`` SDK)."""
+"""``create_claude_session_flow``: the session Flow of a Claude agent (``anthropic`` SDK)."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Unpack
 
-from dex_agents.session import AgentSessionFlow, create_agent_session_flow
-from dex_agents.session.options import AgentSessionOptions
-from dex_agents_claude_sdk.runner import DEFAULT_MAX_TOKENS, ClaudeAgentRunner, ClientFactory
-from dex_agents_claude_sdk.tools import ToolLike
+from dex_agents.session import (
+    AgentSessionFlow,
+    AgentSessionOptions,
+    AgentSessionOptionValues,
+    create_agent_session_flow,
+)
+from dex_agents_claude_sdk.runner import DEFAULT_MAX_TOKENS, ClaudeRunner, ClientFactory
+from dex_agents_claude_sdk.tools import ToolLike  # noqa: TID251
 
-__all__ = ["create_claude_agent_session_flow"]
+__all__ = ["create_claude_agent_session_flow", "create_claude_session_flow"]
 
 
-def create_claude_agent_session_flow(
-    flow_type: str,
-    *,
+def create_claude_session_flow(
     model: str,
+    flow_type: str,
+    options: AgentSessionOptions | None = None,
+    *,
     tools: Sequence[ToolLike] = (),
     system_prompt: str | Sequence[Mapping[str, Any]] | None = None,
     max_tokens: int = DEFAULT_MAX_TOKENS,
@@ -25,17 +31,16 @@ def create_claude_agent_session_flow(
     request_options: Mapping[str, Any] | None = None,
     client_factory: ClientFactory | None = None,
     api_key_env: str = "ANTHROPIC_API_KEY",
-    options: AgentSessionOptions | None = None,
-    **session_options: Any,
+    **session_options: Unpack[AgentSessionOptionValues],
 ) -> AgentSessionFlow:
-    """A new session Flow of ``flow_type`` that runs Claude with ``tools``.
+    """A new session Flow of ``flow_type`` that runs Claude ``model`` with ``tools``.
 
     Each ``RunModel`` makes one streamed Messages API request to ``model``.
     ``client_factory`` builds the ``anthropic.AsyncAnthropic`` client in each
     Worker process; without it the key comes from ``api_key_env``. Session options
     go in ``options`` or as keywords (``tool_policies=``, ``interrupt_deadline=``, ...).
     """
-    runner = ClaudeAgentRunner(
+    runner = ClaudeRunner(
         model,
         tools=tools,
         system_prompt=system_prompt,
@@ -47,3 +52,20 @@ def create_claude_agent_session_flow(
         api_key_env=api_key_env,
     )
     return create_agent_session_flow(runner, flow_type, options, **session_options)
+
+
+def create_claude_agent_session_flow(
+    flow_type: str,
+    *,
+    model: str,
+    options: AgentSessionOptions | None = None,
+    **keywords: Any,
+) -> AgentSessionFlow:
+    """Deprecated: use ``create_claude_session_flow(model, flow_type, ...)``."""
+    warnings.warn(
+        "create_claude_agent_session_flow(flow_type, model=) is deprecated; use"
+        " create_claude_session_flow(model, flow_type)",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return create_claude_session_flow(model, flow_type, options, **keywords)

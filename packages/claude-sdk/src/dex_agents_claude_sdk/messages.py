@@ -20,13 +20,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple, cast
 
 from dex_agents import AgentMessage, AgentToolCall, AgentToolCallStatus, FrameworkMessage
+from dex_agents.adapter_support import ToolCallDisplay, is_display_only, response_messages
 from dex_agents.texts import OUTCOME_UNKNOWN_TOOL_RESULT, describe_tool_call_outcome
 
 __all__ = [
     "ToolUse",
-    "assistant_message",
+    "assistant_messages",
     "decode_item",
     "request_messages",
+    "stored_items",
     "tool_result_message",
     "tool_uses_of",
     "unanswered_tool_uses",
@@ -99,21 +101,28 @@ def user_message(text: str) -> FrameworkMessage:
     return FrameworkMessage(role="user", framework_item=_dumps(item), text=text)
 
 
-def assistant_message(content: Sequence[JsonObject]) -> FrameworkMessage:
-    """The stored model response; the display fields name its call when it made one."""
+def assistant_messages(content: Sequence[JsonObject]) -> list[FrameworkMessage]:
+    """The stored model response: one message, or one per ``tool_use`` block.
+
+    Display fields as every runner fills them (``response_messages``).
+    """
     item = {"role": "assistant", "content": list(content)}
-    text = _text_of(content) or None
-    uses = tool_uses_of(item)
-    if len(uses) == 1:
-        return FrameworkMessage(
-            role="assistant",
-            framework_item=_dumps(item),
-            text=text,
-            tool_call_id=uses[0].call_id,
-            tool_name=uses[0].name,
-            tool_arguments=uses[0].arguments,
-        )
-    return FrameworkMessage(role="assistant", framework_item=_dumps(item), text=text)
+    return response_messages(
+        _dumps(item),
+        text=_text_of(content) or None,
+        tool_calls=[
+            ToolCallDisplay(use.call_id, use.name, use.arguments) for use in tool_uses_of(item)
+        ],
+    )
+
+
+def stored_items(messages: Sequence[AgentMessage | FrameworkMessage]) -> list[JsonObject]:
+    """The Messages API items of stored messages, without those that only show a call."""
+    return [
+        decode_item(message.framework_item)
+        for message in messages
+        if not is_display_only(message.framework_item)
+    ]
 
 
 def _tool_result_block(tool_use_id: str, text: str, is_error: bool) -> JsonObject:
@@ -142,7 +151,7 @@ def tool_result_message(record: AgentToolCall) -> FrameworkMessage:
 
 def unanswered_tool_uses(messages: Sequence[AgentMessage]) -> list[ToolUse]:
     """The last assistant message's calls that have no stored result after it."""
-    items = [decode_item(m.framework_item) for m in messages]
+    items = stored_items(messages)
     for index in range(len(items) - 1, -1, -1):
         if items[index]["role"] == "assistant":
             answered = {

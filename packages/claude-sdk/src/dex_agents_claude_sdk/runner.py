@@ -1,4 +1,4 @@
-"""``ClaudeAgentRunner``: Claude through the ``anthropic`` SDK as an ``AgentFrameworkRunner``.
+"""``ClaudeRunner``: Claude through the ``anthropic`` SDK as an ``AgentFrameworkRunner``.
 
 Each ``run_model_step`` makes one streamed ``messages`` request built from the
 stored messages only, writes text and thinking deltas as events, and defers
@@ -38,6 +38,7 @@ from dex_agents.adapter_support import (
     check_model_tool_call_id,
     counted_model_step_outcome,
     decode_model_call_count,
+    is_display_only,
     known_tool,
     serving_model_step,
     single_response_usage,
@@ -57,17 +58,18 @@ from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS
 from dex_agents.values import InteractionMode
 from dex_agents_claude_sdk.messages import (
     ToolUse,
-    assistant_message,
+    assistant_messages,
     decode_item,
     request_messages,
+    stored_items,
     tool_result_message,
     tool_uses_of,
     unanswered_tool_uses,
     user_message,
 )
-from dex_agents_claude_sdk.tools import ClaudeTool, ToolLike, as_claude_tool, policy_of_call
+from dex_agents_claude_sdk.tools import ClaudeTool, ToolLike, as_claude_tool, policy_of_call  # noqa: TID251
 
-__all__ = ["DEFAULT_MAX_TOKENS", "ClaudeAgentRunner"]
+__all__ = ["DEFAULT_MAX_TOKENS", "ClaudeRunner"]
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +95,7 @@ def client_from_environment(api_key_env: str) -> ClientFactory:
     return build
 
 
-class ClaudeAgentRunner:
+class ClaudeRunner:
     """Runs Claude with tools under the session Flow; keeps no session state between calls.
 
     A planning turn offers only ``write_todos`` (``supports_plan_mode``), and the plan
@@ -217,11 +219,11 @@ class ClaudeAgentRunner:
 
         # Stored exactly as returned (absent fields left out), so it replays unchanged.
         content = [block.model_dump(mode="json", exclude_none=True) for block in message.content]
-        stored = assistant_message(content)
-        new_messages = [*new_results, stored]
+        stored = assistant_messages(content)
+        new_messages = [*new_results, *stored]
         usage = _usage_of(message.usage)
         metadata = self._metadata(message)
-        uses = tool_uses_of(decode_item(stored.framework_item))
+        uses = tool_uses_of(decode_item(stored[0].framework_item))
         return counted_model_step_outcome(
             model_calls,
             new_messages=new_messages,
@@ -234,8 +236,7 @@ class ClaudeAgentRunner:
         self, turn: AgentTurnContext, new_results: Sequence[FrameworkMessage]
     ) -> list[dict[str, Any]]:
         """The request's messages: the summary note first once the session compacted."""
-        items = [decode_item(m.framework_item) for m in turn.messages]
-        items.extend(decode_item(m.framework_item) for m in new_results)
+        items = stored_items([*turn.messages, *new_results])
         if turn.context_summary is not None:
             note = user_message(context_summary_note(turn.context_summary))
             items.insert(0, decode_item(note.framework_item))
@@ -269,6 +270,8 @@ class ClaudeAgentRunner:
             tokens = estimate_text_tokens(message.framework_item)
             if message.role == "tool" and message.tool_call_id:
                 items.append(CutItem(tokens, answers=frozenset({message.tool_call_id})))
+            elif is_display_only(message.framework_item):
+                items.append(CutItem(tokens))  # shows a call the message before holds
             else:
                 uses = tool_uses_of(decode_item(message.framework_item))
                 items.append(CutItem(tokens, opens=frozenset(use.call_id for use in uses)))

@@ -36,8 +36,8 @@ from dex_agents.testing.script_playback import (
     scripted_answer_text,
     scripted_tool_call_id,
 )
+from dex_agents_claude_sdk import ClaudeTool
 from dex_agents_claude_sdk.runner import ClientFactory
-from dex_agents_claude_sdk.tools import ClaudeTool
 
 __all__ = [
     "SCRIPTED_MODEL",
@@ -186,9 +186,7 @@ class ScriptedMessagesEndpoint:
     async def __call__(self, request: httpx2.Request) -> httpx2.Response:
         turn = current_model_step_context()
         if turn is None:
-            raise RuntimeError(
-                "ScriptedMessagesEndpoint answers only requests of ClaudeAgentRunner"
-            )
+            raise RuntimeError("ScriptedMessagesEndpoint answers only requests of ClaudeRunner")
         position = decode_model_call_count(turn.framework_run_state)
         body: JsonObject = json.loads(request.content)
         messages = cast(list[JsonObject], body["messages"])

@@ -11,6 +11,7 @@ function the call's ``DeferredToolExecution``, its idempotency key included.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import json
 from collections.abc import Callable, Iterable, Mapping
@@ -44,6 +45,7 @@ from dex_agents.adapter_support import (
 __all__ = [
     "ClaudeTool",
     "claude_tool",
+    "declare_tool_effect",
 ]
 
 FunctionTool = BetaFunctionTool[Any] | BetaAsyncFunctionTool[Any]
@@ -167,6 +169,7 @@ def claude_tool(
     requires_approval: bool | None = None,
     name: str | None = None,
     description: str | None = None,
+    input_schema: Mapping[str, Any] | None = None,
 ) -> ClaudeTool: ...
 
 
@@ -178,6 +181,7 @@ def claude_tool(
     requires_approval: bool | None = None,
     name: str | None = None,
     description: str | None = None,
+    input_schema: Mapping[str, Any] | None = None,
 ) -> Callable[[Callable[..., Any] | FunctionTool], ClaudeTool]: ...
 
 
@@ -188,22 +192,34 @@ def claude_tool(
     requires_approval: bool | None = None,
     name: str | None = None,
     description: str | None = None,
+    input_schema: Mapping[str, Any] | None = None,
 ) -> ClaudeTool | Callable[[Callable[..., Any] | FunctionTool], ClaudeTool]:
     """A ``ClaudeTool`` from a typed function or a ``beta_tool``; usable as a decorator.
 
     ``@claude_tool(effect=ToolEffect.READ)`` on a plain (sync or async) function
     builds its schema from the signature and docstring, as ``beta_tool`` does.
-    ``name`` and ``description`` override them for a plain function.
+    ``name``, ``description`` and ``input_schema`` override them for a plain
+    function, so an existing Messages API tool definition (a dict with those
+    three keys) becomes a tool with ``claude_tool(handler, **definition)``; the
+    handler gets the model's input as keyword arguments.
     """
 
     def build(target: Callable[..., Any] | FunctionTool) -> ClaudeTool:
         if isinstance(target, BetaFunctionTool | BetaAsyncFunctionTool):
-            if name is not None or description is not None:
-                raise ValueError("name and description apply to a plain function, not a beta_tool")
+            if name is not None or description is not None or input_schema is not None:
+                raise ValueError(
+                    "name, description and input_schema apply to a plain function, not a beta_tool"
+                )
             wrapped = cast(FunctionTool, target)
         else:
-            options = {
-                k: v for k, v in (("name", name), ("description", description)) if v is not None
+            options: dict[str, Any] = {
+                k: v
+                for k, v in (
+                    ("name", name),
+                    ("description", description),
+                    ("input_schema", dict(input_schema) if input_schema is not None else None),
+                )
+                if v is not None
             }
             wrapped = _wrap(target, **options)
         return ClaudeTool(
@@ -213,3 +229,16 @@ def claude_tool(
         )
 
     return build(function) if function is not None else build
+
+
+def declare_tool_effect(
+    tool: ToolLike, effect: ToolEffect | str, *, requires_approval: bool | None = None
+) -> ClaudeTool:
+    """``tool`` as a ``ClaudeTool`` that declares ``effect`` (and approval, when given).
+
+    The same call declares a tool's effect in every dex-agents adapter.
+    ``requires_approval=None`` follows the effect; a session ``ToolPolicy`` wins.
+    """
+    return dataclasses.replace(
+        as_claude_tool(tool), effect=ToolEffect(effect), requires_approval=requires_approval
+    )

@@ -9,6 +9,12 @@ Steps, persistence, RPCs, live events, approvals and crash recovery.
 
 from importlib.metadata import version as _version
 
+from dex_agents.adapter_support import (
+    current_deferred_tool_execution,
+    current_model_step_context,
+    get_deferred_tool_execution,
+    get_model_step_context,
+)
 from dex_agents.client import AgentSessionClient, SessionEvent, SessionWaitTimeoutError
 from dex_agents.compaction import (
     CompactionPolicy,
@@ -42,6 +48,7 @@ from dex_agents.runner import (
 from dex_agents.session import (
     AgentSessionFlow,
     AgentSessionOptions,
+    AgentSessionOptionValues,
     create_agent_session_flow,
 )
 from dex_agents.session_settings import (
@@ -124,6 +131,7 @@ __all__ = [
     "AgentPlan",
     "AgentSessionClient",
     "AgentSessionFlow",
+    "AgentSessionOptionValues",
     "AgentSessionOptions",
     "AgentSessionStartInput",
     "AgentSnapshot",
@@ -175,11 +183,15 @@ __all__ = [
     "add_agent_usage",
     "build_turn_failure_note",
     "create_agent_session_flow",
+    "current_deferred_tool_execution",
+    "current_model_step_context",
     "default_requires_approval",
     "describe_tool_call_outcome",
     "empty_agent_usage",
     "from_wire",
     "from_wire_json",
+    "get_deferred_tool_execution",
+    "get_model_step_context",
     "message_sequence_key",
     "model_call_metadata",
     "resolve_tool_policy",

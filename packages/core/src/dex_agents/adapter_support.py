@@ -15,13 +15,17 @@ or an operator who runs several, now sees the same names and the same behaviour:
 * the answer each tool call of a stored response gets before the next model
   call: its final record's text, or the outcome-unknown text when it has none;
 * the usage of one model response and the turn's model call counter kept in
-  ``framework_run_state``.
+  ``framework_run_state``;
+* the display fields of stored messages (``response_messages``): one assistant
+  message per tool call, the same in every runner;
+* deprecated old names that still import, with a ``DeprecationWarning``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Generator, Mapping, Sequence
+import warnings
+from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -52,8 +56,11 @@ __all__ = [
     "DEX_EFFECT_METADATA_KEY",
     "DEX_IDEMPOTENCY_KEY",
     "DEX_REQUIRES_APPROVAL_METADATA_KEY",
+    "DISPLAY_ONLY_FRAMEWORK_ITEM",
+    "MOVED_TO_DEX_AGENTS",
     "UNKNOWN_TOOL_POLICY",
     "ToolCallAnswer",
+    "ToolCallDisplay",
     "answer_tool_call",
     "check_model_tool_call_id",
     "counted_model_step_outcome",
@@ -62,11 +69,14 @@ __all__ = [
     "declared_approval_in",
     "declared_effect_in",
     "decode_model_call_count",
+    "deprecated_aliases",
     "encode_model_call_count",
     "get_deferred_tool_execution",
     "get_model_step_context",
+    "is_display_only",
     "known_tool",
     "resolve_declared_tool_policy",
+    "response_messages",
     "serving_deferred_tool_execution",
     "serving_model_step",
     "single_response_usage",
@@ -389,3 +399,89 @@ def counted_model_step_outcome(
         new_messages=new_messages,
         model_call_metadata=model_call_metadata,
     )
+
+
+# --- display fields of stored messages -----------------------------------------------
+
+DISPLAY_ONLY_FRAMEWORK_ITEM = "null"
+"""``framework_item`` of a message stored only to show a tool call; replay skips it."""
+
+
+@dataclass(frozen=True)
+class ToolCallDisplay:
+    """One tool call of a model response as the stored messages show it."""
+
+    tool_call_id: str
+    tool_name: str
+    arguments: str
+    """The call's arguments as JSON object text."""
+
+
+def response_messages(
+    framework_item: str, *, text: str | None, tool_calls: Sequence[ToolCallDisplay]
+) -> list[FrameworkMessage]:
+    """The stored assistant messages of one model response, display fields filled alike.
+
+    Every runner shows a response the same way: one assistant message per tool
+    call, in the model's order, with ``tool_call_id``, ``tool_name`` and
+    ``tool_arguments``; the response's text on the first of them (or on the one
+    message of a response without calls). The first message carries
+    ``framework_item``; the others ``DISPLAY_ONLY_FRAMEWORK_ITEM``, which replay skips.
+    """
+    if not tool_calls:
+        return [FrameworkMessage(role="assistant", framework_item=framework_item, text=text)]
+    return [
+        FrameworkMessage(
+            role="assistant",
+            framework_item=framework_item if index == 0 else DISPLAY_ONLY_FRAMEWORK_ITEM,
+            text=text if index == 0 else None,
+            tool_call_id=call.tool_call_id,
+            tool_name=call.tool_name,
+            tool_arguments=call.arguments,
+        )
+        for index, call in enumerate(tool_calls)
+    ]
+
+
+def is_display_only(framework_item: str) -> bool:
+    """Whether a stored message only shows a tool call (``response_messages``)."""
+    return framework_item == DISPLAY_ONLY_FRAMEWORK_ITEM
+
+
+# --- deprecated names -------------------------------------------------------------------
+
+
+def deprecated_aliases(
+    module_name: str, aliases: Mapping[str, tuple[str, object]]
+) -> Callable[[str], object]:
+    """A module ``__getattr__`` that serves each old name with a ``DeprecationWarning``.
+
+    ``aliases`` maps an old name to the new name and its object. Assign the
+    result to ``__getattr__`` in the module that used to define the old names.
+    """
+
+    def module_getattr(name: str) -> object:
+        alias = aliases.get(name)
+        if alias is None:
+            raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
+        new_name, value = alias
+        warnings.warn(
+            f"{module_name}.{name} is deprecated; use {new_name}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return value
+
+    return module_getattr
+
+
+MOVED_TO_DEX_AGENTS: Mapping[str, tuple[str, object]] = {
+    function.__name__: (f"dex_agents.{function.__name__}", function)
+    for function in (
+        current_deferred_tool_execution,
+        current_model_step_context,
+        get_deferred_tool_execution,
+        get_model_step_context,
+    )
+}
+"""The names every adapter package used to re-export, for its ``deprecated_aliases``."""

@@ -16,7 +16,7 @@ from dex_agents.models import (
 )
 from dex_agents.stepwise import (
     AgentDefinition,
-    create_stepwise_agent_session_flow,
+    create_stepwise_session_flow,
 )
 
 FLOW_TYPE = "StepwiseWaitsAgent"
@@ -41,4 +41,4 @@ def build_flows() -> list[Any]:
         model=ScriptedModelClient(_reply),
         built_in_tools=["ask_user", "durable_wait"],
     )
-    return [create_stepwise_agent_session_flow(definition, FLOW_TYPE)]
+    return [create_stepwise_session_flow(definition, FLOW_TYPE)]

@@ -1,22 +1,21 @@
 """Run a LangGraph / LangChain agent as a durable dex-agents session.
 
-``create_langgraph_agent_session_flow(flow_type, model=..., tools=...)`` builds
-the session Flow of a chat model with LangChain tools;
-``create_langgraph_agent_session_flow(flow_type, graph=...)`` that of a prebuilt
-agent graph compiled with ``interrupt_before=["tools"]``. Every model call is
-one ``RunModel`` Step and every tool call its own tool Step.
+``create_langgraph_session_flow(model, flow_type, tools=...)`` builds the session
+Flow of a chat model with LangChain tools; ``create_langgraph_session_flow(graph,
+flow_type)`` that of a prebuilt agent graph compiled with
+``interrupt_before=["tools"]``. Every model call is one ``RunModel`` Step and
+every tool call its own tool Step.
 """
 
 from importlib.metadata import version as _version
 
-from dex_agents.adapter_support import (
-    current_deferred_tool_execution,
-    current_model_step_context,
-    get_deferred_tool_execution,
-    get_model_step_context,
-)
+from dex_agents.adapter_support import MOVED_TO_DEX_AGENTS as _MOVED_TO_DEX_AGENTS
+from dex_agents.adapter_support import deprecated_aliases as _deprecated_aliases
 from dex_agents.versions import warn_if_off_version_line
-from dex_agents_langgraph.flow import create_langgraph_agent_session_flow
+from dex_agents_langgraph.flow import (
+    create_langgraph_agent_session_flow as _create_langgraph_agent_session_flow,
+)
+from dex_agents_langgraph.flow import create_langgraph_session_flow
 from dex_agents_langgraph.policies import (
     DEX_EFFECT_METADATA_KEY,
     DEX_REQUIRES_APPROVAL_METADATA_KEY,
@@ -26,7 +25,7 @@ from dex_agents_langgraph.policies import (
 from dex_agents_langgraph.runner import (
     DEX_TOOL_EXECUTION_KEY,
     IDEMPOTENCY_KEY_CONFIG_KEY,
-    LangGraphAgentRunner,
+    LangGraphRunner,
     idempotency_key_of,
     tool_execution_of,
 )
@@ -39,15 +38,23 @@ __all__ = [
     "DEX_REQUIRES_APPROVAL_METADATA_KEY",
     "DEX_TOOL_EXECUTION_KEY",
     "IDEMPOTENCY_KEY_CONFIG_KEY",
-    "LangGraphAgentRunner",
+    "LangGraphRunner",
     "__version__",
-    "create_langgraph_agent_session_flow",
-    "current_deferred_tool_execution",
-    "current_model_step_context",
+    "create_langgraph_session_flow",
     "declare_tool_effect",
     "dex_tool_metadata",
-    "get_deferred_tool_execution",
-    "get_model_step_context",
     "idempotency_key_of",
     "tool_execution_of",
 ]
+
+__getattr__ = _deprecated_aliases(
+    __name__,
+    {
+        "LangGraphAgentRunner": ("LangGraphRunner", LangGraphRunner),
+        "create_langgraph_agent_session_flow": (
+            "create_langgraph_session_flow(model_or_graph, flow_type)",
+            _create_langgraph_agent_session_flow,
+        ),
+        **_MOVED_TO_DEX_AGENTS,
+    },
+)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from dex_agents.session import AgentSessionFlow
 from dex_agents.testing import ModelScript, ScenarioSession, ScenarioTool
-from dex_agents_langgraph.flow import create_langgraph_agent_session_flow
+from dex_agents_langgraph import create_langgraph_session_flow
 from dex_agents_langgraph.testing import ScriptedChatModel, scenario_tool
 
 __all__ = [
@@ -37,9 +37,9 @@ def build_conformance_flow(
 ) -> AgentSessionFlow:
     """A session Flow over a scripted LangChain chat model and the scenario's tools."""
     directory = Path(state_directory)
-    return create_langgraph_agent_session_flow(
+    return create_langgraph_session_flow(
+        ScriptedChatModel(script=script, state_directory=directory),
         session.flow_type,
-        model=ScriptedChatModel(script=script, state_directory=directory),
         tools=[scenario_tool(tool, directory) for tool in tools],
         interrupt_deadline=session.interrupt_deadline,
         built_in_tools=session.built_in_tools,
@@ -65,9 +65,10 @@ def build_prebuilt_conformance_flow(
             # An agent without tools has no tools node to stop before.
             interrupt_before=["tools"] if langchain_tools else None,
         )
-    return create_langgraph_agent_session_flow(
+    return create_langgraph_session_flow(
+        graph,  # pyright: ignore[reportUnknownArgumentType]
         session.flow_type,
-        graph=graph,  # pyright: ignore[reportUnknownArgumentType]
+        # pyright: ignore[reportUnknownArgumentType]
         interrupt_deadline=session.interrupt_deadline,
         built_in_tools=session.built_in_tools,
     )

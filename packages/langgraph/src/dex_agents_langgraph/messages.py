@@ -22,11 +22,13 @@ from langchain_core.messages import (
 )
 
 from dex_agents import AgentMessage, AgentToolCall, AgentToolCallStatus, FrameworkMessage
+from dex_agents.adapter_support import ToolCallDisplay, is_display_only, response_messages
 from dex_agents.texts import OUTCOME_UNKNOWN_TOOL_RESULT, describe_tool_call_outcome
 
 __all__ = [
     "RequestedToolCall",
     "framework_message_of",
+    "framework_messages_of",
     "message_from_framework_item",
     "message_text",
     "message_to_framework_item",
@@ -64,7 +66,11 @@ def message_from_framework_item(item: str) -> BaseMessage:
 
 def stored_messages(messages: Sequence[AgentMessage]) -> list[BaseMessage]:
     """The session's stored messages as LangChain messages, from framework items only."""
-    return [message_from_framework_item(message.framework_item) for message in messages]
+    return [
+        message_from_framework_item(message.framework_item)
+        for message in messages
+        if not is_display_only(message.framework_item)
+    ]
 
 
 def message_text(message: BaseMessage) -> str:
@@ -80,8 +86,25 @@ def _role_of(message: BaseMessage) -> Literal["user", "assistant", "tool"]:
     return "user"
 
 
+def framework_messages_of(message: BaseMessage) -> list[FrameworkMessage]:
+    """The stored form of ``message``: one message, or one per tool call of a model response.
+
+    Display fields as every runner fills them (``response_messages``).
+    """
+    if not isinstance(message, AIMessage):
+        return [framework_message_of(message)]
+    return response_messages(
+        message_to_framework_item(message),
+        text=message_text(message) or None,
+        tool_calls=[
+            ToolCallDisplay(call.call_id, call.name, call.arguments)
+            for call in tool_calls_of(message)
+        ],
+    )
+
+
 def framework_message_of(message: BaseMessage) -> FrameworkMessage:
-    """The stored form of ``message``: its dict form plus display projections."""
+    """The stored form of a user or tool message: its dict form plus display projections."""
     item = message_to_framework_item(message)
     role = _role_of(message)
     if isinstance(message, ToolMessage):
@@ -92,18 +115,7 @@ def framework_message_of(message: BaseMessage) -> FrameworkMessage:
             tool_name=message.name,
             tool_output=_tool_output_text(message),
         )
-    text = message_text(message) or None
-    calls = tool_calls_of(message) if isinstance(message, AIMessage) else []
-    if len(calls) == 1:
-        return FrameworkMessage(
-            role=role,
-            framework_item=item,
-            text=text,
-            tool_call_id=calls[0].call_id,
-            tool_name=calls[0].name,
-            tool_arguments=calls[0].arguments,
-        )
-    return FrameworkMessage(role=role, framework_item=item, text=text)
+    return FrameworkMessage(role=role, framework_item=item, text=message_text(message) or None)
 
 
 def _tool_output_text(message: ToolMessage) -> str:

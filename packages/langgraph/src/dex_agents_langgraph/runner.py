@@ -1,13 +1,13 @@
-"""``LangGraphAgentRunner``: a LangGraph graph as an ``AgentFrameworkRunner``.
+"""``LangGraphRunner``: a LangGraph graph as an ``AgentFrameworkRunner``.
 
 Each ``run_model_step`` runs the graph once on a fresh state (no checkpointer):
 the stored messages, plus the results of the previous response from the turn's
 final records, go in as the ``messages`` channel, and the graph makes exactly
 one model call and stops before any tool runs. Two shapes do that:
 
-* ``LangGraphAgentRunner.from_chat_model(model, tools)``: the runner's own
+* ``LangGraphRunner.from_chat_model(model, tools)``: the runner's own
   one-node graph (``START -> model -> END``) that calls ``model.bind_tools(tools)``.
-* ``LangGraphAgentRunner(graph, tools)``: a prebuilt agent graph compiled with
+* ``LangGraphRunner(graph, tools)``: a prebuilt agent graph compiled with
   ``interrupt_before=["tools"]`` (``create_react_agent``, ``create_agent``).
 
 The turn's messages are stored as it goes (``ToolCallsRequested.new_messages``),
@@ -63,6 +63,7 @@ from dex_agents.builtin_tools import enabled_builtin_tool_definitions
 from dex_agents_langgraph.messages import (
     RequestedToolCall,
     framework_message_of,
+    framework_messages_of,
     message_text,
     pair_tool_calls_with_results,
     result_message_of,
@@ -71,12 +72,12 @@ from dex_agents_langgraph.messages import (
     unanswered_tool_calls,
     user_message,
 )
-from dex_agents_langgraph.policies import check_tool_declarations, tool_call_policy
+from dex_agents_langgraph.policies import check_tool_declarations, tool_call_policy  # noqa: TID251
 
 __all__ = [
     "DEX_TOOL_EXECUTION_KEY",
     "IDEMPOTENCY_KEY_CONFIG_KEY",
-    "LangGraphAgentRunner",
+    "LangGraphRunner",
     "idempotency_key_of",
     "tool_execution_of",
 ]
@@ -113,7 +114,7 @@ def _configurable(config: RunnableConfig | None) -> Mapping[str, Any]:
     return config.get("configurable") or {}
 
 
-class LangGraphAgentRunner:
+class LangGraphRunner:
     """Runs a LangGraph agent graph under the session Flow; keeps no state between calls.
 
     ``graph`` is a compiled graph whose state has a ``messages`` channel (the
@@ -170,7 +171,7 @@ class LangGraphAgentRunner:
         *,
         system_prompt: str | None = None,
         bind_tools_options: Mapping[str, Any] | None = None,
-    ) -> LangGraphAgentRunner:
+    ) -> LangGraphRunner:
         """The runner's own one-node graph: one ``model.bind_tools(tools)`` call per model step.
 
         ``system_prompt`` is prepended to every call and never stored.
@@ -242,7 +243,7 @@ class LangGraphAgentRunner:
         produced = self._produced_messages(final_state, len(inputs))
         response = _single_response(produced)
 
-        new_messages = [*stored_results, *(framework_message_of(m) for m in produced)]
+        new_messages = [*stored_results, *(s for m in produced for s in framework_messages_of(m))]
         usage = _usage_of(response)
         metadata = stream.metadata_for(response)
         return counted_model_step_outcome(

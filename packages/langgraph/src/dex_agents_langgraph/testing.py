@@ -42,8 +42,7 @@ from dex_agents.testing.script_playback import (
     scripted_answer_text,
     scripted_tool_call_id,
 )
-from dex_agents_langgraph.policies import declare_tool_effect
-from dex_agents_langgraph.runner import idempotency_key_of, tool_execution_of
+from dex_agents_langgraph import declare_tool_effect, idempotency_key_of, tool_execution_of
 
 __all__ = ["SCRIPTED_USAGE_METADATA", "ScriptedChatModel", "scenario_tool"]
 
@@ -55,7 +54,7 @@ class ScriptedChatModel(BaseChatModel):
     """Plays ``script`` as a LangChain chat model; see the module docstring.
 
     It reads ``dex_turn_id``, ``dex_attempt`` and ``dex_model_call_index`` from the
-    run metadata, which ``LangGraphAgentRunner`` sets on every model step.
+    run metadata, which ``LangGraphRunner`` sets on every model step.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -100,7 +99,7 @@ class ScriptedChatModel(BaseChatModel):
             position = int(metadata["dex_model_call_index"])
         except KeyError as error:
             raise ValueError(
-                f"ScriptedChatModel needs the run metadata {error} that LangGraphAgentRunner sets"
+                f"ScriptedChatModel needs the run metadata {error} that LangGraphRunner sets"
             ) from None
         given = [m for m in messages if not isinstance(m, SystemMessage)]
 

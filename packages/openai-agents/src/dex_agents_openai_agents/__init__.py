@@ -1,20 +1,16 @@
 """Run an OpenAI Agents SDK agent as a durable dex-agents session.
 
-``create_openai_agents_session_flow(agent, flow_type, options)`` wraps an
+``create_openai_agents_session_flow(agent, flow_type)`` wraps an
 ``agents.Agent``: each ``RunModel`` makes one model call and stops before any
 function tool runs; each tool call runs in its own Step.
 """
 
 from importlib.metadata import version as _version
 
+from dex_agents.adapter_support import MOVED_TO_DEX_AGENTS as _MOVED_TO_DEX_AGENTS
+from dex_agents.adapter_support import deprecated_aliases as _deprecated_aliases
 from dex_agents.versions import warn_if_off_version_line
 from dex_agents_openai_agents.declarations import ToolDeclaration, declare_tool_effect
-from dex_agents_openai_agents.execution import (
-    current_deferred_tool_execution,
-    current_model_step_context,
-    get_deferred_tool_execution,
-    get_model_step_context,
-)
 from dex_agents_openai_agents.flow import create_openai_agents_session_flow
 from dex_agents_openai_agents.runner import (
     ContextFactory,
@@ -32,9 +28,7 @@ __all__ = [
     "UnsupportedInterruptionError",
     "__version__",
     "create_openai_agents_session_flow",
-    "current_deferred_tool_execution",
-    "current_model_step_context",
     "declare_tool_effect",
-    "get_deferred_tool_execution",
-    "get_model_step_context",
 ]
+
+__getattr__ = _deprecated_aliases(__name__, _MOVED_TO_DEX_AGENTS)

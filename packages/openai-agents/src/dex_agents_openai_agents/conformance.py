@@ -23,6 +23,7 @@ from agents.tool_context import ToolContext
 from agents.usage import Usage
 from openai.types.responses.response_prompt_param import ResponsePromptParam
 
+from dex_agents import get_deferred_tool_execution, get_model_step_context
 from dex_agents.session import AgentSessionFlow, AgentSessionOptions
 from dex_agents.testing import (
     ModelScript,
@@ -35,9 +36,7 @@ from dex_agents.testing.script_playback import (
     scripted_answer_text,
     scripted_tool_call_id,
 )
-from dex_agents_openai_agents.declarations import declare_tool_effect
-from dex_agents_openai_agents.execution import get_deferred_tool_execution, get_model_step_context
-from dex_agents_openai_agents.flow import create_openai_agents_session_flow
+from dex_agents_openai_agents import create_openai_agents_session_flow, declare_tool_effect
 from dex_agents_openai_agents.items import message_text
 
 __all__ = [

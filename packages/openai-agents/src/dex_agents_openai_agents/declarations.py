@@ -15,7 +15,11 @@ from typing import Any, TypeVar, cast
 from agents import FunctionTool, RunContextWrapper
 
 from dex_agents import ResolvedToolPolicy, ToolEffect
-from dex_agents.adapter_support import resolve_declared_tool_policy
+from dex_agents.adapter_support import (
+    declared_effect_in,
+    resolve_declared_tool_policy,
+    tool_declaration_metadata,
+)
 from dex_agents.runner import AgentTurnContext
 
 __all__ = [
@@ -42,18 +46,17 @@ class ToolDeclaration:
 
 
 def declare_tool_effect(
-    tool: ToolT, effect: ToolEffect, *, requires_approval: bool | None = None
+    tool: ToolT, effect: ToolEffect | str, *, requires_approval: bool | None = None
 ) -> ToolT:
     """Declare ``tool``'s effect (and approval) on the tool itself; returns the same tool.
 
     ``requires_approval=None`` follows the effect, unless the tool's own
     ``needs_approval`` says yes.
     """
-    if not isinstance(effect, ToolEffect):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise TypeError(f"effect must be a ToolEffect, got {effect!r}")
-    if requires_approval is not None and not isinstance(requires_approval, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise TypeError("requires_approval must be a bool or None")
-    setattr(tool, DECLARATION_ATTRIBUTE, ToolDeclaration(effect, requires_approval))
+    metadata = tool_declaration_metadata(effect, requires_approval=requires_approval)
+    declared = declared_effect_in(metadata, tool.name)
+    assert declared is not None
+    setattr(tool, DECLARATION_ATTRIBUTE, ToolDeclaration(declared, requires_approval))
     return tool
 
 

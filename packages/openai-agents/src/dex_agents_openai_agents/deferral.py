@@ -91,7 +91,6 @@ def _deferred_copy(tool: FunctionTool, replay: ReplayFunction) -> FunctionTool:
         timeout_seconds=None,
         output_json_schema=None,
         custom_data_extractor=None,
-        _output_type_adapter=None,
     )
 
 

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Unpack
 
 from agents import Agent, RunConfig
 
-from dex_agents.session import AgentSessionFlow, AgentSessionOptions, create_agent_session_flow
+from dex_agents.session import (
+    AgentSessionFlow,
+    AgentSessionOptions,
+    AgentSessionOptionValues,
+    create_agent_session_flow,
+)
 from dex_agents_openai_agents.runner import ContextFactory, OpenAIAgentsRunner
 
 __all__ = ["create_openai_agents_session_flow"]
@@ -19,18 +24,19 @@ def create_openai_agents_session_flow(
     *,
     run_config: RunConfig | None = None,
     context_factory: ContextFactory | None = None,
-    tracing: bool = False,
-    **session_options: Any,
+    sdk_tracing: bool = False,
+    **session_options: Unpack[AgentSessionOptionValues],
 ) -> AgentSessionFlow:
     """A new session Flow of ``flow_type`` that runs ``agent`` with an ``OpenAIAgentsRunner``.
 
     ``options`` (or the same fields as keywords, such as ``tool_policies=``) are
     the session options (tool policies, default effect, interrupt deadline,
     built-in tools, event stream capacity). ``run_config``,
-    ``context_factory`` and ``tracing`` go to the runner; tracing is off unless
-    you turn it on.
+    ``context_factory`` and ``sdk_tracing`` (the runner's ``tracing``: the OpenAI Agents
+    SDK's own traces) go to the runner; SDK tracing is off unless you turn it on. The
+    session's OpenTelemetry spans are the ``tracing`` session option.
     """
     runner = OpenAIAgentsRunner(
-        agent, run_config=run_config, context_factory=context_factory, tracing=tracing
+        agent, run_config=run_config, context_factory=context_factory, tracing=sdk_tracing
     )
     return create_agent_session_flow(runner, flow_type, options, **session_options)

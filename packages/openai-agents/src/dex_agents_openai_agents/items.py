@@ -18,6 +18,7 @@ from dex_agents.values import AgentMessage
 
 __all__ = [
     "InputItem",
+    "call_names",
     "framework_message_of",
     "message_text",
     "replay_items",
@@ -60,8 +61,25 @@ def _output_text(output: Any) -> str:
     return output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
 
 
-def framework_message_of(item: Mapping[str, Any]) -> FrameworkMessage:
-    """The stored message of one input item: the item's JSON plus display fields."""
+def call_names(items: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """The tool name of each function call in ``items``, by call ID."""
+    return {
+        item["call_id"]: item["name"]
+        for item in items
+        if item.get("type") == _CALL_TYPE
+        and isinstance(item.get("call_id"), str)
+        and isinstance(item.get("name"), str)
+    }
+
+
+def framework_message_of(
+    item: Mapping[str, Any], tool_names: Mapping[str, str] | None = None
+) -> FrameworkMessage:
+    """The stored message of one input item: the item's JSON plus display fields.
+
+    A function call output names its tool from ``tool_names`` (call ID to name),
+    as the SDK's output item does not carry it.
+    """
     kind = item.get("type")
     framework_item = _dump(item)
     if kind == _CALL_TYPE:
@@ -73,10 +91,12 @@ def framework_message_of(item: Mapping[str, Any]) -> FrameworkMessage:
             tool_arguments=_str_or_none(item.get("arguments")),
         )
     if kind == _OUTPUT_TYPE:
+        call_id = _str_or_none(item.get("call_id"))
         return FrameworkMessage(
             role="tool",
             framework_item=framework_item,
-            tool_call_id=_str_or_none(item.get("call_id")),
+            tool_call_id=call_id,
+            tool_name=(tool_names or {}).get(call_id) if call_id is not None else None,
             tool_output=_output_text(item.get("output")),
         )
     role = item.get("role")

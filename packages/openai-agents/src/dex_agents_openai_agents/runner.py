@@ -30,7 +30,12 @@ from agents import (
 )
 from agents.items import ModelResponse, TResponseInputItem
 from agents.result import RunResultStreaming
-from agents.tool import invoke_function_tool, set_function_tool_failure_error_function
+from agents.tool import (
+    default_tool_error_function,
+    invoke_function_tool,
+    resolve_function_tool_failure_error_function,
+    set_function_tool_failure_error_function,
+)
 from agents.tool_context import ToolContext
 from agents.usage import Usage
 from openai.types.responses import ResponseFunctionToolCall
@@ -70,7 +75,7 @@ from dex_agents.compaction_support import (
 from dex_agents.runner import AgentTurnOutcome, DeferredToolOutcome, model_call_metadata
 from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS, unknown_tool_error
 from dex_agents.values import AgentToolCallStatus, InteractionMode
-from dex_agents_openai_agents.declarations import (
+from dex_agents_openai_agents.declarations import (  # noqa: TID251
     declared_effect,
     declared_requires_approval,
     resolve_call_policy,
@@ -82,6 +87,7 @@ from dex_agents_openai_agents.deferral import (
 )
 from dex_agents_openai_agents.items import (
     InputItem,
+    call_names,
     framework_message_of,
     replay_items,
     user_input_item,
@@ -159,7 +165,8 @@ class OpenAIAgentsRunner:
                             "call_id": call_id,
                             "output": describe_tool_call_outcome(record),
                             "type": "function_call_output",
-                        }
+                        },
+                        {str(call_id): record.tool_name},
                     )
                 )
         return messages
@@ -215,7 +222,8 @@ class OpenAIAgentsRunner:
                 f"the SDK's input list has {len(all_items)} items but {stored_count} are stored;"
                 " the run state does not match the stored messages"
             )
-        new_messages = [framework_message_of(item) for item in all_items[stored_count:]]
+        names = call_names(all_items)
+        new_messages = [framework_message_of(item, names) for item in all_items[stored_count:]]
         responses = result.raw_responses[earlier_responses:]
         usage = _usage_of(responses)
         metadata = model_call_metadata(
@@ -436,7 +444,7 @@ def _raising_copy(tool: FunctionTool) -> FunctionTool:
 
     A tool's own ``failure_error_function`` is kept: its text becomes the output, as in the SDK.
     """
-    if not tool._use_default_failure_error_function:  # pyright: ignore[reportPrivateUsage]
+    if resolve_function_tool_failure_error_function(tool) is not default_tool_error_function:
         return tool
     copy = dataclasses.replace(tool)
     set_function_tool_failure_error_function(copy, None)
@@ -444,12 +452,13 @@ def _raising_copy(tool: FunctionTool) -> FunctionTool:
 
 
 def _output_text(tool: FunctionTool, call: ResponseFunctionToolCall, output: Any) -> str:
-    """The tool output as the SDK would send it to the model, as text."""
+    """The tool output as the SDK would send it to the model, as text.
+
+    A typed output was already checked against its type when the tool returned;
+    its declared ``output_json_schema`` decides the JSON object text.
+    """
     item = ItemHelpers.tool_call_output_item(
-        call,
-        output,
-        output_json_schema=tool.output_json_schema,
-        output_type_adapter=tool._output_type_adapter,  # pyright: ignore[reportPrivateUsage]
+        call, output, output_json_schema=tool.output_json_schema
     )
     converted: Any = item["output"]
     if isinstance(converted, str):
@@ -489,7 +498,12 @@ def _function_call_of(item: ToolApprovalItem) -> ResponseFunctionToolCall:
 
 
 def _apply_records(state: RunState[Any, Agent[Any]], turn: AgentTurnContext) -> None:
-    """Approve or reject every pending call from its final record."""
+    """Approve the succeeded pending calls and reject the others, from their final records.
+
+    Only an approved call runs its replay copy, which returns the recorded output;
+    a rejection gives the model the record's text as the call's output directly,
+    which keeps failure texts away from a typed tool's output check.
+    """
     for item in state.get_interruptions():
         call = _function_call_of(item)
         record = turn.recorded_tool_call(call.call_id)
@@ -497,10 +511,10 @@ def _apply_records(state: RunState[Any, Agent[Any]], turn: AgentTurnContext) -> 
             raise RuntimeError(
                 f"tool call {call.call_id!r} of the previous response has no final record"
             )
-        if record.status is AgentToolCallStatus.REJECTED:
-            state.reject(item, rejection_message=describe_tool_call_outcome(record))
-        else:
+        if record.status is AgentToolCallStatus.SUCCEEDED:
             state.approve(item)
+        else:
+            state.reject(item, rejection_message=describe_tool_call_outcome(record))
 
 
 async def _forward_stream(result: RunResultStreaming, turn: AgentTurnContext) -> None:

@@ -35,7 +35,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
-from dex_agents import AgentTurnContext
+from dex_agents import AgentTurnContext, get_deferred_tool_execution, get_model_step_context
 from dex_agents.session import AgentSessionFlow
 from dex_agents.testing import (
     ModelScript,
@@ -48,12 +48,7 @@ from dex_agents.testing.script_playback import (
     scripted_answer_text,
     scripted_tool_call_id,
 )
-from dex_agents_pydantic_ai.flow import create_pydantic_ai_agent_session_flow
-from dex_agents_pydantic_ai.policies import dex_tool_metadata
-from dex_agents_pydantic_ai.session_context import (
-    get_deferred_tool_execution,
-    get_model_step_context,
-)
+from dex_agents_pydantic_ai import create_pydantic_ai_session_flow, dex_tool_metadata
 
 __all__ = ["CONFORMANCE_FACTORY", "build_conformance_flow"]
 
@@ -119,7 +114,7 @@ def build_conformance_flow(
         tools=[_pydantic_ai_tool(tool, state_directory) for tool in tools],
         name="conformance",
     )
-    return create_pydantic_ai_agent_session_flow(
+    return create_pydantic_ai_session_flow(
         agent,
         session.flow_type,
         interrupt_deadline=session.interrupt_deadline,

@@ -1,38 +1,43 @@
-"""``create_pydantic_ai_agent_session_flow``: the session Flow of a Pydantic AI agent."""
+"""``create_pydantic_ai_session_flow``: the session Flow of a Pydantic AI agent."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Unpack
 
 from pydantic_ai import Agent
 
-from dex_agents.session import AgentSessionFlow, AgentSessionOptions, create_agent_session_flow
-from dex_agents_pydantic_ai.runner import PydanticAIRunner
+from dex_agents.session import (
+    AgentSessionFlow,
+    AgentSessionOptions,
+    AgentSessionOptionValues,
+    create_agent_session_flow,
+)
+from dex_agents_pydantic_ai.runner import DepsFactory, PydanticAIRunner
 
-__all__ = ["create_pydantic_ai_agent_session_flow"]
+__all__ = ["create_pydantic_ai_session_flow"]
 
 DepsT = TypeVar("DepsT")
 
 
-def create_pydantic_ai_agent_session_flow(
+def create_pydantic_ai_session_flow(
     agent: Agent[DepsT, Any],
     flow_type: str,
     options: AgentSessionOptions | None = None,
     *,
     deps: DepsT | None = None,
-    deps_factory: Callable[[str], DepsT | Awaitable[DepsT]] | None = None,
+    deps_factory: DepsFactory[DepsT] | None = None,
     stream_text: bool = False,
-    **session_options: Any,
+    **session_options: Unpack[AgentSessionOptionValues],
 ) -> AgentSessionFlow:
     """A new session Flow of ``flow_type`` that runs ``agent`` with a ``PydanticAIRunner``.
 
     ``options`` (or the same fields as keywords, such as ``tool_policies=``) are
     the session options. The agent's deps come from ``deps`` or from
     ``deps_factory(session_id)``, called for each model step and tool call, in
-    whichever Worker runs it; they are never stored in the session. With
-    ``stream_text``, model requests are streamed and their text reaches the live
-    events as it arrives.
+    whichever Worker runs it; they are never stored in the session. A factory
+    that returns an async context manager is entered for the Step and exited
+    when the Step ends. With ``stream_text``, model requests are streamed and
+    their text reaches the live events as it arrives.
     """
     runner = PydanticAIRunner(agent, deps=deps, deps_factory=deps_factory, stream_text=stream_text)
     return create_agent_session_flow(runner, flow_type, options, **session_options)

@@ -3,8 +3,10 @@
 Precedence for each call: the session's ``ToolPolicy`` for the tool name first,
 then what the tool declares, then the session's default effect.
 
-A tool declares its effect in its Pydantic AI ``metadata`` under
-``"dex_effect"`` (a ``ToolEffect`` or its wire value, such as ``"read"``), and
+A tool declares its effect with ``declare_tool_effect(tool, effect)`` (the same
+call in every dex-agents adapter), or, where a decorator builds the tool, with
+``metadata=dex_tool_metadata(effect)``: either way the effect is in its Pydantic
+AI ``metadata`` under ``"dex_effect"`` (a ``ToolEffect`` or its wire value, such as ``"read"``), and
 its approval with Pydantic AI's own ``requires_approval=True`` or under
 ``"dex_requires_approval"`` (a bool, which wins over ``requires_approval``).
 A tool that declares no approval gets the default of its effect: approval for
@@ -14,8 +16,10 @@ precedence are the same in every dex-agents adapter (``dex_agents.adapter_suppor
 
 from __future__ import annotations
 
-from typing import Any
+import copy
+from typing import Any, TypeVar
 
+from pydantic_ai import Tool
 from pydantic_ai.tools import ToolDefinition
 
 from dex_agents import AgentTurnContext, ResolvedToolPolicy, ToolEffect
@@ -31,6 +35,7 @@ from dex_agents.adapter_support import (
 __all__ = [
     "DEX_EFFECT_METADATA_KEY",
     "DEX_REQUIRES_APPROVAL_METADATA_KEY",
+    "declare_tool_effect",
     "declared_effect",
     "dex_tool_metadata",
     "resolve_call_policy",
@@ -46,6 +51,28 @@ def dex_tool_metadata(
     ``tool`` decorator; merge it into metadata of your own with ``|``.
     """
     return tool_declaration_metadata(effect, requires_approval=requires_approval)
+
+
+ToolT = TypeVar("ToolT", bound=Tool[Any])
+
+
+def declare_tool_effect(
+    tool: ToolT, effect: ToolEffect | str, *, requires_approval: bool | None = None
+) -> ToolT:
+    """A copy of ``tool`` (a ``pydantic_ai.Tool``) that declares ``effect`` (and approval).
+
+    The tool's other metadata is kept; an earlier ``dex_requires_approval`` is
+    dropped unless ``requires_approval`` is given again. For tools registered
+    with a decorator, pass ``metadata=dex_tool_metadata(effect)`` instead.
+    """
+    if not isinstance(tool, Tool):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(f"tool must be a pydantic_ai.Tool, got {type(tool).__name__}")
+    metadata: dict[str, Any] = dict(tool.metadata or {})
+    metadata.pop(DEX_REQUIRES_APPROVAL_METADATA_KEY, None)
+    metadata.update(tool_declaration_metadata(effect, requires_approval=requires_approval))
+    declared = copy.copy(tool)
+    declared.metadata = metadata
+    return declared
 
 
 def declared_effect(tool: ToolDefinition) -> ToolEffect | None:

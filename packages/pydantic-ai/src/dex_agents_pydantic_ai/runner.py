@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar, cast
 
@@ -96,26 +97,33 @@ from dex_agents_pydantic_ai.messages import (
     tool_results_request,
     user_prompt_message,
 )
-from dex_agents_pydantic_ai.policies import resolve_call_policy
-from dex_agents_pydantic_ai.session_context import (
+from dex_agents_pydantic_ai.policies import resolve_call_policy  # noqa: TID251 (internal)
+from dex_agents_pydantic_ai.session_context import (  # noqa: TID251 (internal)
     IDEMPOTENCY_KEY_METADATA_KEY,
     serving_deferred_tool_execution,
     serving_model_step,
 )
 
-__all__ = ["PydanticAIRunner"]
+__all__ = ["DepsFactory", "PydanticAIRunner"]
 
 DepsT = TypeVar("DepsT")
 
 _RUN_STATE_FORMAT = "dex-agents-pydantic-ai/1"
+
+DepsFactory = Callable[[str], DepsT | Awaitable[DepsT] | AbstractAsyncContextManager[DepsT]]
+"""Builds a Step's deps from the session ID: a value, an awaitable, or an async context
+manager that the Step enters and exits (``@asynccontextmanager`` functions qualify)."""
 
 
 class PydanticAIRunner(Generic[DepsT]):
     """Runs ``agent`` under the session Flow; see the module docstring.
 
     ``deps`` is passed to every model step and tool call; ``deps_factory`` instead
-    builds them for each call from the session ID (sync or async). Give at most
-    one. Deps are never stored: a Worker that restarts builds them again.
+    builds them for each Step from the session ID (sync or async). Give at most
+    one. Deps are never stored: a Worker that restarts builds them again. When
+    ``deps_factory`` returns an async context manager (an ``@asynccontextmanager``
+    function, a client opened for the Step), the Step enters it, uses what it
+    yields as deps, and exits it when the Step ends, also when the Step fails.
 
     With ``stream_text``, model requests are streamed and text reaches the
     session's live events as it arrives (the model must support streaming);
@@ -127,7 +135,7 @@ class PydanticAIRunner(Generic[DepsT]):
         agent: Agent[DepsT, Any],
         *,
         deps: DepsT | None = None,
-        deps_factory: Callable[[str], DepsT | Awaitable[DepsT]] | None = None,
+        deps_factory: DepsFactory[DepsT] | None = None,
         stream_text: bool = False,
     ) -> None:
         if not isinstance(agent, Agent):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -179,10 +187,10 @@ class PydanticAIRunner(Generic[DepsT]):
                 "the turn's first model call needs the stored history to end with the user"
                 " message; it ends with a model response"
             )
-        deps = await self._deps_for(turn.flow_id)
-        history = await self._with_system_prompts(history, deps)
-        with serving_model_step(turn):
-            step = await self._run_one_request(turn, history, results, deps)
+        async with self._step_deps(turn.flow_id) as deps:
+            history = await self._with_system_prompts(history, deps)
+            with serving_model_step(turn):
+                step = await self._run_one_request(turn, history, results, deps)
         responses = [message for message in step.new if isinstance(message, ModelResponse)]
         if not responses:
             raise RuntimeError("the Pydantic AI run made no model request")
@@ -350,7 +358,7 @@ class PydanticAIRunner(Generic[DepsT]):
         they are resolved and put in front on every model call instead; the
         stored items stay unchanged.
         """
-        if not _may_have_system_prompts(self.agent) or any(
+        if any(
             isinstance(part, SystemPromptPart)
             for message in history
             if isinstance(message, ModelRequest)
@@ -389,19 +397,19 @@ class PydanticAIRunner(Generic[DepsT]):
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
         record = call.tool_call
-        deps = await self._deps_for(call.flow_id)
         tool_call = ToolCallPart(
             tool_name=record.tool_name, args=record.arguments, tool_call_id=record.tool_call_id
         )
         # The call alone, approved: Pydantic AI validates and runs it, then would ask
         # the model again, which is where the run stops.
         history: list[ModelMessage] = [ModelResponse(parts=[tool_call])]
-        with serving_deferred_tool_execution(call):
-            try:
-                tool_return = await self._run_tool(history, tool_call, deps, call)
-            except UnexpectedModelBehavior as error:
-                # Pydantic AI gave up on the call, e.g. a retry past the tool's max_retries.
-                raise ToolExecutionError(str(error)) from error
+        async with self._step_deps(call.flow_id) as deps:
+            with serving_deferred_tool_execution(call):
+                try:
+                    tool_return = await self._run_tool(history, tool_call, deps, call)
+                except UnexpectedModelBehavior as error:
+                    # Pydantic AI gave up on the call, e.g. a retry past the tool's max_retries.
+                    raise ToolExecutionError(str(error)) from error
         text = tool_return.model_response_str(wrap_if_error=False)
         if tool_return.outcome == "success":
             return ToolExecutionResult(text)
@@ -439,13 +447,20 @@ class PydanticAIRunner(Generic[DepsT]):
 
     # --- deps ----------------------------------------------------------------------
 
-    async def _deps_for(self, session_id: str) -> object:
+    @asynccontextmanager
+    async def _step_deps(self, session_id: str) -> AsyncGenerator[object]:
+        """The deps of one Step; an async context manager from the factory is exited after it."""
         if self._deps_factory is None:
-            return self._deps
+            yield self._deps
+            return
         produced = self._deps_factory(session_id)
+        if isinstance(produced, AbstractAsyncContextManager):
+            async with cast(AbstractAsyncContextManager[object], produced) as deps:
+                yield deps
+            return
         if inspect.isawaitable(produced):
-            return await produced
-        return produced
+            produced = await produced
+        yield produced
 
 
 @dataclass(frozen=True)
@@ -468,18 +483,6 @@ async def _stream_text(
                 text = event.delta.content_delta
             if text:
                 turn.events.write_text_delta(text)
-
-
-def _may_have_system_prompts(agent: Agent[Any, Any]) -> bool:
-    """False only when the agent surely has no system prompts, so none are resolved.
-
-    Resolving them builds the agent's model; skip that for agents without any.
-    """
-    prompts = getattr(agent, "_system_prompts", None)
-    functions = getattr(agent, "_system_prompt_functions", None)
-    if prompts is None or functions is None:
-        return True  # Pydantic AI's internals moved: resolve to be safe.
-    return bool(prompts) or bool(functions)
 
 
 def _calls_to_defer(response: ModelResponse, output_tools: set[str]) -> list[ToolCallPart]:

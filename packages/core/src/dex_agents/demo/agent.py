@@ -15,7 +15,7 @@ from dex_agents.models.types import ModelClient
 from dex_agents.session import AgentSessionFlow
 from dex_agents.stepwise import (
     AgentDefinition,
-    create_stepwise_agent_session_flow,
+    create_stepwise_session_flow,
 )
 
 __all__ = [
@@ -102,4 +102,4 @@ def build_demo_flow(model: ModelClient, shop_file: Path) -> AgentSessionFlow:
         tools=shop_tools(Shop(shop_file)),
         built_in_tools=["ask_user", "durable_wait"],
     )
-    return create_stepwise_agent_session_flow(definition, DEMO_FLOW_TYPE)
+    return create_stepwise_session_flow(definition, DEMO_FLOW_TYPE)

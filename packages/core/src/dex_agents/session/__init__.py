@@ -5,6 +5,7 @@ from dex_agents.session.options import (
     DEFAULT_EVENT_STREAM_CAPACITY_BYTES,
     DEFAULT_MAX_DURABLE_WAIT,
     AgentSessionOptions,
+    AgentSessionOptionValues,
 )
 from dex_agents.session.persistence import SessionPersistence
 
@@ -12,6 +13,7 @@ __all__ = [
     "DEFAULT_EVENT_STREAM_CAPACITY_BYTES",
     "DEFAULT_MAX_DURABLE_WAIT",
     "AgentSessionFlow",
+    "AgentSessionOptionValues",
     "AgentSessionOptions",
     "SessionPersistence",
     "create_agent_session_flow",

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
 from datetime import timedelta
 from types import MappingProxyType
+from typing import Any, TypedDict
 
 from dex_agents.builtin_tools import BUILT_IN_TOOL_NAMES
 from dex_agents.compaction import CompactionPolicy
@@ -25,7 +26,9 @@ __all__ = [
     "DEFAULT_MAX_DURABLE_WAIT",
     "DEFAULT_MAX_USER_MESSAGE_BYTES",
     "KNOWN_BUILT_IN_TOOLS",
+    "AgentSessionOptionValues",
     "AgentSessionOptions",
+    "apply_session_option_values",
 ]
 
 DEFAULT_EVENT_STREAM_CAPACITY_BYTES = 10 * 1024 * 1024
@@ -153,3 +156,49 @@ class AgentSessionOptions:
         limit = self.max_user_message_bytes
         if type(limit) is not int or limit <= 0:
             raise ValueError("max_user_message_bytes must be a positive integer")
+
+
+class AgentSessionOptionValues(TypedDict, total=False):
+    """The fields of ``AgentSessionOptions`` as keywords of a flow factory.
+
+    Flow factories take them as ``**session_options: Unpack[AgentSessionOptionValues]``,
+    so pyright rejects a misspelled option and ``apply_session_option_values``
+    raises ``TypeError`` for it at run time. Keep the keys equal to the fields of
+    ``AgentSessionOptions`` (a test checks).
+    """
+
+    tool_policies: Mapping[str, ToolPolicy]
+    default_tool_effect: ToolEffect
+    event_stream_capacity_bytes: int
+    interrupt_deadline: timedelta | None
+    built_in_tools: Sequence[str]
+    max_durable_wait: timedelta
+    compaction: CompactionPolicy | None
+    message_window_size: int
+    message_chunk_size: int
+    message_chunk_max_bytes: int
+    retained_message_limit: int | None
+    plan_mode_enabled: bool
+    tracing: TracingOptions | None
+    max_user_message_bytes: int
+
+
+def apply_session_option_values(
+    options: AgentSessionOptions | None, values: Mapping[str, Any]
+) -> AgentSessionOptions:
+    """``options`` (or the defaults) with ``values`` applied; ``TypeError`` names an unknown key."""
+    resolved = options if options is not None else AgentSessionOptions()
+    if not isinstance(resolved, AgentSessionOptions):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(
+            f"options must be AgentSessionOptions or None, got {type(resolved).__name__}"
+        )
+    if not values:
+        return resolved
+    known = {option.name for option in fields(AgentSessionOptions)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise TypeError(
+            f"unknown session option {', '.join(map(repr, unknown))}; "
+            f"the options are {', '.join(sorted(known))}"
+        )
+    return replace(resolved, **values)

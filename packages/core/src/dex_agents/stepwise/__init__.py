@@ -1,13 +1,14 @@
 """Stepwise mode: the built-in agent loop, for agents defined in Dex terms.
 
 Declare an ``AgentDefinition`` with function tools and a model client, then
-``create_stepwise_agent_session_flow(definition, flow_type)`` builds its
+``create_stepwise_session_flow(definition, flow_type)`` builds its
 session Flow. Each ``RunModel`` makes at most one model call and each tool call
 runs in its own Step.
 """
 
 from __future__ import annotations
 
+from dex_agents.adapter_support import deprecated_aliases
 from dex_agents.stepwise.definition import (
     DEFAULT_MAX_MODEL_CALLS_PER_TURN,
     DEFAULT_TOOL_SOURCE_LISTING_TIMEOUT,
@@ -15,14 +16,15 @@ from dex_agents.stepwise.definition import (
     InstructionContext,
     Instructions,
 )
-from dex_agents.stepwise.flow import create_stepwise_agent_session_flow, session_options_of
+from dex_agents.stepwise.flow import create_stepwise_session_flow, session_options_of
 from dex_agents.stepwise.function_tool import (
     FunctionTool,
     ToolCallContext,
+    declare_tool_effect,
     encode_tool_result,
     function_tool,
 )
-from dex_agents.stepwise.runner import StepwiseAgentRunner
+from dex_agents.stepwise.runner import StepwiseRunner
 from dex_agents.stepwise.tool_source import ToolSource
 
 __all__ = [
@@ -32,11 +34,23 @@ __all__ = [
     "FunctionTool",
     "InstructionContext",
     "Instructions",
-    "StepwiseAgentRunner",
+    "StepwiseRunner",
     "ToolCallContext",
     "ToolSource",
-    "create_stepwise_agent_session_flow",
+    "create_stepwise_session_flow",
+    "declare_tool_effect",
     "encode_tool_result",
     "function_tool",
     "session_options_of",
 ]
+
+__getattr__ = deprecated_aliases(
+    __name__,
+    {
+        "StepwiseAgentRunner": ("StepwiseRunner", StepwiseRunner),
+        "create_stepwise_agent_session_flow": (
+            "create_stepwise_session_flow",
+            create_stepwise_session_flow,
+        ),
+    },
+)

@@ -5,7 +5,7 @@ suite's ``ModelScript`` into a ``ScriptedModelClient`` and its scenario tools
 into function tools with the effects they name, so the shared conformance suite
 proves the Stepwise loop on a real engine, Worker children included. Only the
 test hooks (recording each model call, gates, failing attempts) live here; the
-turn itself runs through the ordinary ``StepwiseAgentRunner``.
+turn itself runs through the ordinary ``StepwiseRunner``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from dex_agents.session import AgentSessionFlow, create_agent_session_flow
 from dex_agents.stepwise.definition import AgentDefinition
 from dex_agents.stepwise.flow import session_options_of
 from dex_agents.stepwise.function_tool import FunctionTool, ToolCallContext, function_tool
-from dex_agents.stepwise.runner import StepwiseAgentRunner
+from dex_agents.stepwise.runner import StepwiseRunner
 from dex_agents.stepwise.transcript import decode_transcript
 from dex_agents.testing.gates import FileGate
 from dex_agents.testing.script_playback import (
@@ -115,8 +115,8 @@ def _reply(request: ModelRequest) -> ScriptedModelReply:
     )
 
 
-class _ScenarioStepwiseRunner(StepwiseAgentRunner):
-    """A ``StepwiseAgentRunner`` with the suite's hooks around each model step."""
+class _ScenarioStepwiseRunner(StepwiseRunner):
+    """A ``StepwiseRunner`` with the suite's hooks around each model step."""
 
     def __init__(
         self,

@@ -1,17 +1,15 @@
-"""``create_stepwise_agent_session_flow``: the session Flow of a Stepwise agent."""
+"""``create_stepwise_session_flow``: the session Flow of a Stepwise agent."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Any
+from typing import Any, Unpack
 
 from dex_agents.session import AgentSessionFlow, create_agent_session_flow
-from dex_agents.session.options import AgentSessionOptions
+from dex_agents.session.options import AgentSessionOptions, AgentSessionOptionValues
 from dex_agents.stepwise.definition import AgentDefinition
-from dex_agents.stepwise.runner import StepwiseAgentRunner
-from dex_agents.tracing.options import TracingOptions
+from dex_agents.stepwise.runner import StepwiseRunner
 
-__all__ = ["create_stepwise_agent_session_flow", "session_options_of"]
+__all__ = ["create_stepwise_session_flow", "session_options_of"]
 
 
 def session_options_of(definition: AgentDefinition) -> AgentSessionOptions:
@@ -30,14 +28,19 @@ def session_options_of(definition: AgentDefinition) -> AgentSessionOptions:
     return AgentSessionOptions(**options)
 
 
-def create_stepwise_agent_session_flow(
-    definition: AgentDefinition, flow_type: str, *, tracing: TracingOptions | None = None
+def create_stepwise_session_flow(
+    definition: AgentDefinition,
+    flow_type: str,
+    options: AgentSessionOptions | None = None,
+    **session_options: Unpack[AgentSessionOptionValues],
 ) -> AgentSessionFlow:
-    """A new session Flow of ``flow_type`` that runs ``definition`` with a ``StepwiseAgentRunner``.
+    """A new session Flow of ``flow_type`` that runs ``definition`` with a ``StepwiseRunner``.
 
     The session options (tool policies, default effect, built-in tools, interrupt
-    deadline, event stream capacity) come from the definition; ``tracing`` configures
-    the session's OpenTelemetry spans.
+    deadline, event stream capacity) come from the definition; ``options`` replaces
+    them, and keywords such as ``interrupt_deadline=`` override single fields.
     """
-    options = replace(session_options_of(definition), tracing=tracing)
-    return create_agent_session_flow(StepwiseAgentRunner(definition), flow_type, options)
+    resolved = options if options is not None else session_options_of(definition)
+    return create_agent_session_flow(
+        StepwiseRunner(definition), flow_type, resolved, **session_options
+    )

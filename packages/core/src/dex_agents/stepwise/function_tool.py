@@ -21,6 +21,7 @@ import jsonschema.validators
 import pydantic
 import pydantic_core
 
+from dex_agents.adapter_support import declared_effect_in, tool_declaration_metadata
 from dex_agents.runner import (
     AgentEventWriter,
     CancellationSignal,
@@ -34,6 +35,7 @@ from dex_agents.values import ToolEffect
 __all__ = [
     "FunctionTool",
     "ToolCallContext",
+    "declare_tool_effect",
     "encode_tool_result",
     "function_tool",
 ]
@@ -387,3 +389,17 @@ def _first_error(error: pydantic.ValidationError) -> str:
     first = error.errors()[0]
     location = ".".join(str(part) for part in first["loc"])
     return f"{location}: {first['msg']}" if location else first["msg"]
+
+
+def declare_tool_effect(
+    tool: FunctionTool, effect: ToolEffect | str, *, requires_approval: bool | None = None
+) -> FunctionTool:
+    """A copy of ``tool`` that declares ``effect`` (and approval, when given).
+
+    The same call declares a tool's effect in every dex-agents adapter.
+    ``requires_approval=None`` follows the effect; a session ``ToolPolicy`` wins.
+    """
+    if not isinstance(tool, FunctionTool):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(f"tool must be a Stepwise FunctionTool, got {type(tool).__name__}")
+    declared = declared_effect_in(tool_declaration_metadata(effect), tool.name)
+    return dataclasses.replace(tool, effect=declared, requires_approval=requires_approval)

@@ -1,4 +1,4 @@
-"""``StepwiseAgentRunner``: the built-in agent loop as an ``AgentFrameworkRunner``.
+"""``StepwiseRunner``: the built-in agent loop as an ``AgentFrameworkRunner``.
 
 Each ``run_model_step`` makes at most one model call, built from committed state
 only: the instructions, the stored transcript, and the results of the previous
@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from dex_agents.adapter_support import (
     UNKNOWN_TOOL_POLICY,
+    deprecated_aliases,
     known_tool,
     resolve_declared_tool_policy,
 )
@@ -66,7 +67,7 @@ from dex_agents.stepwise.transcript import (
     decode_run_state,
     decode_transcript,
     encode_run_state,
-    model_output_message,
+    model_output_messages,
     pair_tool_calls_with_results,
     tool_result_message,
     unanswered_tool_calls,
@@ -79,7 +80,7 @@ from dex_agents.texts import (
 )
 from dex_agents.values import AgentToolCall, FrameworkMessage, InteractionMode
 
-__all__ = ["StepwiseAgentRunner"]
+__all__ = ["StepwiseRunner"]
 
 logger = logging.getLogger(__name__)
 
@@ -113,7 +114,7 @@ class _OfferedTools:
     definitions: tuple[ModelToolDefinition, ...]
 
 
-class StepwiseAgentRunner:
+class StepwiseRunner:
     """Runs an ``AgentDefinition`` under the session Flow; keeps no state between calls."""
 
     supports_plan_mode = True
@@ -188,7 +189,7 @@ class StepwiseAgentRunner:
 
         output = response.output
         new_messages = [tool_result_message(result) for result in new_results]
-        new_messages.append(model_output_message(output))
+        new_messages.extend(model_output_messages(output))
         if not output.tool_calls:
             return TurnCompleted(
                 new_messages=new_messages,
@@ -459,3 +460,8 @@ def _tool_call_context(call: DeferredToolExecution, record: AgentToolCall) -> To
         input_answers=tuple(call.input_answers),
         input_continuation=record.input_continuation,
     )
+
+
+__getattr__ = deprecated_aliases(
+    __name__, {"StepwiseAgentRunner": ("dex_agents.stepwise.StepwiseRunner", StepwiseRunner)}
+)

@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import cast
 
+from dex_agents.adapter_support import ToolCallDisplay, is_display_only, response_messages
 from dex_agents.models.types import (
     ModelOutputItem,
     ToolResultItem,
@@ -28,7 +29,7 @@ __all__ = [
     "decode_run_state",
     "decode_transcript",
     "encode_run_state",
-    "model_output_message",
+    "model_output_messages",
     "pair_tool_calls_with_results",
     "tool_result_message",
     "unanswered_tool_calls",
@@ -62,6 +63,8 @@ def decode_transcript(messages: Sequence[AgentMessage]) -> list[TranscriptItem]:
     """Every stored message's ``framework_item``, decoded; a foreign item raises ``ValueError``."""
     items: list[TranscriptItem] = []
     for message in messages:
+        if is_display_only(message.framework_item):
+            continue
         try:
             items.append(transcript_item_from_json(json.loads(message.framework_item)))
         except ValueError as error:
@@ -139,19 +142,17 @@ def user_text_message(text: str) -> FrameworkMessage:
     )
 
 
-def model_output_message(output: ModelOutputItem) -> FrameworkMessage:
-    """The stored assistant message of one model response.
+def model_output_messages(output: ModelOutputItem) -> list[FrameworkMessage]:
+    """The stored assistant messages of one model response: one per tool call.
 
-    The display fields name the tool call when the response made exactly one.
+    Display fields as every runner fills them (``response_messages``).
     """
-    single = output.tool_calls[0] if len(output.tool_calls) == 1 else None
-    return FrameworkMessage(
-        role="assistant",
-        framework_item=transcript_item_to_text(output),
+    return response_messages(
+        transcript_item_to_text(output),
         text=output.text or None,
-        tool_call_id=single.call_id if single else None,
-        tool_name=single.name if single else None,
-        tool_arguments=single.arguments if single else None,
+        tool_calls=[
+            ToolCallDisplay(call.call_id, call.name, call.arguments) for call in output.tool_calls
+        ],
     )
 
 
