@@ -30,7 +30,7 @@ ADAPTERS = {
 }
 
 
-def sync(session: nox.Session) -> None:
+def sync(session: nox.Session, *extra: str) -> None:
     """Install the whole locked workspace, all extras and the dev group, into this session."""
     session.run_install(
         "uv",
@@ -38,6 +38,7 @@ def sync(session: nox.Session) -> None:
         "--locked",
         "--all-packages",
         "--all-extras",
+        *extra,
         env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location},
         external=True,
     )
@@ -85,7 +86,7 @@ def conformance(session: nox.Session, adapter: str) -> None:
 @nox.session
 def bench(session: nox.Session) -> None:
     """Run every benchmark script; each prints its figures (not part of the default run)."""
-    sync(session)
+    sync(session, "--group", "bench")  # DBOS, the engine benchmark's comparison
     scripts = sorted(ROOT.glob("benchmarks/*.py"))
     if not scripts:
         session.skip("no benchmark scripts yet")
