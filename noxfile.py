@@ -44,15 +44,16 @@ ADAPTERS = {
 }
 
 
-def sync(session: nox.Session, venv: Path = WORKSPACE_VENV) -> None:
-    """Install the whole locked workspace, all extras and the dev group, into ``venv``
-    (the shared venv unless a session needs its own)."""
+def sync(session: nox.Session, *extra: str, venv: Path = WORKSPACE_VENV) -> None:
+    """Install the whole locked workspace, all extras, the dev group and ``extra`` uv
+    arguments into ``venv`` (the shared venv unless a session needs its own)."""
     session.run_install(
         "uv",
         "sync",
         "--locked",
         "--all-packages",
         "--all-extras",
+        *extra,
         env={"UV_PROJECT_ENVIRONMENT": str(venv)},
         external=True,
     )
@@ -116,7 +117,7 @@ def conformance(session: nox.Session, adapter: str) -> None:
 @nox.session(venv_backend="none")
 def bench(session: nox.Session) -> None:
     """Run every benchmark script; each prints its figures (not part of the default run)."""
-    sync(session)
+    sync(session, "--group", "bench")  # DBOS, the engine benchmark's comparison
     scripts = sorted(ROOT.glob("benchmarks/*.py"))
     if not scripts:
         session.skip("no benchmark scripts yet")
@@ -180,7 +181,7 @@ def compat(session: nox.Session, adapter: str, end: str) -> None:
     """
     package, frameworks = FRAMEWORKS[adapter]
     # Its own venv: the pins below must not change the shared one.
-    sync(session, Path(session.virtualenv.location))
+    sync(session, venv=Path(session.virtualenv.location))
     requirements = [claimed_requirement(package, framework) for framework in frameworks]
     if end == "oldest":
         pins = [oldest_claimed(requirement) for requirement in requirements]

@@ -10,6 +10,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +86,39 @@ class ThreadWorker:
     def stop(self) -> None:
         self.worker.stop()
         self.thread.join(30)
+
+
+class RunningFlows:
+    """Some Flows registered once, a Client, and a pull Worker thread on one engine."""
+
+    def __init__(self, flows: list[Any], address: str, cache_dir: str) -> None:
+        self.flows = flows
+        self.registry = Registry(flows)
+        self.cache = open_blob_cache(BlobCacheConfig(directory=cache_dir, max_bytes=10_000_000))
+        self.client = Client(
+            self.registry,
+            self.cache,
+            ClientOptions(server_address=address, worker_target=WorkerTarget(pull=True)),
+        )
+        self.worker = ThreadWorker(self.registry, self.cache, address).start()
+
+    def flow(self, kind: type[Any]) -> Any:
+        """The registered instance of a Flow class."""
+        return next(flow for flow in self.flows if type(flow) is kind)
+
+    def close(self) -> None:
+        self.worker.stop()
+        self.cache.close()
+
+
+@contextmanager
+def running_flows(flows: list[Any], address: str, cache_dir: str) -> Iterator[RunningFlows]:
+    """Run ``flows`` on a pull Worker thread against the engine at ``address``."""
+    running = RunningFlows(flows, address, cache_dir)
+    try:
+        yield running
+    finally:
+        running.close()
 
 
 @pytest.fixture

@@ -8,19 +8,14 @@ from datetime import timedelta
 import grpc
 import pytest
 import reset_app as app
-from conftest import ThreadWorker
+from conftest import running_flows
 from dex import (
-    BlobCacheConfig,
     Client,
-    ClientOptions,
     DexServiceError,
     FlowStatus,
     LongPollTimeoutError,
-    Registry,
     TimeTravelOptions,
     TimeTravelType,
-    WorkerTarget,
-    open_blob_cache,
 )
 from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc as pb_grpc
@@ -30,19 +25,9 @@ from dex_local_engine import LocalEngine
 
 @pytest.fixture
 def client(engine: LocalEngine, cache_dir: str) -> Iterator[Client]:
-    flows = app.flows()
-    registry = Registry(flows)
-    cache = open_blob_cache(BlobCacheConfig(directory=cache_dir, max_bytes=10_000_000))
-    made = Client(
-        registry,
-        cache,
-        ClientOptions(server_address=engine.address, worker_target=WorkerTarget(pull=True)),
-    )
-    worker = ThreadWorker(registry, cache, engine.address).start()
-    made.go = flows[0]  # type: ignore[attr-defined]  # the registered instance
-    yield made
-    worker.stop()
-    cache.close()
+    with running_flows(app.flows(), engine.address, cache_dir) as running:
+        running.client.go = running.flows[0]  # type: ignore[attr-defined]
+        yield running.client
 
 
 def _go(client: Client) -> app.GoFlow:

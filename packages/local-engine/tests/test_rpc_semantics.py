@@ -11,56 +11,31 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import timedelta
-from typing import Any
 
 import pytest
 import rpc_semantics_app as app
-from conftest import ThreadWorker
+from conftest import RunningFlows, running_flows
 from dex import (
     AttributeMatch,
-    BlobCacheConfig,
-    Client,
-    ClientOptions,
     FlowConfig,
     FlowNotActiveOrNotFoundError,
     FlowNotFoundError,
     FlowStatus,
-    Registry,
     StartFlowOptions,
     WaitForAttributeOptions,
-    WorkerTarget,
-    open_blob_cache,
 )
 
 from dex_local_engine import LocalEngine
 
 
-class Apps:
-    def __init__(self, address: str, cache_dir: str) -> None:
-        self.flows = app.flows()
-        self.registry = Registry(self.flows)
-        self.cache = open_blob_cache(BlobCacheConfig(directory=cache_dir, max_bytes=10_000_000))
-        self.client = Client(
-            self.registry,
-            self.cache,
-            ClientOptions(server_address=address, worker_target=WorkerTarget(pull=True)),
-        )
-
-    def flow(self, kind: type[Any]) -> Any:
-        return next(flow for flow in self.flows if isinstance(flow, kind))
-
-
 @pytest.fixture
-def apps(engine: LocalEngine, cache_dir: str) -> Iterator[Apps]:
-    made = Apps(engine.address, cache_dir)
-    worker = ThreadWorker(made.registry, made.cache, engine.address).start()
-    yield made
-    app.RELEASE.set()  # never leave a Step blocked behind the Worker's stop
-    worker.stop()
-    made.cache.close()
+def apps(engine: LocalEngine, cache_dir: str) -> Iterator[RunningFlows]:
+    with running_flows(app.flows(), engine.address, cache_dir) as running:
+        yield running
+        app.RELEASE.set()  # never leave a Step blocked behind the Worker's stop
 
 
-def test_rpc_right_after_start_sees_the_start_steps_writes(apps: Apps) -> None:
+def test_rpc_right_after_start_sees_the_start_steps_writes(apps: RunningFlows) -> None:
     flow = apps.flow(app.MarkFlow)
     for attempt in range(20):
         flow_id = f"mark-{attempt}"
@@ -68,7 +43,7 @@ def test_rpc_right_after_start_sees_the_start_steps_writes(apps: Apps) -> None:
         assert apps.client.invoke_rpc(flow.read, flow_id) == f"value-{attempt}"
 
 
-def test_rpc_right_after_an_rpc_sees_the_steps_it_started(apps: Apps) -> None:
+def test_rpc_right_after_an_rpc_sees_the_steps_it_started(apps: RunningFlows) -> None:
     flow = apps.flow(app.MarkFlow)
     apps.client.start_flow(flow, "mark-rpc", "first")
     assert apps.client.invoke_rpc(flow.read, "mark-rpc") == "first"
@@ -77,7 +52,7 @@ def test_rpc_right_after_an_rpc_sees_the_steps_it_started(apps: Apps) -> None:
         assert apps.client.invoke_rpc(flow.read, "mark-rpc") == f"again-{attempt}"
 
 
-def test_rpc_does_not_wait_for_a_sync_step(apps: Apps) -> None:
+def test_rpc_does_not_wait_for_a_sync_step(apps: RunningFlows) -> None:
     app.RELEASE.clear()
     flow = apps.flow(app.SyncMarkFlow)
     apps.client.start_flow(flow, "sync-mark", "late")
@@ -95,7 +70,7 @@ def test_rpc_does_not_wait_for_a_sync_step(apps: Apps) -> None:
 
 
 def test_read_only_rpc_works_on_a_closed_flow_and_a_writing_one_is_refused(
-    apps: Apps,
+    apps: RunningFlows,
 ) -> None:
     flow = apps.flow(app.ClosedFlow)
     apps.client.start_flow(flow, "closed", "done")
@@ -106,7 +81,7 @@ def test_read_only_rpc_works_on_a_closed_flow_and_a_writing_one_is_refused(
     assert apps.client.invoke_rpc(flow.read, "closed") == "done"
 
 
-def test_unknown_attribute_store_is_refused_and_nothing_starts(apps: Apps) -> None:
+def test_unknown_attribute_store_is_refused_and_nothing_starts(apps: RunningFlows) -> None:
     flow = apps.flow(app.ClosedFlow)
     options = StartFlowOptions(config_override=FlowConfig(attribute_store_names=["warehouse"]))
     with pytest.raises(Exception, match="unknown Attribute Store 'warehouse'"):

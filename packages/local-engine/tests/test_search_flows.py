@@ -7,18 +7,13 @@ from datetime import timedelta
 
 import pytest
 import search_app as app
-from conftest import ThreadWorker
+from conftest import running_flows
 from dex import (
-    BlobCacheConfig,
     Client,
-    ClientOptions,
     DexServiceError,
     FlowStatus,
-    Registry,
     StepExecutionId,
     WaitForStepCompletionOptions,
-    WorkerTarget,
-    open_blob_cache,
 )
 
 from dex_local_engine import LocalEngine
@@ -26,27 +21,17 @@ from dex_local_engine import LocalEngine
 
 @pytest.fixture
 def client(engine: LocalEngine, cache_dir: str) -> Iterator[Client]:
-    flows = app.flows()
-    registry = Registry(flows)
-    cache = open_blob_cache(BlobCacheConfig(directory=cache_dir, max_bytes=10_000_000))
-    made = Client(
-        registry,
-        cache,
-        ClientOptions(server_address=engine.address, worker_target=WorkerTarget(pull=True)),
-    )
-    worker = ThreadWorker(registry, cache, engine.address).start()
-    flow = flows[0]
-    for number in range(1, 7):
-        made.start_flow(flow, f"order-{number}", number)
-    for number in range(1, 7):
-        made.wait_for_step_completion(
-            f"order-{number}",
-            StepExecutionId("Index", 1),
-            WaitForStepCompletionOptions(request_timeout=timedelta(seconds=30)),
-        )
-    yield made
-    worker.stop()
-    cache.close()
+    with running_flows(app.flows(), engine.address, cache_dir) as running:
+        made, flow = running.client, running.flows[0]
+        for number in range(1, 7):
+            made.start_flow(flow, f"order-{number}", number)
+        for number in range(1, 7):
+            made.wait_for_step_completion(
+                f"order-{number}",
+                StepExecutionId("Index", 1),
+                WaitForStepCompletionOptions(request_timeout=timedelta(seconds=30)),
+            )
+        yield made
 
 
 def _ids(client: Client, query: str, page_size: int = 100) -> list[str]:

@@ -45,9 +45,10 @@ async def invoke_rpc(engine: Engine, request: pb.InvokeRPCRequest) -> pb.InvokeR
     if not request.rpc_name:
         raise errors.invalid("InvokeRPC needs an rpc_name")
     keys = sorted(set(request.lock_attribute_keys))
+    await _settle_async_methods(engine, flow)
+    flow = engine.flow(request.flow_id, active=False)  # a new start may have replaced the run
     if not flow.running and keys:
         raise errors.flow_not_found(flow.flow_id, active=True)  # locking RPCs update the run
-    await _settle_async_methods(engine, flow)
     if not flow.running:
         state_access.load_closed_attributes(engine, flow)
     was_running = flow.running

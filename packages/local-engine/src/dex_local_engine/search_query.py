@@ -100,6 +100,7 @@ class _Parser:
         self.known_field = known_field
 
     def query(self) -> Query:
+        """The whole query: an optional condition, then an optional ORDER BY."""
         matches: Predicate = _always
         if self._peek() is not None and not self._at_word("order"):
             matches = self._or()
