@@ -25,9 +25,11 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
+    HumanMessage,
     SystemMessage,
     ToolMessage,
 )
+from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, ToolException
 from langgraph.graph import END, START, MessagesState, StateGraph
@@ -60,6 +62,14 @@ from dex_agents.adapter_support import (
     tool_arguments_object,
 )
 from dex_agents.builtin_tools import enabled_builtin_tool_definitions
+from dex_agents.compaction import ContextSummaryRequest, ContextSummaryResult
+from dex_agents.compaction_support import (
+    CutItem,
+    context_summary_note,
+    select_cut,
+    summary_input_text,
+)
+from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS
 from dex_agents_langgraph.messages import (
     RequestedToolCall,
     framework_message_of,
@@ -162,6 +172,9 @@ class LangGraphRunner:
         self.graph = graph
         self.tools: Mapping[str, BaseTool] = by_name
         self.messages_key = messages_key
+        self.summary_model: BaseChatModel | None = None
+        """The chat model ``summarize_context`` calls; ``from_chat_model`` sets it to the
+        runner's model. Set it for a graph runner that runs with a compaction policy."""
 
     @classmethod
     def from_chat_model(
@@ -207,7 +220,9 @@ class LangGraphRunner:
         builder.add_edge(START, MODEL_NODE)
         builder.add_edge(MODEL_NODE, END)
         graph = builder.compile(name="dex_agents_model_step")  # pyright: ignore[reportUnknownMemberType]
-        return cls(graph, tool_list)
+        runner = cls(graph, tool_list)
+        runner.summary_model = model
+        return runner
 
     # --- messages ------------------------------------------------------------------
 
@@ -226,6 +241,9 @@ class LangGraphRunner:
         # Stored forms are taken before the graph runs: its reducer gives messages ids.
         stored_results = [framework_message_of(result) for result in new_results]
         inputs = pair_tool_calls_with_results([*stored_messages(turn.messages), *new_results])
+        if turn.context_summary is not None:
+            # The summary of the earlier messages leads the input as a human message.
+            inputs.insert(0, HumanMessage(content=context_summary_note(turn.context_summary)))
 
         stream = _ModelStream(turn.events)
         final_state: Any = None
@@ -252,6 +270,56 @@ class LangGraphRunner:
             tool_calls=[self._deferred_call(turn, call) for call in tool_calls_of(response)],
             usage=usage,
             model_call_metadata=metadata,
+        )
+
+    # --- compaction ----------------------------------------------------------------
+
+    async def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
+        """LangChain's ``count_tokens_approximately`` over the stored messages and summary."""
+        messages: list[BaseMessage] = list(stored_messages(turn.messages))
+        if turn.context_summary is not None:
+            messages.insert(0, HumanMessage(content=context_summary_note(turn.context_summary)))
+        return count_tokens_approximately(messages)
+
+    async def select_compaction_cutoff(
+        self, turn: AgentTurnContext, retained_token_budget: int
+    ) -> int | None:
+        """A cut between model responses whose tool calls all have ``ToolMessage`` results."""
+        items: list[CutItem] = []
+        for message in stored_messages(turn.messages):
+            tokens = count_tokens_approximately([message])
+            if isinstance(message, ToolMessage):
+                items.append(CutItem(tokens, answers=frozenset({message.tool_call_id})))
+            elif isinstance(message, AIMessage):
+                opens = frozenset(str(call["id"]) for call in message.tool_calls if call["id"])
+                items.append(CutItem(tokens, opens=opens))
+            else:
+                items.append(CutItem(tokens))
+        point = select_cut(items, retained_token_budget)
+        return turn.messages[point - 1].sequence if point is not None else None
+
+    async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
+        """One ``summary_model.ainvoke`` without tools: ``CONTEXT_SUMMARY_INSTRUCTIONS`` and
+        the earlier summary and messages as one human message."""
+        model = self.summary_model
+        if model is None:
+            raise RuntimeError(
+                "this LangGraph runner has no summary_model; set runner.summary_model to the"
+                " chat model that summarizes, or build the runner with from_chat_model"
+            )
+        text, _ = summary_input_text(
+            request.messages,
+            request.previous_summary,
+            token_budget=request.input_token_budget,
+            count_tokens=lambda value: count_tokens_approximately([HumanMessage(content=value)]),
+        )
+        response = await model.ainvoke(
+            [SystemMessage(content=CONTEXT_SUMMARY_INSTRUCTIONS), HumanMessage(content=text)]
+        )
+        return ContextSummaryResult(
+            summary=message_text(response),
+            usage=_usage_of(response),
+            model_call_metadata=_ModelStream(request.events).metadata_for(response),
         )
 
     def _model_config(self, turn: AgentTurnContext, model_calls: int) -> RunnableConfig:
