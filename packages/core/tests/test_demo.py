@@ -236,3 +236,28 @@ def test_demo_runs_against_a_separate_dex_server(tmp_path: Path) -> None:
     finally:
         engine.send_signal(signal.SIGTERM)
         assert engine.wait(timeout=30) == 0
+
+
+@pytest.mark.slow
+def test_demo_plans_executes_the_plan_and_steers(tmp_path: Path) -> None:
+    result = run_demo(
+        tmp_path,
+        "--message",
+        "/plan check order 43",
+        "--message",
+        "/execute",
+        "--message",
+        "/cancel",
+        "--message",
+        "/steer where is order 42",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    draft = out.index("[plan] revision 1, draft")
+    assert out.index("[ ] Look up order 43") > draft
+    # Nothing ran while the plan was a draft; /execute ran it and completed it.
+    assert out.index("[tool] lookup_order succeeded") > draft
+    assert "[plan] revision 2, completed" in out
+    assert "[x] Look up order 43" in out
+    assert "(no turn is running)" in out
+    assert "Order 42 (espresso grinder) is delivered" in out

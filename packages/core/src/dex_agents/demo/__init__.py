@@ -138,6 +138,9 @@ async def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
             out=out,
             interactive=interactive,
             auto_approve=options.auto_approve,
+            # A person at a terminal can type /cancel or /steer while a turn runs; piped
+            # input stays in order, so a scripted answer is never taken for a command.
+            reads_during_turns=interactive and sys.stdin.isatty(),
         )
         resumed = await chat.open()
         verb = "resumed" if resumed else "started"
@@ -156,7 +159,8 @@ async def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
             else:
                 for text in options.messages:
                     chat.say(f"you> {text}")
-                    await chat.send(text)
+                    if not await chat.run_command(text):
+                        await chat.send(text)
         finally:
             await chat.close()
         out.write(f"resume later with: dex-agents demo --session {session_id}\n")
@@ -168,14 +172,18 @@ async def _converse(chat: Chat) -> None:
     from dex_agents.demo.script import DEMO_HELP
 
     chat.say(DEMO_HELP)
-    chat.say("Commands: /quit to leave (the session stays in the database).")
+    chat.say(
+        "Commands: /plan TEXT plans before acting, /execute runs the plan, /steer TEXT "
+        "redirects a turn, /cancel stops one, /quit leaves (the session stays in the database)."
+    )
     while True:
         line = await chat.prompt("you> ")
         if line is None or line.strip() in ("/quit", "/exit"):
             return
         if not line.strip():
             continue
-        await chat.send(line)
+        if not await chat.run_command(line):
+            await chat.send(line)
 
 
 def run_demo_command(args: argparse.Namespace) -> int:

@@ -100,6 +100,7 @@ def build_demo_flow(model: ModelClient, shop_file: Path) -> AgentSessionFlow:
         instructions=INSTRUCTIONS,
         model=model,
         tools=shop_tools(Shop(shop_file)),
-        built_in_tools=["ask_user", "durable_wait"],
+        built_in_tools=["ask_user", "durable_wait", "write_todos"],
+        plan_mode_enabled=True,
     )
     return create_stepwise_session_flow(definition, DEMO_FLOW_TYPE)

@@ -22,6 +22,7 @@ from dex_agents.client import AgentSessionClient
 from dex_agents.values import (
     AgentEvent,
     AgentInterrupt,
+    AgentPlan,
     AgentSnapshot,
     AgentToolCallStatus,
     InterruptKind,
@@ -63,6 +64,7 @@ class Chat:
         out: TextIO = sys.stdout,
         interactive: bool = True,
         auto_approve: bool = False,
+        reads_during_turns: bool = False,
     ) -> None:
         self.sessions = sessions
         self.session_id = session_id
@@ -79,6 +81,11 @@ class Chat:
         self._mid_line = False
         self._live_attempt: dict[str, int] = {}
         self._follower: asyncio.Task[None] | None = None
+        self._shown_plan_revision: int | None = None
+        # One outstanding read of the user's next line: a turn's commands and the next
+        # prompt share it, so a line typed while a turn runs is never lost.
+        self.reads_during_turns = reads_during_turns
+        self._pending_line: asyncio.Task[str | None] | None = None
 
     # --- output ----------------------------------------------------------------------
 
@@ -92,9 +99,32 @@ class Chat:
         if self._mid_line:
             self._write("\n")
         self._write(text)
-        line = await self._read_line("")
+        line = await self._next_line()
+        self._pending_line = None
         self._mid_line = False
         return line
+
+    def _next_line(self) -> asyncio.Task[str | None]:
+        """The outstanding read of the next line, started when none is."""
+        if self._pending_line is None:
+            self._pending_line = asyncio.ensure_future(self._read_line(""))
+            # A line typed while a turn runs wakes the turn's follower.
+            self._pending_line.add_done_callback(lambda _: self._activity.set())
+        return self._pending_line
+
+    async def _line_during_turn(self, line: str | None) -> None:
+        """A line typed while a turn runs: a command, or a message queued for the next turn."""
+        if line is None or not line.strip():
+            return
+        command, _, rest = line.strip().partition(" ")
+        if command == "/cancel":
+            await self.cancel()
+        elif command == "/steer" and rest.strip():
+            accepted = await self.sessions.steer_user_message(self.session_id, text=rest)
+            self.say("  [steered]" if accepted else "  (the session did not accept that steer)")
+        else:
+            await self.sessions.send_user_message(self.session_id, line)
+            self.say("  [queued for the next turn]")
 
     def say(self, line: str) -> None:
         """Print a whole line, after any reply text still on the current line."""
@@ -191,6 +221,8 @@ class Chat:
             self.say(f"  [turn failed] {payload.get('error')}")
         elif kind == "turn_cancelled":
             self.say("  [turn cancelled]")
+        elif kind == "turn_steered":
+            self.say("  [turn redirected by your new message]")
         if kind in _TURN_END_EVENTS:
             self._ended_turns.add(event.turn_id)
             self._turn_ended.set()
@@ -213,11 +245,71 @@ class Chat:
 
     # --- turns -----------------------------------------------------------------------
 
-    async def send(self, text: str) -> bool:
+    async def run_command(self, line: str) -> bool:
+        """Handle ``/steer TEXT``, ``/cancel``, ``/plan TEXT`` and ``/execute``; ``False`` for
+        anything else, which is a message."""
+        command, _, rest = line.strip().partition(" ")
+        if command == "/plan":
+            await self.send(rest, plan_mode=True)
+        elif command == "/execute":
+            await self.execute_plan()
+        elif command == "/steer":
+            await self.steer(rest)
+        elif command == "/cancel":
+            await self.cancel()
+        else:
+            return False
+        return True
+
+    async def steer(self, text: str) -> bool:
+        """Redirect the running turn with ``text``; between turns it starts the next one."""
+        before = await self.snapshot()
+        turns_before = before.state.turn_count if before.state else 0
+        accepted = await self.sessions.steer_user_message(self.session_id, text=text)
+        if not accepted:
+            self.say("  (the session did not accept that steer)")
+            return False
+        await self.follow_turns(turns_before + 1)
+        return True
+
+    async def cancel(self) -> bool:
+        """Stop the running turn."""
+        stopped = await self.sessions.cancel_turn(self.session_id)
+        self.say("  [stop requested]" if stopped else "  (no turn is running)")
+        return stopped
+
+    async def execute_plan(self) -> bool:
+        """Approve the current plan revision and follow the turn that executes it."""
+        snapshot = await self.snapshot()
+        plan = snapshot.plan
+        if plan is None or plan.status not in ("draft", "active"):
+            self.say("  (no plan to execute; write one with /plan TEXT)")
+            return False
+        turns_before = snapshot.state.turn_count if snapshot.state else 0
+        approved = await self.sessions.execute_plan(self.session_id, plan.revision)
+        if not approved:
+            self.say("  (the session did not accept the plan now)")
+            return False
+        await self.follow_turns(turns_before + 1)
+        return True
+
+    def show_plan(self, plan: AgentPlan | None) -> None:
+        """Print the plan when its revision is new to this chat."""
+        if plan is None or plan.revision == self._shown_plan_revision:
+            return
+        self._shown_plan_revision = plan.revision
+        self.say(f"  [plan] revision {plan.revision}, {plan.status}")
+        marks = {"pending": " ", "in_progress": ">", "completed": "x"}
+        for task in plan.tasks:
+            self.say(f"    [{marks[task.status]}] {task.content}")
+        if plan.status == "draft":
+            self.say("  (type /execute to run this plan, or reply to revise it)")
+
+    async def send(self, text: str, *, plan_mode: bool = False) -> bool:
         """Send ``text`` and follow the turn it starts until it ends."""
         before = await self.snapshot()
         turns_before = before.state.turn_count if before.state else 0
-        accepted = await self.sessions.send_user_message(self.session_id, text)
+        accepted = await self.sessions.send_user_message(self.session_id, text, plan_mode=plan_mode)
         if not accepted:
             self.say("  (the session did not accept that message)")
             return False
@@ -225,10 +317,19 @@ class Chat:
         return True
 
     async def follow_turns(self, turn_count: int) -> None:
-        """Handle approvals and questions until ``turn_count`` turns ended and nothing runs."""
+        """Handle approvals and questions until ``turn_count`` turns ended and nothing runs.
+
+        With ``reads_during_turns``, a line typed meanwhile is ``/cancel``, ``/steer TEXT``,
+        or a message queued for the next turn.
+        """
         last_wait_report = 0.0
         loop = asyncio.get_running_loop()
         while True:
+            typed = self._pending_line
+            if typed is not None and typed.done():
+                self._pending_line = None
+                await self._line_during_turn(typed.result())
+                turn_count = max(turn_count, await self._turns_to_follow(turn_count))
             snapshot = await self.snapshot()
             for interrupt in snapshot.pending_interrupts:
                 if interrupt.interrupt_id not in self._handled_interrupts:
@@ -247,11 +348,22 @@ class Chat:
             if due and self._report_waits(snapshot):
                 last_wait_report = loop.time()
             self._activity.clear()
+            if self.reads_during_turns:
+                self._next_line()
             # asyncio.timeout, not wait_for: Python 3.11's wait_for drops a cancellation
             # (Ctrl-C) that arrives while the event wakes it, and the demo would not stop.
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(_POLL_SECONDS):
                     await self._activity.wait()
+
+    async def _turns_to_follow(self, turn_count: int) -> int:
+        """After a typed line: also follow the turn a queued or steered message starts."""
+        snapshot = await self.snapshot()
+        state = snapshot.state
+        if state is None:
+            return turn_count
+        waiting = snapshot.queued_message_count + len(snapshot.steered_messages)
+        return state.turn_count + (1 if waiting else 0)
 
     def _report_waits(self, snapshot: AgentSnapshot) -> bool:
         reported = False
@@ -278,6 +390,7 @@ class Chat:
                 self.say(f"agent> {replies[-1].text}")
         if self._mid_line:
             self._write("\n")
+        self.show_plan(snapshot.plan)
 
     # --- approvals and questions -----------------------------------------------------
 

@@ -19,8 +19,11 @@ __all__ = ["DEMO_HELP", "demo_model_reply"]
 
 DEMO_HELP = (
     "I am the scripted demo model (no API key needed). Try: 'list my orders', "
-    "'where is order 43', 'refund order 42', 'help me choose', or 'wait 5 seconds'."
+    "'where is order 43', 'refund order 42', 'help me choose', 'wait 5 seconds', "
+    "or '/plan check order 43'."
 )
+_APPROVED_PLAN = "[Dex] The user approved plan revision"
+_PLAN_TASK = re.compile(r"^- \[(pending|in_progress|completed)\] (.+)$", re.MULTILINE)
 
 _ORDER_ID = re.compile(r"\b(\d{1,6})\b")
 _SECONDS = re.compile(r"(\d{1,5})\s*(s|sec|secs|second|seconds|m|min|mins|minute|minutes)?\b")
@@ -52,6 +55,11 @@ def demo_model_reply(request: ModelRequest) -> ScriptedModelReply:
     lowered = text.lower()
     order = _ORDER_ID.search(lowered)
     order_id = order.group(1) if order else "42"
+
+    if [tool.name for tool in request.tools] == ["write_todos"]:
+        return _plan(order_id, results)
+    if text.startswith(_APPROVED_PLAN):
+        return _execute_plan(request, results)
 
     if "refund" in lowered:
         return _refund(order_id, results)
@@ -160,3 +168,51 @@ def _question(results: list[ToolResultItem]) -> ScriptedModelReply:
     if answer is not None and answer.get("status") == "answered":
         return ScriptedModelReply(text=f"Good choice: {answer['answer']}.")
     return ScriptedModelReply(text=f"No answer, then ({results[-1].output}).")
+
+
+def _plan(order_id: str, results: list[ToolResultItem]) -> ScriptedModelReply:
+    """A planning turn: write a draft, then hand it to the user for review."""
+    if not results:
+        tasks = [f"Look up order {order_id}", "Tell you what I found"]
+        return ScriptedModelReply(
+            text="Here is how I would go about it.",
+            tool_calls=[
+                ScriptedToolCall(
+                    "write_todos",
+                    {"todos": [{"content": task, "status": "pending"} for task in tasks]},
+                )
+            ],
+        )
+    return ScriptedModelReply(text="That is my plan; nothing has run yet.")
+
+
+def _execute_plan(request: ModelRequest, results: list[ToolResultItem]) -> ScriptedModelReply:
+    """An executing turn: do the plan's lookup, then mark every task completed."""
+    tasks = _plan_tasks(request)
+    order = next((_ORDER_ID.search(task) for task in tasks if _ORDER_ID.search(task)), None)
+    if not results and order is not None:
+        return ScriptedModelReply(
+            text="Working through the plan.",
+            tool_calls=[ScriptedToolCall("lookup_order", {"order_id": order.group(1)})],
+        )
+    if not results or results[-1].tool_name != "write_todos":
+        found = _json(results[-1].output) if results else None
+        summary = f"{found['item']} is {found['status']}" if found else "nothing to look up"
+        return ScriptedModelReply(
+            text=f"Done: {summary}.",
+            tool_calls=[
+                ScriptedToolCall(
+                    "write_todos",
+                    {"todos": [{"content": task, "status": "completed"} for task in tasks]},
+                )
+            ],
+        )
+    return ScriptedModelReply(text="Every task of the plan is done.")
+
+
+def _plan_tasks(request: ModelRequest) -> list[str]:
+    """The tasks of the plan note the session shows before the turn's messages."""
+    for item in request.items:
+        if isinstance(item, UserTextItem) and item.text.startswith("[Dex] Plan"):
+            return [match.group(2) for match in _PLAN_TASK.finditer(item.text)]
+    return []
