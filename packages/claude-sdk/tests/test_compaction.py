@@ -8,7 +8,8 @@ from typing import Any
 
 import httpx2
 
-from dex_agents import ContextSummary, ContextSummaryRequest, ToolCallsRequested, ToolEffect
+from dex_agents import ContextSummary, ToolCallsRequested, ToolEffect
+from dex_agents.testing.compaction import summary_request
 from dex_agents.testing.runner_driver import RunnerDriver
 from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS, CONTEXT_SUMMARY_NOTE_HEADER
 from dex_agents_claude_sdk import ClaudeAgentRunner, claude_tool
@@ -92,23 +93,7 @@ async def test_cutoff_keeps_tool_use_with_its_result_and_summary_leads_the_input
     assert await runner.select_compaction_cutoff(turn, 0) == turn.messages[2].sequence
     assert await runner.select_compaction_cutoff(turn, 10_000) == turn.messages[0].sequence
 
-    result = await runner.summarize_context(
-        ContextSummaryRequest(
-            flow_id="s-1",
-            turn_id="turn-1",
-            attempt=1,
-            messages=tuple(turn.messages[:3]),
-            previous_summary=None,
-            through_sequence=turn.messages[2].sequence,
-            input_token_budget=100_000,
-            session_settings={},
-            events=turn.events,
-            cancellation=turn.cancellation,
-            deadline=turn.deadline,
-            step_execution_id="step-1",
-            heartbeat=turn.heartbeat,
-        )
-    )
+    result = await runner.summarize_context(summary_request(turn, turn.messages[:3]))
     assert result.summary == "the summary"
     assert result.usage.model_calls == 1
     _, body = endpoint.requests[-1]

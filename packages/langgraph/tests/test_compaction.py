@@ -13,7 +13,8 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
 from pydantic import Field
 
-from dex_agents import ContextSummary, ContextSummaryRequest, ToolCallsRequested
+from dex_agents import ContextSummary, ToolCallsRequested
+from dex_agents.testing.compaction import summary_request
 from dex_agents.testing.runner_driver import RunnerDriver
 from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS, CONTEXT_SUMMARY_NOTE_HEADER
 from dex_agents_langgraph import LangGraphAgentRunner
@@ -80,23 +81,7 @@ async def test_compaction_methods_cut_summarize_and_lead_with_the_summary() -> N
     assert await runner.select_compaction_cutoff(turn, 0) == turn.messages[-2].sequence
     assert await runner.select_compaction_cutoff(turn, 10_000) == turn.messages[0].sequence
 
-    result = await runner.summarize_context(
-        ContextSummaryRequest(
-            flow_id="s-1",
-            turn_id="turn-1",
-            attempt=1,
-            messages=tuple(turn.messages),
-            previous_summary=None,
-            through_sequence=turn.messages[-1].sequence,
-            input_token_budget=100_000,
-            session_settings={},
-            events=turn.events,
-            cancellation=turn.cancellation,
-            deadline=turn.deadline,
-            step_execution_id="step-1",
-            heartbeat=turn.heartbeat,
-        )
-    )
+    result = await runner.summarize_context(summary_request(turn))
     assert result.summary == "the summary"
     system, human = model.calls[-1]
     assert isinstance(system, SystemMessage)

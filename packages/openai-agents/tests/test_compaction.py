@@ -8,7 +8,8 @@ from dataclasses import replace
 from agents import Agent, function_tool
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 
-from dex_agents import ContextSummary, ContextSummaryRequest, ToolCallsRequested, ToolEffect
+from dex_agents import ContextSummary, ToolCallsRequested, ToolEffect
+from dex_agents.testing.compaction import summary_request
 from dex_agents.testing.runner_driver import RunnerDriver
 from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS, CONTEXT_SUMMARY_NOTE_HEADER
 from dex_agents_openai_agents import OpenAIAgentsRunner, declare_tool_effect
@@ -47,23 +48,7 @@ async def test_compaction_methods_cut_summarize_and_lead_with_the_summary() -> N
     assert await runner.select_compaction_cutoff(turn, 0) == turn.messages[output_at].sequence
     assert await runner.select_compaction_cutoff(turn, 10_000) == turn.messages[0].sequence
 
-    result = await runner.summarize_context(
-        ContextSummaryRequest(
-            flow_id="s-1",
-            turn_id="turn-1",
-            attempt=1,
-            messages=tuple(turn.messages),
-            previous_summary=None,
-            through_sequence=turn.messages[-1].sequence,
-            input_token_budget=100_000,
-            session_settings={},
-            events=turn.events,
-            cancellation=turn.cancellation,
-            deadline=turn.deadline,
-            step_execution_id="step-1",
-            heartbeat=turn.heartbeat,
-        )
-    )
+    result = await runner.summarize_context(summary_request(turn))
     assert result.summary == "the summary"
     assert result.usage.model_calls == 1
     summary_call = model.calls[-1]

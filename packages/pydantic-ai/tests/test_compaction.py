@@ -16,7 +16,8 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
-from dex_agents import ContextSummary, ContextSummaryRequest, ToolCallsRequested, ToolEffect
+from dex_agents import ContextSummary, ToolCallsRequested, ToolEffect
+from dex_agents.testing.compaction import summary_request
 from dex_agents.testing.runner_driver import RunnerDriver
 from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS, CONTEXT_SUMMARY_NOTE_HEADER
 from dex_agents_pydantic_ai import PydanticAIRunner, dex_tool_metadata
@@ -62,23 +63,7 @@ async def test_compaction_methods_cut_summarize_and_lead_with_the_summary() -> N
     assert await runner.select_compaction_cutoff(turn, 0) == turn.messages[-2].sequence
     assert await runner.select_compaction_cutoff(turn, 10_000) == turn.messages[0].sequence
 
-    result = await runner.summarize_context(
-        ContextSummaryRequest(
-            flow_id="s-1",
-            turn_id="turn-1",
-            attempt=1,
-            messages=tuple(turn.messages),
-            previous_summary=None,
-            through_sequence=turn.messages[-1].sequence,
-            input_token_budget=100_000,
-            session_settings={},
-            events=turn.events,
-            cancellation=turn.cancellation,
-            deadline=turn.deadline,
-            step_execution_id="step-1",
-            heartbeat=turn.heartbeat,
-        )
-    )
+    result = await runner.summarize_context(summary_request(turn))
     assert result.summary == "the summary"
     assert result.usage.model_calls == 1
     messages, info = script.calls[-1]
