@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from dataclasses import fields, replace
 from datetime import timedelta
 from typing import Unpack
 
@@ -27,11 +28,7 @@ from dex_agents.session import rpcs, turn_control_rpcs
 from dex_agents.session.approvals import AwaitToolApproval
 from dex_agents.session.cancellation import FinishTurnCancellation
 from dex_agents.session.compaction_step import CompactContext
-from dex_agents.session.options import (
-    AgentSessionOptions,
-    AgentSessionOptionValues,
-    apply_session_option_values,
-)
+from dex_agents.session.options import AgentSessionOptions, AgentSessionOptionValues
 from dex_agents.session.persistence import (
     PendingInterruptList,
     SessionPersistence,
@@ -291,7 +288,20 @@ def create_agent_session_flow(
     if not isinstance(flow_type, str) or not flow_type.strip() or "/" in flow_type:  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ValueError("flow_type must be a non-empty name without '/'")
     _check_runner(runner)
-    resolved = apply_session_option_values(options, option_values)
+    resolved = options if options is not None else AgentSessionOptions()
+    if not isinstance(resolved, AgentSessionOptions):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(
+            f"options must be AgentSessionOptions or None, got {type(resolved).__name__}"
+        )
+    if option_values:
+        known = {option.name for option in fields(AgentSessionOptions)}
+        unknown = sorted(set(option_values) - known)
+        if unknown:
+            raise TypeError(
+                f"unknown session option {', '.join(map(repr, unknown))}; "
+                f"the options are {', '.join(sorted(known))}"
+            )
+        resolved = replace(resolved, **option_values)
     if resolved.compaction is not None:
         check_compaction_runner(runner)
     if resolved.plan_mode_enabled and not supports_plan_mode(runner):

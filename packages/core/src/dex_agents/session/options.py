@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field
 from datetime import timedelta
 from types import MappingProxyType
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from dex_agents.builtin_tools import BUILT_IN_TOOL_NAMES
 from dex_agents.compaction import CompactionPolicy
@@ -28,7 +28,6 @@ __all__ = [
     "KNOWN_BUILT_IN_TOOLS",
     "AgentSessionOptionValues",
     "AgentSessionOptions",
-    "apply_session_option_values",
 ]
 
 DEFAULT_EVENT_STREAM_CAPACITY_BYTES = 10 * 1024 * 1024
@@ -162,8 +161,8 @@ class AgentSessionOptionValues(TypedDict, total=False):
     """The fields of ``AgentSessionOptions`` as keywords of a flow factory.
 
     Flow factories take them as ``**session_options: Unpack[AgentSessionOptionValues]``,
-    so pyright rejects a misspelled option and ``apply_session_option_values``
-    raises ``TypeError`` for it at run time. Keep the keys equal to the fields of
+    so pyright rejects a misspelled option; ``create_agent_session_flow`` raises
+    ``TypeError`` for it at run time. Keep the keys equal to the fields of
     ``AgentSessionOptions`` (a test checks).
     """
 
@@ -181,24 +180,3 @@ class AgentSessionOptionValues(TypedDict, total=False):
     plan_mode_enabled: bool
     tracing: TracingOptions | None
     max_user_message_bytes: int
-
-
-def apply_session_option_values(
-    options: AgentSessionOptions | None, values: Mapping[str, Any]
-) -> AgentSessionOptions:
-    """``options`` (or the defaults) with ``values`` applied; ``TypeError`` names an unknown key."""
-    resolved = options if options is not None else AgentSessionOptions()
-    if not isinstance(resolved, AgentSessionOptions):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise TypeError(
-            f"options must be AgentSessionOptions or None, got {type(resolved).__name__}"
-        )
-    if not values:
-        return resolved
-    known = {option.name for option in fields(AgentSessionOptions)}
-    unknown = sorted(set(values) - known)
-    if unknown:
-        raise TypeError(
-            f"unknown session option {', '.join(map(repr, unknown))}; "
-            f"the options are {', '.join(sorted(known))}"
-        )
-    return replace(resolved, **values)
