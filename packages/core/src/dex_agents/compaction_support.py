@@ -29,6 +29,7 @@ __all__ = [
     "CutItem",
     "context_summary_note",
     "cut_points",
+    "estimate_stored_tokens",
     "estimate_text_tokens",
     "select_cut",
     "summary_input_text",
@@ -45,6 +46,15 @@ def estimate_text_tokens(text: str) -> int:
 def context_summary_note(summary: ContextSummary) -> str:
     """The user-role note that carries the summary at the start of model input."""
     return f"{CONTEXT_SUMMARY_NOTE_HEADER}\n{summary.summary}"
+
+
+def estimate_stored_tokens(messages: Sequence[AgentMessage], summary: ContextSummary | None) -> int:
+    """The documented estimate of a model input: the stored messages' framework JSON and
+    the summary note, one token per four characters."""
+    texts = [message.framework_item for message in messages]
+    if summary is not None:
+        texts.append(context_summary_note(summary))
+    return sum(estimate_text_tokens(text) for text in texts)
 
 
 @dataclass(frozen=True)

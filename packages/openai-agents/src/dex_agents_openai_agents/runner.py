@@ -68,6 +68,7 @@ from dex_agents.compaction import ContextSummaryRequest, ContextSummaryResult
 from dex_agents.compaction_support import (
     CutItem,
     context_summary_note,
+    estimate_stored_tokens,
     estimate_text_tokens,
     select_cut,
     summary_input_text,
@@ -255,10 +256,7 @@ class OpenAIAgentsRunner:
     async def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
         """The Agents SDK counts no tokens before a request, so this estimates one token per
         four characters of the stored items' JSON and the summary."""
-        texts = [message.framework_item for message in turn.messages]
-        if turn.context_summary is not None:
-            texts.append(context_summary_note(turn.context_summary))
-        return sum(estimate_text_tokens(text) for text in texts)
+        return estimate_stored_tokens(turn.messages, turn.context_summary)
 
     async def select_compaction_cutoff(
         self, turn: AgentTurnContext, retained_token_budget: int
