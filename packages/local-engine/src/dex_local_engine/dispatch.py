@@ -74,6 +74,8 @@ class Task:
 
 @dataclass(eq=False)
 class WorkerStream:
+    """One pull stream of a Worker: its queue, identity and the task it runs."""
+
     queue: str
     app_worker_id: str
     flow_types: tuple[str, ...]
@@ -84,6 +86,7 @@ class WorkerStream:
     excluded_until: float = 0.0
 
     def send(self, frame: pb.PollWorkerTaskResponse) -> None:
+        """Queue a frame for the stream's writer."""
         self.out.put_nowait(frame)
 
 
@@ -106,6 +109,7 @@ class Dispatcher:
     # Tasks ------------------------------------------------------------------------
 
     def submit(self, task: Task) -> None:
+        """Hand a task to a Worker now, or queue it until one is free."""
         if task.push_address is not None:
             task.push_call = asyncio.get_running_loop().create_task(self._run_push(task))
             return
@@ -231,6 +235,7 @@ class Dispatcher:
     # Pull streams -----------------------------------------------------------------
 
     async def serve_stream(self, context: Any) -> None:
+        """Serve one PollWorkerTask stream from registration to its end."""
         first = await context.read()
         if first is _EOF:
             return
@@ -434,6 +439,7 @@ class Dispatcher:
             )
 
     async def close(self) -> None:
+        """Stop dispatching and end every stream."""
         for channel in self._push_channels.values():
             await channel.close()
         self._push_channels.clear()
