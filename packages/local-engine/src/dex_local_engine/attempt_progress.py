@@ -19,6 +19,8 @@ _VARINT = 0
 
 
 class StepAttemptProgress(StrEnum):
+    """Whether any attempt of a failed method reached a Worker."""
+
     NOT_STARTED = "not_started"
     """No attempt reached a Worker: the Step's code never ran."""
     NOT_COMPLETED = "not_completed"
@@ -42,6 +44,7 @@ def with_attempt_progress(
 
 
 def attempt_progress_of(info: pb.RecoveryErrorInfo) -> StepAttemptProgress | None:
+    """The attempt progress a recovery error carries, or None when the server did not say."""
     for field in UnknownFieldSet(info):
         if field.field_number == ATTEMPT_PROGRESS_FIELD and field.wire_type == _VARINT:
             return _BY_NUMBER.get(int(field.data))

@@ -15,6 +15,8 @@ from dex.dexpb import dex_pb2 as pb
 
 
 class FlowEffect(Enum):
+    """What a Step decision does to its Flow."""
+
     NONE = "none"  # the Flow goes on (next Steps, dead end, channels not empty)
     GRACEFUL = "graceful"  # complete once no other Step is active
     COMPLETE = "complete"  # complete now
@@ -23,6 +25,8 @@ class FlowEffect(Enum):
 
 @dataclass(frozen=True)
 class ClosePlan:
+    """The planned outcome of a Step decision: effect, output, reason, next Steps."""
+
     effect: FlowEffect
     start_next_steps: bool
     output: pb.Value | None  # a completion output to collect, if any

@@ -88,6 +88,8 @@ class Task:
 
 @dataclass(eq=False)
 class WorkerStream:
+    """One pull stream of a Worker: its queue, identity and the task it runs."""
+
     queue: str
     app_worker_id: str
     flow_types: tuple[str, ...]
@@ -98,6 +100,7 @@ class WorkerStream:
     excluded_until: float = 0.0
 
     def send(self, frame: pb.PollWorkerTaskResponse) -> None:
+        """Queue a frame for the stream's writer."""
         self.out.put_nowait(frame)
 
 
@@ -123,6 +126,7 @@ class Dispatcher:
     # Tasks ------------------------------------------------------------------------
 
     def submit(self, task: Task) -> None:
+        """Hand a task to a Worker now, or queue it until one is free."""
         size = task.payload.ByteSize() + TASK_FRAME_OVERHEAD_BYTES
         if size > self.max_task_bytes:
             # Sent anyway, the Worker would drop the stream and the task would come back
@@ -250,6 +254,7 @@ class Dispatcher:
     # Pull streams -----------------------------------------------------------------
 
     async def serve_stream(self, context: Any) -> None:
+        """Serve one PollWorkerTask stream from registration to its end."""
         first = await _read_frame(context)
         if first is None:
             return
@@ -482,6 +487,7 @@ class Dispatcher:
             )
 
     async def close(self) -> None:
+        """Stop dispatching and end every stream."""
         for channel in self._push_channels.values():
             await channel.close()
         self._push_channels.clear()

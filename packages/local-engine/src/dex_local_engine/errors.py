@@ -33,6 +33,7 @@ class DexError(Exception):
         self.worker_error = worker_error
 
     def to_status(self) -> Any:
+        """The gRPC status with the ServiceErrorResponse details."""
         response = pb.ServiceErrorResponse(detail=self.detail, sub_status=self.sub_status)
         if self.worker_error is not None:
             response.original_worker_error_detail = self.worker_error.detail
@@ -47,10 +48,13 @@ class DexError(Exception):
 
 
 def invalid(detail: str) -> DexError:
+    """An INVALID_ARGUMENT error with this detail."""
     return DexError(grpc.StatusCode.INVALID_ARGUMENT, pb.ERROR_SUB_STATUS_UNCATEGORIZED, detail)
 
 
 def flow_not_found(flow_id: str, *, active: bool) -> DexError:
+    """The error the SDK maps to FlowNotFoundError, or with ``active`` to
+    FlowNotActiveOrNotFoundError."""
     what = "is not running or does not exist" if active else "does not exist"
     return DexError(
         grpc.StatusCode.NOT_FOUND,
@@ -60,6 +64,7 @@ def flow_not_found(flow_id: str, *, active: bool) -> DexError:
 
 
 def long_poll_timeout(what: str) -> DexError:
+    """The long-poll timeout the SDK turns into a retry or LongPollTimeoutError."""
     return DexError(
         grpc.StatusCode.DEADLINE_EXCEEDED,
         pb.ERROR_SUB_STATUS_LONG_POLL_TIME_OUT,
@@ -68,6 +73,7 @@ def long_poll_timeout(what: str) -> DexError:
 
 
 def unimplemented(rpc: str) -> DexError:
+    """An UNIMPLEMENTED error naming the RPC."""
     return DexError(
         grpc.StatusCode.UNIMPLEMENTED,
         pb.ERROR_SUB_STATUS_UNCATEGORIZED,
@@ -76,5 +82,6 @@ def unimplemented(rpc: str) -> DexError:
 
 
 async def abort(context: Any, error: DexError) -> NoReturn:
+    """End the call with the error's status and ServiceErrorResponse details."""
     await context.abort_with_status(error.to_status())
     raise AssertionError("abort_with_status returned")  # pragma: no cover

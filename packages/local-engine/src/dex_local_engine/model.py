@@ -22,10 +22,12 @@ M = TypeVar("M", bound=Message)
 
 
 def encode_message(message: Message) -> str:
+    """A protobuf message as base64 text for JSON rows."""
     return base64.b64encode(message.SerializeToString()).decode("ascii")
 
 
 def decode_message(kind: type[M], text: str) -> M:
+    """A protobuf message from ``encode_message`` text."""
     message = kind()
     message.ParseFromString(base64.b64decode(text))
     return message
@@ -61,6 +63,7 @@ class MethodState:
     last_error: pb.WorkerErrorResponse | None = None
 
     def to_json(self) -> dict[str, Any]:
+        """The row data."""
         return {
             "attempt": self.attempt,
             "first": self.first_attempt_at,
@@ -73,6 +76,7 @@ class MethodState:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> MethodState:
+        """Rebuild from the row data."""
         checkpoint = data.get("checkpoint")
         error = data.get("error")
         return cls(
@@ -109,9 +113,11 @@ class StepExec:
 
     @property
     def ended(self) -> bool:
+        """Whether the Step execution has ended."""
         return self.phase in ENDED_PHASES
 
     def to_json(self) -> str:
+        """The row data."""
         data: dict[str, Any] = {
             "sid": self.sid,
             "type": self.step_type,
@@ -139,6 +145,7 @@ class StepExec:
 
     @classmethod
     def from_json(cls, text: str) -> StepExec:
+        """Rebuild from the row data."""
         data = json.loads(text)
         step = cls(
             sid=data["sid"],
@@ -171,6 +178,8 @@ class StepExec:
 
 @dataclass
 class ChannelMsg:
+    """One Channel message: sequence number, Channel, ID and value."""
+
     seq: int
     channel: str
     message_id: str
@@ -219,21 +228,26 @@ class Flow:
 
     @property
     def running(self) -> bool:
+        """Whether the run is still running."""
         return self.status == pb.FLOW_STATUS_RUNNING
 
     @property
     def is_pull(self) -> bool:
+        """Whether pull Workers serve the Flow."""
         return self.config.worker_target.is_pull_mode
 
     @property
     def worker_address(self) -> str:
+        """The listening Worker's address."""
         return self.config.worker_target.address or "localhost:8803"
 
     def channel_size(self, name: str) -> int:
+        """Unconsumed messages in a Channel."""
         queue = self.channels.get(name)
         return 0 if queue is None else len(queue)
 
     def meta_json(self) -> str:
+        """The Flow row's meta column."""
         return json.dumps(
             {
                 "request_id": self.request_id,
@@ -258,6 +272,7 @@ class Flow:
 
     @classmethod
     def from_row(cls, flow_id: str, run_id: str, flow_type: str, status: int, meta: str) -> Flow:
+        """Rebuild a Flow from its row."""
         data = json.loads(meta)
         return cls(
             flow_id=flow_id,

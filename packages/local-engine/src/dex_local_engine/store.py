@@ -75,6 +75,8 @@ class DatabaseError(RuntimeError):
 
 @dataclass(frozen=True)
 class FlowRow:
+    """One row of the flows table."""
+
     flow_id: str
     run_id: str
     flow_type: str
@@ -84,6 +86,8 @@ class FlowRow:
 
 @dataclass(frozen=True)
 class StreamRow:
+    """One row of the stream messages table."""
+
     row_id: int
     flow_type: str
     stream: str
@@ -119,6 +123,7 @@ class Store:
         self._depth = 0
 
     def close(self) -> None:
+        """Close the database."""
         self._db.close()
 
     @contextmanager
@@ -145,6 +150,7 @@ class Store:
     # Flows ------------------------------------------------------------------------
 
     def put_flow(self, flow_id: str, run_id: str, flow_type: str, status: int, meta: str) -> None:
+        """Insert or replace a Flow's row."""
         self._db.execute(
             "INSERT OR REPLACE INTO flows VALUES (?, ?, ?, ?, ?)",
             (flow_id, run_id, flow_type, status, meta),
@@ -160,6 +166,7 @@ class Store:
         self._db.execute("DELETE FROM history WHERE flow_id = ?", (flow_id,))
 
     def flows(self) -> list[FlowRow]:
+        """Every Flow row."""
         rows = self._db.execute("SELECT flow_id, run_id, flow_type, status, meta FROM flows")
         return [FlowRow(*row) for row in rows]
 
@@ -179,6 +186,7 @@ class Store:
     # Attributes -------------------------------------------------------------------
 
     def put_attribute(self, flow_id: str, key: str, value: bytes | None) -> None:
+        """Write an Attribute (None deletes it)."""
         if value is None:
             self._db.execute("DELETE FROM attributes WHERE flow_id = ? AND key = ?", (flow_id, key))
         else:
@@ -187,6 +195,7 @@ class Store:
             )
 
     def attributes(self, flow_id: str) -> list[tuple[str, bytes]]:
+        """A Flow's Attributes as serialized Values."""
         rows = self._db.execute("SELECT key, value FROM attributes WHERE flow_id = ?", (flow_id,))
         return [(key, value) for key, value in rows]
 
@@ -195,21 +204,25 @@ class Store:
     def add_message(
         self, flow_id: str, seq: int, channel: str, message_id: str, value: bytes
     ) -> None:
+        """Append a Channel message."""
         self._db.execute(
             "INSERT INTO channel_msgs VALUES (?, ?, ?, ?, ?, NULL)",
             (flow_id, seq, channel, message_id, value),
         )
 
     def consume_message(self, flow_id: str, seq: int, consumer: str) -> None:
+        """Hold a message for the Step execution that took it."""
         self._db.execute(
             "UPDATE channel_msgs SET consumer = ? WHERE flow_id = ? AND seq = ?",
             (consumer, flow_id, seq),
         )
 
     def delete_message(self, flow_id: str, seq: int) -> None:
+        """Delete a Channel message."""
         self._db.execute("DELETE FROM channel_msgs WHERE flow_id = ? AND seq = ?", (flow_id, seq))
 
     def messages(self, flow_id: str) -> list[tuple[int, str, str, bytes, str | None]]:
+        """A Flow's Channel messages in order, with their consumer."""
         rows = self._db.execute(
             "SELECT seq, channel, message_id, value, consumer FROM channel_msgs "
             "WHERE flow_id = ? ORDER BY seq",
@@ -220,24 +233,29 @@ class Store:
     # Steps ------------------------------------------------------------------------
 
     def put_step(self, flow_id: str, sid: str, data: str) -> None:
+        """Insert or replace a Step execution's row."""
         self._db.execute("INSERT OR REPLACE INTO steps VALUES (?, ?, ?)", (flow_id, sid, data))
 
     def steps(self, flow_id: str) -> list[str]:
+        """A Flow's Step execution rows."""
         rows = self._db.execute("SELECT data FROM steps WHERE flow_id = ?", (flow_id,))
         return [data for (data,) in rows]
 
     # History ----------------------------------------------------------------------
 
     def add_event(self, flow_id: str, event_id: int, event: bytes) -> None:
+        """Append a history event."""
         self._db.execute("INSERT INTO history VALUES (?, ?, ?)", (flow_id, event_id, event))
 
     def last_event_id(self, flow_id: str) -> int:
+        """The highest history event ID of a Flow (0 without events)."""
         row = self._db.execute(
             "SELECT MAX(event_id) FROM history WHERE flow_id = ?", (flow_id,)
         ).fetchone()
         return int(row[0] or 0)
 
     def events(self, flow_id: str, start_event_id: int, limit: int) -> list[bytes]:
+        """Serialized history events from an ID on, at most ``limit``."""
         rows = self._db.execute(
             "SELECT event FROM history WHERE flow_id = ? AND event_id >= ? "
             "ORDER BY event_id LIMIT ?",
@@ -257,6 +275,7 @@ class Store:
         created: float,
         source: str,
     ) -> int:
+        """Append a Stream message; returns its row ID."""
         cursor = self._db.execute(
             "INSERT INTO stream_msgs "
             "(flow_type, stream, flow_id, seq, value, created, source, size) "
@@ -266,9 +285,11 @@ class Store:
         return int(cursor.lastrowid or 0)
 
     def delete_stream_messages(self, row_ids: list[int]) -> None:
+        """Delete Stream messages by row ID."""
         self._db.executemany("DELETE FROM stream_msgs WHERE id = ?", [(i,) for i in row_ids])
 
     def stream_messages(self) -> list[StreamRow]:
+        """Every retained Stream message."""
         rows = self._db.execute(
             "SELECT id, flow_type, stream, flow_id, seq, value, created, source, size "
             "FROM stream_msgs ORDER BY id"

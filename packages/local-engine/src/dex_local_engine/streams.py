@@ -33,6 +33,7 @@ class _Message:
     source: str
 
     def to_proto(self) -> pb.StreamMessage:
+        """The message as the SDK receives it."""
         created = Timestamp()
         created.FromNanoseconds(int(self.created * 1e9))
         value = pb.Value()
@@ -65,6 +66,7 @@ class StreamStore:
         self._budgets: dict[tuple[str, str], _Budget] = {}
 
     def load(self) -> None:
+        """Load the retained Stream messages from the store."""
         for row in self._store.stream_messages():
             log = self._log(row.flow_type, row.stream, row.flow_id)
             log.messages.append(_Message(row.row_id, row.seq, row.value, row.created, row.source))
@@ -90,6 +92,7 @@ class StreamStore:
         capacity: int,
         source: str,
     ) -> None:
+        """Append a message and trim the Stream to its byte budget."""
         log = self._log(flow_type, stream, flow_id)
         budget = self._budgets.setdefault((flow_type, stream), _Budget())
         if capacity > 0:
@@ -124,6 +127,7 @@ class StreamStore:
     def first_after(
         self, flow_type: str, stream: str, flow_id: str, resume_token: str
     ) -> pb.StreamMessage | None:
+        """The first retained message after a resume token, if any."""
         after = parse_token(resume_token)
         log = self._logs.get((flow_type, stream, flow_id))
         if log is None:
@@ -141,6 +145,7 @@ class StreamStore:
         resume_token: str,
         wait_seconds: float,
     ) -> pb.StreamMessage | None:
+        """Long-poll for the first message after a resume token."""
         deadline = asyncio.get_running_loop().time() + wait_seconds
         while True:
             found = self.first_after(flow_type, stream, flow_id, resume_token)
@@ -158,6 +163,7 @@ class StreamStore:
     def page(
         self, flow_type: str, stream: str, flow_id: str, page_size: int, before_token: str
     ) -> tuple[list[pb.StreamMessage], str]:
+        """A newest-first page of messages before a page token, and the next token."""
         before = parse_token(before_token) if before_token else None
         log = self._logs.get((flow_type, stream, flow_id))
         if log is None:
@@ -171,6 +177,7 @@ class StreamStore:
 
 
 def parse_token(token: str) -> int:
+    """The sequence number a resume or page token names."""
     if not token:
         return 0
     try:
