@@ -15,10 +15,15 @@ session to finish them, and measures at the checkpoint:
   ``RunModel``, and ``CompactContext`` when it compacts);
 * the Flow's stored bytes (every Attribute).
 
+Without compaction the model input, and so the ``RunModel`` task, grows with the
+session: at these message sizes it passes the Worker's 4 MiB gRPC message limit
+near turn 700 and the session stalls, so that run stops at ``--plain-turns``
+(default 600).
+
 Usage::
 
     uv run python benchmarks/long_session.py [--turns N] [--context-window TOKENS]
-        [--skip-without-compaction] [--json PATH]
+        [--plain-turns N] [--skip-without-compaction] [--json PATH]
 
 Nothing here asserts a time; it measures and prints.
 """
@@ -299,6 +304,13 @@ async def main() -> None:
     parser.add_argument("--turns", type=int, default=2000)
     parser.add_argument("--context-window", type=int, default=32_000)
     parser.add_argument("--skip-without-compaction", action="store_true")
+    parser.add_argument(
+        "--plain-turns",
+        type=int,
+        default=600,
+        help="turns of the run without compaction; at these message sizes it stalls near"
+        " turn 700, when the RunModel task passes the Worker's 4 MiB gRPC message limit",
+    )
     parser.add_argument("--json", type=Path, default=None)
     arguments = parser.parse_args()
     results: dict[str, list[dict[str, Any]]] = {}
@@ -314,7 +326,7 @@ async def main() -> None:
         results["with_compaction"] = [asdict(point) for point in with_compaction]
         if not arguments.skip_without_compaction:
             without = await run_session(
-                engine, turns=arguments.turns, compaction=None, label="Plain"
+                engine, turns=arguments.plain_turns, compaction=None, label="Plain"
             )
             print_table("without compaction", without)
             results["without_compaction"] = [asdict(point) for point in without]
