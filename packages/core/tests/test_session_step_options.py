@@ -105,7 +105,13 @@ def test_run_model_timeouts_attempts_and_failure_route(flow: Any) -> None:
 
 def test_failure_routes_cap_their_backoff_at_five_seconds(flow: Any) -> None:
     steps = _steps(flow)
-    for name in ("RecordToolFailure", "RecordToolOutcomeUnknown", "RecordTurnFailure"):
+    for name in (
+        "RecordToolFailure",
+        "RecordToolOutcomeUnknown",
+        "RecordTurnFailure",
+        "ApplyTurnControl",
+        "FinishTurnCancellation",
+    ):
         options = steps[name].get_step_options()
         assert options.execute_retry.maximum_interval == timedelta(seconds=5), name
 
