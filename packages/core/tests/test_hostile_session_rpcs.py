@@ -26,10 +26,10 @@ from dex_agents import (
     ListAgentMessagesInput,
     ResolveInterruptInput,
 )
+from dex_agents.models import ScriptedModelClient, ScriptedModelReply
 from dex_agents.session import AgentSessionFlow, AgentSessionOptions, create_agent_session_flow
 from dex_agents.session.read_rules import text_fits
-from dex_agents.stepwise import AgentDefinition, ScriptedModelClient, ScriptedModelReply
-from dex_agents.stepwise.runner import StepwiseAgentRunner
+from dex_agents.stepwise import AgentDefinition, StepwiseRunner
 from dex_agents.testing import AgentSessionTestClient, AgentTestEnvironment
 from dex_local_engine import LocalEngine
 
@@ -61,7 +61,7 @@ class Harness:
         # A small message limit keeps the many accepted messages under the 4 MiB a turn
         # Step may load (every turn loads every message until archive chunks exist).
         self.flow: AgentSessionFlow = create_agent_session_flow(
-            StepwiseAgentRunner(definition),
+            StepwiseRunner(definition),
             "HostileTest",
             AgentSessionOptions(max_user_message_bytes=LIMIT),
         )

@@ -10,14 +10,13 @@ from typing import Any
 import pytest
 
 from dex_agents import AgentSnapshot, ToolEffect
-from dex_agents.stepwise import (
+from dex_agents.models import (
     ModelRequest,
     ScriptedModelClient,
     ScriptedModelReply,
     ScriptedToolCall,
-    create_stepwise_agent_session_flow,
-    function_tool,
 )
+from dex_agents.stepwise import create_stepwise_session_flow, function_tool
 from dex_agents.stepwise.definition import AgentDefinition
 from dex_agents.testing import AgentSessionTestClient, AgentTestEnvironment
 from dex_local_engine import LocalEngine
@@ -64,7 +63,7 @@ def script(request: ModelRequest) -> ScriptedModelReply:
 
 @pytest.fixture
 async def session() -> AsyncIterator[Callable[[str], Any]]:
-    flow = create_stepwise_agent_session_flow(
+    flow = create_stepwise_session_flow(
         AgentDefinition(
             name="malformed",
             instructions="",

@@ -10,15 +10,13 @@ from collections import Counter
 import dex
 
 from dex_agents import ToolEffect
-from dex_agents.stepwise import (
-    AgentDefinition,
+from dex_agents.models import (
     ModelRequest,
     ScriptedModelClient,
     ScriptedModelReply,
     ScriptedToolCall,
-    create_stepwise_agent_session_flow,
-    function_tool,
 )
+from dex_agents.stepwise import AgentDefinition, create_stepwise_session_flow, function_tool
 from dex_agents.testing import AgentSessionTestClient, AgentTestEnvironment
 from dex_local_engine import LocalEngine
 
@@ -41,7 +39,7 @@ async def test_a_thousand_concurrent_messages_are_each_queued_once() -> None:
             return ScriptedModelReply(text="done")
         return ScriptedModelReply(tool_calls=[ScriptedToolCall("hold", {})])
 
-    flow = create_stepwise_agent_session_flow(
+    flow = create_stepwise_session_flow(
         AgentDefinition(
             name="flood", instructions="", model=ScriptedModelClient(script), tools=[hold]
         ),
