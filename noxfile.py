@@ -19,12 +19,25 @@ nox.options.sessions = ["lint", "typecheck", "tests", "conformance"]
 
 ROOT = Path(__file__).parent
 WORKSPACE_VENV = ROOT / ".nox" / "workspace"
-# pytest-xdist processes per pytest run: the tests start private engines on free ports
-# in private temp directories, so they run side by side. "--dist loadscope" keeps each
-# module's engine fixture in one process. More than 4 buys little: a package has few
-# slow modules.
-TEST_PROCESSES = str(min(4, os.cpu_count() or 1))
-PARALLEL = ["-n", TEST_PROCESSES, "--dist", "loadscope"]
+# pytest-xdist for the long suites (the core's tests, every conformance run): their tests
+# start private engines on free ports in private temp directories and mostly wait on
+# Steps, so they run side by side. "--dist load" hands out single tests (the conformance
+# suite is one class per runner, which "loadscope" would keep in one process). The short
+# adapter suites and the local engine's (one long Dex SDK scenario run) stay serial: there
+# each extra process costs more to start than it saves. DEX_AGENTS_TEST_PROCESSES sets the
+# count; 0 or 1 runs everything serially (advisable on a machine already saturated by
+# other work, where parallel runs measured no faster).
+TEST_PROCESSES = int(os.environ.get("DEX_AGENTS_TEST_PROCESSES") or min(4, os.cpu_count() or 1))
+PARALLEL_PACKAGE_TESTS = {"packages/core/tests"}
+
+
+def parallel() -> list[str]:
+    """The xdist options of a parallel pytest run (xdist off when TEST_PROCESSES < 2)."""
+    if TEST_PROCESSES < 2:
+        return ["-p", "no:xdist"]
+    return ["-n", str(TEST_PROCESSES), "--dist", "load"]
+
+
 PACKAGE_TESTS = sorted(
     str(path.relative_to(ROOT))
     for path in [*ROOT.glob("packages/*/tests"), ROOT / "tests-shared/tests"]
@@ -86,7 +99,8 @@ def tests(session: nox.Session) -> None:
     """
     sync(session)
     for tests_dir in PACKAGE_TESTS:
-        run_tool(session, "pytest", "-m", "not conformance", *PARALLEL, tests_dir, *session.posargs)
+        options = parallel() if tests_dir in PARALLEL_PACKAGE_TESTS else ["-p", "no:xdist"]
+        run_tool(session, "pytest", "-m", "not conformance", *options, tests_dir, *session.posargs)
 
 
 @nox.session(venv_backend="none")
@@ -102,7 +116,7 @@ def conformance(session: nox.Session, adapter: str) -> None:
         "pytest",
         "-m",
         "conformance",
-        *PARALLEL,
+        *parallel(),
         str(tests_dir.relative_to(ROOT)),
         *session.posargs,
     )

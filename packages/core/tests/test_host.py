@@ -6,6 +6,7 @@ import asyncio
 import json
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
@@ -111,6 +112,17 @@ async def test_embedded_host_runs_tool_calls_of_one_response_in_parallel() -> No
     async with AgentHost(_build_flow()) as host:
         assert host.embedded
         assert await _run_turn(host.client(), "embedded-1") == EXPECTED_REPLY
+
+
+async def test_sessions_in_a_database_file_outlive_the_host(tmp_path: Path) -> None:
+    database = tmp_path / "sessions" / "dex.sqlite3"
+    async with AgentHost(_build_flow(), database=database) as host:
+        assert await _run_turn(host.client(), "kept-1") == EXPECTED_REPLY
+    async with AgentHost(_build_flow(), database=database) as host:
+        snapshot = await host.client().snapshot("kept-1")
+    assert snapshot.state is not None
+    assert snapshot.state.turn_count == 1
+    assert snapshot.messages[-1].text == EXPECTED_REPLY
 
 
 async def test_the_same_code_runs_against_a_served_engine_by_address(

@@ -1,4 +1,4 @@
-"""Every Python example of the core README's session and Stepwise sections runs as written.
+"""Every Python example of the core README runs as written.
 
 Each block runs in its own interpreter, in a fresh directory, without API keys, so an
 example that drifts from the API (or needs a name it never defines) fails here.
@@ -13,8 +13,15 @@ import pytest
 from dex_agents.testing.readme import ReadmeExample, readme_examples, run_readme_example
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-# The sections this test owns; "Testing" and "Benchmarks" are checked by their owners.
-SECTIONS = ("Usage", "The runner contract", "Stepwise", "Function tools", "Model clients")
+# Every section with a Python example.
+SECTIONS = (
+    "Usage",
+    "The runner contract",
+    "Stepwise",
+    "Function tools",
+    "Model clients",
+    "Testing",
+)
 EXAMPLES = readme_examples(README, SECTIONS)
 
 
@@ -24,6 +31,7 @@ def test_the_readme_has_the_examples_this_test_runs() -> None:
         "The runner contract",
         "Stepwise",
         "Function tools",
+        "Testing",
     }
 
 
@@ -33,3 +41,6 @@ def test_example_runs(example: ReadmeExample, tmp_path: Path) -> None:
     if example.name.startswith("Usage"):
         assert "1 user: Refund order 42" in result.stdout
         assert "2 assistant: Done: refunded order 42" in result.stdout
+    if example.name.startswith("Testing"):
+        assert "charge_card ran 1 time(s)" in result.stdout
+        assert "'RecordToolOutcomeUnknown'" in result.stdout

@@ -3,6 +3,8 @@
 One Dex Flow execution is one agent session; its Flow ID is the session ID. A
 runner (``AgentFrameworkRunner``) supplies the agent framework; the session owns
 Steps, persistence, RPCs, live events, approvals and crash recovery.
+``AgentHost`` runs session Flows (embedded engine or a server address) and
+``AgentSessionClient`` starts and drives sessions.
 """
 
 from importlib.metadata import version as _version

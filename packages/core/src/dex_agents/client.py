@@ -3,8 +3,9 @@
 It wraps the session's RPCs and reads its ``AgentEvents`` Stream. Waits are
 event-driven: a wait reads the session's events and checks a committed snapshot
 each time one arrives. Events are written while a Step runs, a moment before the
-Step commits, so after an event (and when none comes) the snapshot is read again
-after a short, growing delay; a wait never depends on an event arriving.
+Step commits, so while events come the snapshot is also re-read every 50 ms, and
+once the session is quiet less and less often (up to every 0.5 s); a wait never
+depends on an event arriving.
 """
 
 from __future__ import annotations
@@ -41,8 +42,11 @@ DEFAULT_WAIT = timedelta(seconds=60)
 LOCK_CONFLICT_RETRIES = 20
 _LOCK_CONFLICT_BACKOFF_SECONDS = 0.05
 _EVENT_LONG_POLL = timedelta(seconds=5)
-_FIRST_RECHECK_SECONDS = 0.025
-_LAST_RECHECK_SECONDS = 0.5
+_ACTIVE_RECHECK_SECONDS = 0.05
+"""Re-check interval while events come: the commit they announce is near."""
+_ACTIVE_WINDOW_SECONDS = 2.0
+_IDLE_RECHECK_SECONDS = 0.5
+"""Longest re-check interval once no event came for ``_ACTIVE_WINDOW_SECONDS``."""
 _STREAM_ERROR_BACKOFF_SECONDS = 0.5
 TURN_END_EVENTS = frozenset({"turn_completed", "turn_failed", "turn_steered", "turn_cancelled"})
 
@@ -209,7 +213,8 @@ class AgentSessionClient:
         woken = asyncio.Event()
         follower = asyncio.create_task(self._wake_on_events(session_id, woken))
         last_seen: object = None
-        recheck = _FIRST_RECHECK_SECONDS
+        last_event = loop.time()
+        recheck = _ACTIVE_RECHECK_SECONDS
         try:
             while True:
                 woken.clear()
@@ -227,17 +232,16 @@ class AgentSessionClient:
                         f"{session_id}: timed out after {within.total_seconds():g}s waiting for"
                         f" {description}; last snapshot or error: {last_seen!r}"
                     )
-                event_came = False
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(min(recheck, remaining)):
                         await woken.wait()
-                        event_came = True
-                # An event means a commit is near: check again soon, then less often.
-                recheck = (
-                    _FIRST_RECHECK_SECONDS
-                    if event_came
-                    else min(recheck * 2, _LAST_RECHECK_SECONDS)
-                )
+                        last_event = loop.time()
+                # Events are written a moment before their Step commits: while they come,
+                # re-check often; once the session is quiet, less and less often.
+                if loop.time() - last_event < _ACTIVE_WINDOW_SECONDS:
+                    recheck = _ACTIVE_RECHECK_SECONDS
+                else:
+                    recheck = min(recheck * 2, _IDLE_RECHECK_SECONDS)
         finally:
             follower.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

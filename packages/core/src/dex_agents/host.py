@@ -21,14 +21,16 @@ from collections.abc import Awaitable, Sequence
 from datetime import timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import dex
 
 from dex_agents.client import AgentSessionClient
 from dex_agents.session import AgentSessionFlow
 from dex_agents.values import session_codec_registry
-from dex_local_engine import LocalEngine
+
+if TYPE_CHECKING:
+    from dex_local_engine import LocalEngine
 
 __all__ = ["AgentHost"]
 
@@ -211,6 +213,9 @@ class AgentHost:
             return self._requested_address
         if self.database != ":memory:":
             Path(self.database).parent.mkdir(parents=True, exist_ok=True)
+        # Imported here: a Worker-only or Client-only process never loads the engine.
+        from dex_local_engine import LocalEngine
+
         engine = LocalEngine(database=self.database, port=0)
         await asyncio.to_thread(engine.start)
         self._engine = engine

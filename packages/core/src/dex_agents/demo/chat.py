@@ -38,6 +38,7 @@ _WAKE_EVENTS = _TURN_END_EVENTS | {"interrupt_raised", "tool_call_finished", "ti
 _OUTPUT_PREVIEW = 160
 _POLL_SECONDS = 1.0
 _WAIT_REPORT_SECONDS = 5.0
+_TURN_END_EVENT_WAIT_SECONDS = 5.0
 
 
 def _preview(text: str | None) -> str:
@@ -72,6 +73,7 @@ class Chat:
         self.failed_turns: list[str] = []
         self._activity = asyncio.Event()
         self._ended_turns: set[str] = set()
+        self._turn_ended = asyncio.Event()
         self._turns_with_text: set[str] = set()
         self._handled_interrupts: set[str] = set()
         self._mid_line = False
@@ -191,6 +193,7 @@ class Chat:
             self.say("  [turn cancelled]")
         if kind in _TURN_END_EVENTS:
             self._ended_turns.add(event.turn_id)
+            self._turn_ended.set()
             if self._mid_line:
                 self._write("\n")
         if kind in _WAKE_EVENTS:
@@ -262,10 +265,11 @@ class Chat:
 
     async def _finish_turn(self, turn_id: str, snapshot: AgentSnapshot) -> None:
         # The events may trail the committed state a little; wait briefly for the turn's end.
-        for _ in range(50):
-            if turn_id in self._ended_turns:
-                break
-            await asyncio.sleep(0.1)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(_TURN_END_EVENT_WAIT_SECONDS):
+                while turn_id not in self._ended_turns:
+                    self._turn_ended.clear()
+                    await self._turn_ended.wait()
         if turn_id not in self._turns_with_text:
             replies = [
                 m for m in snapshot.messages if m.turn_id == turn_id and m.role == "assistant"
