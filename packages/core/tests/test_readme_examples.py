@@ -1,4 +1,4 @@
-"""Every Python example of the core README's session and Stepwise sections runs as written.
+"""Every Python example of the core README runs as written.
 
 Each block runs in its own interpreter, in a fresh directory, without API keys, so an
 example that drifts from the API (or needs a name it never defines) fails here.
@@ -13,7 +13,7 @@ import pytest
 from dex_agents.testing.readme import ReadmeExample, readme_examples, run_readme_example
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-# The sections this test owns; "Benchmarks" is checked by its owner.
+# Every section with a Python example.
 SECTIONS = (
     "Usage",
     "The runner contract",
