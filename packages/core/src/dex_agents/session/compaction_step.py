@@ -10,7 +10,9 @@ from datetime import UTC, datetime
 from dex import AsyncContext, Step, StepDecision, StepOptions, go_to
 
 from dex_agents.compaction import ContextSummaryRequest, SupportsCompaction, record_summary
+from dex_agents.session.control_reads import read_turn_control
 from dex_agents.session.heartbeats import BackgroundHeartbeats
+from dex_agents.session.routing import TurnRouting
 from dex_agents.session.store import (
     read_context_summary,
     read_messages,
@@ -25,6 +27,7 @@ from dex_agents.session.turn import (
     _SessionStep,  # pyright: ignore[reportPrivateUsage]
     go_to_run_model,
     model_step_options,
+    route,
 )
 from dex_agents.values import CompactContextInput
 
@@ -52,6 +55,9 @@ class CompactContext(_SessionStep, Step[CompactContextInput]):
         if input.through_sequence <= after:
             return go_to_run_model(session, context)  # summarized already
         turn_id = state.active_turn_id
+        if read_turn_control(context, persistence, turn_id).reason is not None:
+            # Steered or cancelled at a safe boundary: end the turn without summarizing.
+            return route(session, TurnRouting(apply_turn_control=True))
         messages = [
             message
             for message in read_messages(context, persistence, after_sequence=after)

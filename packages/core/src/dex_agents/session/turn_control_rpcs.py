@@ -9,6 +9,7 @@ from dex import Context, RPCResult, StepMovement
 
 from dex_agents.session.approvals import AwaitToolApproval
 from dex_agents.session.cancellation import FinishTurnCancellation, finish_cancellation_options
+from dex_agents.session.compaction_step import CompactContext
 from dex_agents.session.control_reads import read_cancellation_request, read_plan
 from dex_agents.session.options import DEFAULT_MAX_USER_MESSAGE_BYTES
 from dex_agents.session.persistence import SessionPersistence
@@ -125,7 +126,12 @@ def cancel_turn(
     )
     result = RPCResult(True, next_steps=(finish,))
     return result.with_canceling_steps(
-        RunModel, RecordTurnFailure, AwaitToolApproval, AwaitQuestionAnswer, AwaitTimer
+        RunModel,
+        CompactContext,
+        RecordTurnFailure,
+        AwaitToolApproval,
+        AwaitQuestionAnswer,
+        AwaitTimer,
     )
 
 
