@@ -21,6 +21,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from dex_agents.adapter_support import is_display_only
 from dex_agents.texts import CONTEXT_SUMMARY_NOTE_HEADER, build_context_summary_omission_note
 from dex_agents.values import AgentMessage, ContextSummary
 
@@ -32,6 +33,7 @@ __all__ = [
     "estimate_stored_tokens",
     "estimate_text_tokens",
     "select_cut",
+    "summarized_through",
     "summary_input_text",
 ]
 
@@ -124,3 +126,20 @@ def summary_input_text(
         if count_tokens(text) <= token_budget or omitted >= len(lines) - 1:
             return text, omitted
         omitted += 1
+
+
+def summarized_through(messages: Sequence[AgentMessage], point: int) -> int:
+    """The last sequence to summarize for a cut after ``point`` replayed items.
+
+    A runner counts its cut over the messages replay reads, which skips the display-only
+    messages of a response with several tool calls; the summary then also takes the
+    display-only messages that follow its last item, since they show that item's calls.
+    """
+    kept = 0
+    for index, message in enumerate(messages):
+        if is_display_only(message.framework_item):
+            continue
+        if kept == point:
+            return messages[index - 1].sequence
+        kept += 1
+    return messages[-1].sequence

@@ -67,6 +67,7 @@ from dex_agents.compaction_support import (
     CutItem,
     context_summary_note,
     select_cut,
+    summarized_through,
     summary_input_text,
 )
 from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS
@@ -296,7 +297,7 @@ class LangGraphRunner:
             else:
                 items.append(CutItem(tokens))
         point = select_cut(items, retained_token_budget)
-        return turn.messages[point - 1].sequence if point is not None else None
+        return summarized_through(turn.messages, point) if point is not None else None
 
     async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
         """One ``summary_model.ainvoke`` without tools: ``CONTEXT_SUMMARY_INSTRUCTIONS`` and

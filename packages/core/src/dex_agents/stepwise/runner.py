@@ -29,6 +29,7 @@ from dex_agents.builtin_tools import (
     enabled_builtin_tool_definitions,
 )
 from dex_agents.compaction import ContextSummaryRequest, ContextSummaryResult
+from dex_agents.compaction_support import summarized_through
 from dex_agents.models.types import (
     ModelClient,
     ModelRequest,
@@ -242,7 +243,7 @@ class StepwiseRunner:
         point = select_cut(items, retained_token_budget)
         if point is None:
             return None
-        return turn.messages[point - 1].sequence
+        return summarized_through(turn.messages, point)
 
     async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
         """One model call without tools, with ``CONTEXT_SUMMARY_INSTRUCTIONS``, over the
