@@ -225,6 +225,12 @@ def build_app(client: dex.AsyncClient, flow: AgentSessionFlow, access: AccessLog
     )
 
 
+def arm_drop_in_the_slow_turn(server: UIServer) -> None:
+    """For the chat scenario (ai_chat_scenario.mjs): the fourth POST (hello, charge, the
+    approval answer, then "slow") is cut after its first text delta and token."""
+    server.cut.arm_after_requests("POST", "/api/chat", chunks=8, skip=3)
+
+
 @asynccontextmanager
 async def serve_ui_session(
     engine_address: str, *, static: dict[str, str] | None = None
@@ -237,8 +243,8 @@ async def serve_ui_session(
     )
     access = AccessLog()
     app = build_app(environment.client, flow, access)
-    for path, html in (static or {}).items():
-        app.add_route(path, _static(html), methods=["GET"])
+    for path, content in (static or {}).items():
+        app.add_route(path, _static(path, content), methods=["GET"])
     cut = CutOnce(app)
     (port,) = find_free_loopback_ports(1)
     config = uvicorn.Config(cut, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
@@ -258,10 +264,13 @@ async def serve_ui_session(
         await environment.close()
 
 
-def _static(html: str) -> Callable[[Request], Awaitable[Any]]:
-    from starlette.responses import HTMLResponse
+def _static(path: str, content: str) -> Callable[[Request], Awaitable[Any]]:
+    """A fixed page; a ``.js`` path is served as a script, anything else as HTML."""
+    from starlette.responses import Response
 
-    async def page(request: Request) -> HTMLResponse:
-        return HTMLResponse(html)
+    media_type = "text/javascript" if path.endswith(".js") else "text/html"
+
+    async def page(request: Request) -> Response:
+        return Response(content, media_type=media_type)
 
     return page
