@@ -3,6 +3,7 @@ it renders a streamed turn, approves a tool with a click, and resumes after a dr
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -41,7 +42,10 @@ async def test_the_ai_sdk_chat_in_chromium_renders_approves_and_resumes(
     async with serve_ui_session(engine.address, static=static) as server:
         sid = new_session_id()
         await server.start_session(sid)
-        arm_drop_in_the_slow_turn(server)
+        # A browser drops the bytes it has not read yet when the connection breaks, so the
+        # drop waits until the page has rendered the first delta.
+        rendered_first_delta = asyncio.Event()
+        arm_drop_in_the_slow_turn(server, hold=rendered_first_delta)
         async with async_playwright() as playwright:
             browser = await playwright.chromium.launch(
                 executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
@@ -56,6 +60,8 @@ async def test_the_ai_sdk_chat_in_chromium_renders_approves_and_resumes(
                 assert server.runner.charges == []
                 await approve.click()
                 await server.cut.cut.wait()
+                await page.locator("#chat p", has_text="assistant: part one.").wait_for()
+                rendered_first_delta.set()
                 server.runner.release.set()  # the turn goes on after the drop
                 await page.wait_for_function("window.done !== undefined", timeout=30_000)
                 done = await page.evaluate("window.done")
