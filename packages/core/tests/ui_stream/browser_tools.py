@@ -6,8 +6,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from playwright.async_api import Page
 
 AI_PACKAGE = "ai@7.0.173"
 """The AI SDK release the tests run; its UIMessageChunk schema validates every part."""
@@ -47,20 +52,10 @@ def bundle_chat_page(directory: Path) -> tuple[str | None, str]:
     installed, reason = _npm_install(ESBUILD_PACKAGE)
     if installed is None:
         return None, reason
-    result = subprocess.run(
-        [
-            str(directory / "node_modules" / ".bin" / "esbuild"),
-            "ai_chat_page.mjs",
-            "--bundle",
-            "--platform=browser",
-            "--format=esm",
-            "--log-level=error",
-        ],
-        cwd=directory,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    esbuild = str(directory / "node_modules" / ".bin" / "esbuild")
+    result = _run(
+        [esbuild, "ai_chat_page.mjs", "--bundle", "--platform=browser", "--format=esm"],
+        directory,
     )
     if result.returncode != 0:
         return None, f"esbuild could not bundle the chat page: {result.stderr.strip()[-500:]}"
@@ -81,18 +76,34 @@ def _npm_install(package: str) -> tuple[Path | None, str]:
         (directory / "package.json").write_text(
             '{"name": "dex-agents-ui-tests", "private": true}\n'
         )
-    result = subprocess.run(
-        [npm, "install", "--no-audit", "--no-fund", "--loglevel=error", package],
-        cwd=directory,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+    result = _run(
+        [npm, "install", "--no-audit", "--no-fund", "--loglevel=error", package], directory
     )
     if result.returncode != 0:
         return None, f"npm install {package} failed: {result.stderr.strip()[-500:]}"
     marker.write_text("ok\n")
     return directory, ""
+
+
+def _run(command: list[str], directory: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        command, cwd=directory, capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+@asynccontextmanager
+async def chromium_page() -> AsyncIterator[Page]:
+    """A page in headless Debian Chromium (check ``chromium_skip_reason`` first)."""
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(
+            executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
+        )
+        try:
+            yield await browser.new_page()
+        finally:
+            await browser.close()
 
 
 def chromium_skip_reason() -> str:

@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 from browser_tools import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
     assert_chat_scenario_report,
     bundle_chat_page,
+    chromium_page,
     chromium_skip_reason,
 )
 from ui_support import arm_drop_in_the_slow_turn, new_session_id, serve_ui_session
@@ -36,8 +35,6 @@ def chat_bundle(ai_package: Path) -> str:
 async def test_the_ai_sdk_chat_in_chromium_renders_approves_and_resumes(
     engine, chat_bundle: str
 ) -> None:
-    from playwright.async_api import async_playwright
-
     static = {"/chat": PAGE, "/chat.js": chat_bundle}
     async with serve_ui_session(engine.address, static=static) as server:
         sid = new_session_id()
@@ -46,30 +43,23 @@ async def test_the_ai_sdk_chat_in_chromium_renders_approves_and_resumes(
         # drop waits until the page has rendered the first delta.
         rendered_first_delta = asyncio.Event()
         arm_drop_in_the_slow_turn(server, hold=rendered_first_delta)
-        async with async_playwright() as playwright:
-            browser = await playwright.chromium.launch(
-                executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
-            )
-            try:
-                page = await browser.new_page()
-                await page.goto(f"{server.base_url}/chat?session={sid}")
-                # The approval request streamed in is rendered as a button; the user approves.
-                approve = page.locator("button.approve")
-                await approve.wait_for(timeout=30_000)
-                assert await approve.inner_text() == "Approve charge"
-                assert server.runner.charges == []
-                await approve.click()
-                await server.cut.cut.wait()
-                await page.locator("#chat p", has_text="assistant: part one.").wait_for()
-                rendered_first_delta.set()
-                server.runner.release.set()  # the turn goes on after the drop
-                await page.wait_for_function("window.done !== undefined", timeout=30_000)
-                done = await page.evaluate("window.done")
-                assert "error" not in done, done.get("error")
-                rendered = await page.locator("#chat p, #chat .tool").all_inner_texts()
-                status = await page.inner_text("#status")
-            finally:
-                await browser.close()
+        async with chromium_page() as page:
+            await page.goto(f"{server.base_url}/chat?session={sid}")
+            # The approval request streamed in is rendered as a button; the user approves.
+            approve = page.locator("button.approve")
+            await approve.wait_for(timeout=30_000)
+            assert await approve.inner_text() == "Approve charge"
+            assert server.runner.charges == []
+            await approve.click()
+            await server.cut.cut.wait()
+            await page.locator("#chat p", has_text="assistant: part one.").wait_for()
+            rendered_first_delta.set()
+            server.runner.release.set()  # the turn goes on after the drop
+            await page.wait_for_function("window.done !== undefined", timeout=30_000)
+            done = await page.evaluate("window.done")
+            assert "error" not in done, done.get("error")
+            rendered = await page.locator("#chat p, #chat .tool").all_inner_texts()
+            status = await page.inner_text("#status")
 
     assert_chat_scenario_report(done["report"], charges=server.runner.charges)
     assert status == "ready"
