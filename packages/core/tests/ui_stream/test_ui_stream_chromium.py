@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from browser_tools import CHROMIUM, CHROMIUM_ARGS, chromium_skip_reason
+from browser_tools import chromium_page, chromium_skip_reason
 from ui_support import new_session_id, serve_ui_session
 
 from dex_agents.testing import AgentSessionTestClient
@@ -35,29 +35,20 @@ async def test_an_event_source_resumes_through_last_event_id_after_a_drop(engine
     reason = chromium_skip_reason()
     if reason:
         pytest.skip(reason)
-    from playwright.async_api import async_playwright
-
     async with serve_ui_session(engine.address, static={"/chat": PAGE}) as server:
         sid = new_session_id()
         await server.start_session(sid, "slow")
         await server.runner.reached_gate.wait()
         # Cut the first event connection after "retry", turn_started and the first delta.
         server.cut.arm("GET", "/events", chunks=3)
-        async with async_playwright() as playwright:
-            browser = await playwright.chromium.launch(
-                executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
-            )
-            try:
-                page = await browser.new_page()
-                await page.goto(f"{server.base_url}/chat?session={sid}")
-                await server.cut.cut.wait()
-                server.runner.release.set()
-                await page.wait_for_function("window.done === true", timeout=60_000)
-                received = await page.evaluate("window.received")
-                opened = await page.evaluate("window.opened")
-                log = await page.inner_text("#log")
-            finally:
-                await browser.close()
+        async with chromium_page() as page:
+            await page.goto(f"{server.base_url}/chat?session={sid}")
+            await server.cut.cut.wait()
+            server.runner.release.set()
+            await page.wait_for_function("window.done === true", timeout=60_000)
+            received = await page.evaluate("window.received")
+            opened = await page.evaluate("window.opened")
+            log = await page.inner_text("#log")
         await AgentSessionTestClient(server.client, server.flow).wait_for_completed_turns(sid, 1)
 
     types = [event["type"] for event in received]

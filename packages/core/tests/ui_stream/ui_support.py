@@ -149,7 +149,8 @@ class AccessLog:
 
 class CutOnce:
     """ASGI wrapper that drops the connection of the first matching response after
-    ``chunks`` body writes, by raising, so the client sees a broken transfer."""
+    ``chunks`` body writes, by raising, so the client sees a broken transfer. With ``hold``
+    the drop waits for that event after the writes (``cut`` is set before it)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -158,14 +159,24 @@ class CutOnce:
         self.chunks = 0
         self.armed = False
         self.skip = 0
+        self.hold: asyncio.Event | None = None
         self.cut = asyncio.Event()
 
     def arm(self, method: str, path_suffix: str, chunks: int) -> None:
         self.arm_after_requests(method, path_suffix, chunks=chunks, skip=0)
 
-    def arm_after_requests(self, method: str, path_suffix: str, *, chunks: int, skip: int) -> None:
+    def arm_after_requests(
+        self,
+        method: str,
+        path_suffix: str,
+        *,
+        chunks: int,
+        skip: int,
+        hold: asyncio.Event | None = None,
+    ) -> None:
         """Cut the matching request after ``skip`` matching requests went through whole."""
         self.method, self.path_suffix, self.chunks, self.skip = method, path_suffix, chunks, skip
+        self.hold = hold
         self.cut.clear()
         self.armed = True
 
@@ -192,6 +203,8 @@ class CutOnce:
                 written += 1
                 if written >= self.chunks:
                     self.cut.set()
+                    if self.hold is not None:
+                        await self.hold.wait()
                     raise ConnectionAbortedError("test: connection dropped mid-stream")
 
         await self.app(scope, receive, cutting_send)
@@ -225,6 +238,12 @@ def build_app(client: dex.AsyncClient, flow: AgentSessionFlow, access: AccessLog
     )
 
 
+def arm_drop_in_the_slow_turn(server: UIServer, hold: asyncio.Event | None = None) -> None:
+    """For the chat scenario (ai_chat_scenario.mjs): the fourth POST (hello, charge, the
+    approval answer, then "slow") is cut after its first text delta and token."""
+    server.cut.arm_after_requests("POST", "/api/chat", chunks=8, skip=3, hold=hold)
+
+
 @asynccontextmanager
 async def serve_ui_session(
     engine_address: str, *, static: dict[str, str] | None = None
@@ -237,8 +256,8 @@ async def serve_ui_session(
     )
     access = AccessLog()
     app = build_app(environment.client, flow, access)
-    for path, html in (static or {}).items():
-        app.add_route(path, _static(html), methods=["GET"])
+    for path, content in (static or {}).items():
+        app.add_route(path, _static(path, content), methods=["GET"])
     cut = CutOnce(app)
     (port,) = find_free_loopback_ports(1)
     config = uvicorn.Config(cut, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
@@ -258,10 +277,13 @@ async def serve_ui_session(
         await environment.close()
 
 
-def _static(html: str) -> Callable[[Request], Awaitable[Any]]:
-    from starlette.responses import HTMLResponse
+def _static(path: str, content: str) -> Callable[[Request], Awaitable[Any]]:
+    """A fixed page; a ``.js`` path is served as a script, anything else as HTML."""
+    from starlette.responses import Response
 
-    async def page(request: Request) -> HTMLResponse:
-        return HTMLResponse(html)
+    media_type = "text/javascript" if path.endswith(".js") else "text/html"
+
+    async def page(request: Request) -> Response:
+        return Response(content, media_type=media_type)
 
     return page
