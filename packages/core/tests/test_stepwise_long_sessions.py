@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
@@ -13,10 +14,12 @@ import pytest
 from dex_agents import (
     INVALID_START_SESSION_SETTINGS_REASON,
     AgentSessionStartInput,
+    AgentSnapshot,
+    AgentStatus,
     CompactionPolicy,
 )
 from dex_agents.models import ModelRequest, ScriptedModelClient, UserTextItem
-from dex_agents.stepwise import AgentDefinition, create_stepwise_agent_session_flow
+from dex_agents.stepwise import AgentDefinition, create_stepwise_session_flow
 from dex_agents.stepwise.compaction import estimate_request_tokens
 from dex_agents.testing import AgentSessionTestClient, AgentTestEnvironment
 from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS, CONTEXT_SUMMARY_NOTE_HEADER
@@ -37,7 +40,7 @@ async def open_sessions(engine: LocalEngine) -> AsyncIterator[Any]:
     opened: list[AgentTestEnvironment] = []
 
     async def make(definition: AgentDefinition, **options: Any) -> AgentSessionTestClient:
-        flow = create_stepwise_agent_session_flow(definition, f"LongTest{next(_numbers)}")
+        flow = create_stepwise_session_flow(definition, f"LongTest{next(_numbers)}")
         if options:
             from dataclasses import replace
 
@@ -146,3 +149,54 @@ async def test_start_settings_over_the_limit_fail_the_session(open_sessions) -> 
     result = await sessions.client.wait_for_flow("big-1", timedelta(seconds=60))
     assert result.status is dex.FlowStatus.FAILED
     assert (result.error_message or "").startswith(INVALID_START_SESSION_SETTINGS_REASON)
+
+
+async def test_cancel_turn_stops_a_summary_call_and_ends_the_turn(open_sessions) -> None:
+    summary_started = asyncio.Event()
+    summary_cancelled = asyncio.Event()
+
+    async def script(request: ModelRequest) -> str:
+        if request.instructions == CONTEXT_SUMMARY_INSTRUCTIONS:
+            summary_started.set()
+            try:
+                await asyncio.Event().wait()  # a summary call that never answers
+            except asyncio.CancelledError:
+                summary_cancelled.set()
+                raise
+        return f"reply to {last_user_text(request)[:12]} {FILLER}"
+
+    definition = AgentDefinition(
+        name="hung-summary",
+        instructions="Answer briefly.",
+        model=ScriptedModelClient(script),
+        compaction=CompactionPolicy(context_window_tokens=600),
+    )
+    sessions = await open_sessions(definition, message_window_size=8, message_chunk_size=4)
+    await sessions.start_session("hung-1", f"question 1 {FILLER}")
+    for turn in range(1, 20):
+
+        def ended_or_compacting(snapshot: AgentSnapshot, done: int = turn) -> bool:
+            state = snapshot.state
+            return summary_started.is_set() or (
+                state is not None and state.active_turn_id is None and state.turn_count >= done
+            )
+
+        await sessions.wait_for_snapshot("hung-1", ended_or_compacting)
+        if summary_started.is_set():
+            break
+        assert await sessions.send_user_message("hung-1", f"question {turn + 1} {FILLER}")
+    assert summary_started.is_set(), "the session never started to compact"
+    compacting = await sessions.wait_for_snapshot(
+        "hung-1",
+        lambda s: s.state is not None and s.state.status is AgentStatus.COMPACTING_CONTEXT,
+        description="the session compacts",
+    )
+    assert await sessions.cancel_turn("hung-1")
+    await sessions.wait_for_user_message_wait("hung-1", within=timedelta(seconds=60))
+    await sessions.read_events(
+        "hung-1",
+        until=lambda events: any(event.type == "turn_cancelled" for event in events),
+        description="turn_cancelled",
+    )
+    await asyncio.wait_for(summary_cancelled.wait(), timeout=30)
+    assert (await sessions.snapshot("hung-1")).context_summary == compacting.context_summary
