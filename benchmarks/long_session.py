@@ -55,7 +55,7 @@ from dex_agents import (
 )
 from dex_agents.models import ModelRequest, ScriptedModelClient, UserTextItem
 from dex_agents.session import AgentSessionFlow, create_agent_session_flow
-from dex_agents.stepwise import AgentDefinition, StepwiseAgentRunner, session_options_of
+from dex_agents.stepwise import AgentDefinition, StepwiseRunner, session_options_of
 from dex_agents.testing.attributes import read_stored_attributes, stored_attribute_bytes
 from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS
 from dex_agents.values import to_wire_json
@@ -86,7 +86,7 @@ def script(request: ModelRequest) -> str:
     return f"{ANSWER} (re: {last_user_text(request)[-8:]})"
 
 
-class MeasuredRunner(StepwiseAgentRunner):
+class MeasuredRunner(StepwiseRunner):
     """Records, per ``RunModel``, the Worker thread's CPU clock and the model input size."""
 
     def __init__(self, definition: AgentDefinition) -> None:

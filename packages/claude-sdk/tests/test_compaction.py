@@ -1,4 +1,4 @@
-"""ClaudeAgentRunner's compaction methods over the SDK and MockTransport."""
+"""ClaudeRunner's compaction methods over the SDK and MockTransport."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from dex_agents import ContextSummary, ToolCallsRequested, ToolEffect
 from dex_agents.testing.compaction import summary_request
 from dex_agents.testing.runner_driver import RunnerDriver
 from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS, CONTEXT_SUMMARY_NOTE_HEADER
-from dex_agents_claude_sdk import ClaudeAgentRunner, claude_tool
+from dex_agents_claude_sdk import ClaudeRunner, claude_tool
 from dex_agents_claude_sdk.testing import (
     error_response,
     mock_client_factory,
@@ -46,8 +46,8 @@ class Endpoint:
         return sse_response(response) if body.get("stream") else httpx2.Response(200, json=response)
 
 
-def runner_for(endpoint: Endpoint) -> ClaudeAgentRunner:
-    return ClaudeAgentRunner(
+def runner_for(endpoint: Endpoint) -> ClaudeRunner:
+    return ClaudeRunner(
         "claude-test-1", tools=[lookup_order], client_factory=mock_client_factory(endpoint)
     )
 

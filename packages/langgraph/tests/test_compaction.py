@@ -1,4 +1,4 @@
-"""LangGraphAgentRunner's compaction methods, with a recording chat model."""
+"""LangGraphRunner's compaction methods, with a recording chat model."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from dex_agents import ContextSummary, ToolCallsRequested
 from dex_agents.testing.compaction import summary_request
 from dex_agents.testing.runner_driver import RunnerDriver
 from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS, CONTEXT_SUMMARY_NOTE_HEADER
-from dex_agents_langgraph import LangGraphAgentRunner
+from dex_agents_langgraph import LangGraphRunner
 
 
 class ListChatModel(BaseChatModel):
@@ -69,7 +69,7 @@ async def test_compaction_methods_cut_summarize_and_lead_with_the_summary() -> N
             AIMessage(content="Hello again."),
         ]
     )
-    runner = LangGraphAgentRunner.from_chat_model(model, [lookup_order])
+    runner = LangGraphRunner.from_chat_model(model, [lookup_order])
     session = RunnerDriver(runner)
     session.start_turn("Where is order 1?")
     assert isinstance(await session.run_model(), ToolCallsRequested)
