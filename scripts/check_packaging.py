@@ -63,9 +63,11 @@ EXTRA_MODULES = {
     "dex_agents.models.anthropic_messages": "anthropic",
     "dex_agents.models.litellm": "litellm",
     "dex_agents.mcp": "mcp",
-    "dex_agents.tracing": "otel",
     "dex_agents.ui_stream": "ui",
 }
+# Modules that every session imports and that turn themselves off without their extra:
+# importing one must work and must not import the extra's packages.
+INERT_WITHOUT_EXTRA = {"dex_agents.tracing": ("otel", "opentelemetry")}
 
 # Variables that would make a fresh environment see the workspace or a real provider.
 SCRUBBED_ENV = (
@@ -328,7 +330,8 @@ def check_no_extras_installed(environment: FreshEnvironment) -> None:
 
 
 def check_missing_extras(environment: FreshEnvironment) -> list[str]:
-    """Each extra-gated module fails to import without its extra; the modules checked."""
+    """Each extra-gated module fails to import without its extra, and each module that
+    turns itself off imports without pulling its extra in; the extras checked."""
     checked: list[str] = []
     for module, extra in EXTRA_MODULES.items():
         code = (
@@ -343,6 +346,14 @@ def check_missing_extras(environment: FreshEnvironment) -> list[str]:
         if f"dex-agents[{extra}]" not in message:
             fail(f"importing {module} without its extra says {message!r}, not the extra's name")
         checked.append(f"[{extra}]")
+    for module, (extra, package) in INERT_WITHOUT_EXTRA.items():
+        code = (
+            f"import sys\nimport {module}\n"
+            f"print(any(name.split('.')[0] == {package!r} for name in sys.modules))\n"
+        )
+        if environment.run(str(environment.python), "-c", code).strip() != "False":
+            fail(f"importing {module} without [{extra}] imports {package}")
+        checked.append(f"[{extra}] (inert)")
     return checked
 
 
