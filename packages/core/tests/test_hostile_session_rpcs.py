@@ -23,8 +23,14 @@ from hypothesis import strategies as st
 from dex_agents import (
     AgentUserMessage,
     AnswerQuestionInput,
+    CancelTurnInput,
+    DeleteQueuedMessageInput,
+    ExecutePlanInput,
     ListAgentMessagesInput,
     ResolveInterruptInput,
+    SteerUserMessageInput,
+    UpdateSessionSettingsInput,
+    session_settings_size,
 )
 from dex_agents.models import ScriptedModelClient, ScriptedModelReply
 from dex_agents.session import AgentSessionFlow, AgentSessionOptions, create_agent_session_flow
@@ -164,6 +170,79 @@ def test_list_agent_messages_pages_any_bounds(
 
 
 @HOSTILE
+@given(text=st.none() | texts, message_id=st.none() | ids)
+def test_steer_user_message_refuses_what_it_cannot_store(
+    harness: Harness, text: str | None, message_id: str | None
+) -> None:
+    request = SteerUserMessageInput(message_id=message_id, text=text)
+    try:
+        accepted = harness.rpc(harness.flow.steer_user_message, SESSION, request)
+    except dex.ChannelMessageNotFoundError:
+        assert message_id is not None  # only a queued message can be consumed meanwhile
+        return
+    assert isinstance(accepted, bool)
+    if (text is None) == (message_id is None) or (
+        text is not None and (not text.strip() or not text_fits(text, LIMIT))
+    ):
+        assert accepted is False
+    elif message_id is not None:
+        assert accepted is False  # no queued message has an ID hypothesis can make up
+
+
+@HOSTILE
+@given(message_id=ids)
+def test_delete_queued_message_of_an_unknown_id_is_false(harness: Harness, message_id: str) -> None:
+    request = DeleteQueuedMessageInput(message_id=message_id)
+    assert harness.rpc(harness.flow.delete_queued_message, SESSION, request) is False
+
+
+@HOSTILE
+@given(turn_id=ids)
+def test_cancel_turn_of_another_turn_is_false(harness: Harness, turn_id: str) -> None:
+    snapshot = harness.run(harness.sessions.snapshot(SESSION))
+    active = snapshot.state.active_turn_id if snapshot.state is not None else None
+    accepted = harness.rpc(harness.flow.cancel_turn, SESSION, CancelTurnInput(turn_id=turn_id))
+    if turn_id != active:
+        assert accepted is False
+
+
+@HOSTILE
+@given(revision=st.integers(-(2**63), 2**63 - 1))
+def test_execute_plan_without_a_plan_is_false(harness: Harness, revision: int) -> None:
+    request = ExecutePlanInput(revision=revision)
+    assert harness.rpc(harness.flow.execute_plan, SESSION, request) is False
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=50),
+    lambda children: (
+        st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=10), children, max_size=5)
+    ),
+    max_leaves=20,
+)
+
+
+@HOSTILE
+@given(
+    settings=st.none()
+    | st.dictionaries(st.text(max_size=20), json_values, max_size=8)
+    | st.integers(1_000, 20_000).map(lambda n: {"filler": "x" * n})
+)
+def test_update_session_settings_stores_only_what_fits(
+    harness: Harness, settings: dict[str, Any] | None
+) -> None:
+    request = UpdateSessionSettingsInput(session_settings=settings)
+    accepted = harness.rpc(harness.flow.update_session_settings, SESSION, request)
+    if settings is None or session_settings_size(settings) > 17 * 1024:
+        assert accepted is False
+    else:
+        assert isinstance(accepted, bool)
+    if accepted:
+        stored = harness.run(harness.sessions.snapshot(SESSION)).session_settings
+        assert dict(stored) == settings
+
+
+@HOSTILE
 @given(session=sessions)
 def test_reads_of_unknown_sessions_fail_clearly(harness: Harness, session: str) -> None:
     if session == SESSION:
@@ -181,7 +260,17 @@ wrong_inputs = st.one_of(
     ),
 )
 rpc_names = st.sampled_from(
-    ["send_user_message", "resolve_interrupt", "answer_question", "list_agent_messages"]
+    [
+        "send_user_message",
+        "resolve_interrupt",
+        "answer_question",
+        "list_agent_messages",
+        "steer_user_message",
+        "delete_queued_message",
+        "cancel_turn",
+        "execute_plan",
+        "update_session_settings",
+    ]
 )
 
 

@@ -58,6 +58,8 @@ def steer_user_message(
         return RPCResult(False)
     if text is not None and (not text.strip() or not text_fits(text, max_bytes)):
         return RPCResult(False)
+    if message_id is not None and (not message_id or "/" in message_id):
+        return RPCResult(False)  # not a Channel message ID; Dex would refuse the name
     state = read_state(context, persistence)
     turn_id = state.active_turn_id if state is not None else None
     if state is None or turn_id is None:
