@@ -113,7 +113,8 @@ texts = st.one_of(
     st.integers(LIMIT // 6 - 1, LIMIT // 6 + 1).map(lambda n: "\u00e9" * n),
 )
 ids = st.one_of(
-    st.text(max_size=40), st.sampled_from(["", "/", "call-0-0", "interrupt-1", "a/b", "x" * 5000])
+    st.text(max_size=40),
+    st.sampled_from(["", " ", "\t\n", "/", "call-0-0", "interrupt-1", "a/b", "x" * 5000]),
 )
 sessions = st.sampled_from([SESSION, "no-such-session", "", "x" * 300])
 

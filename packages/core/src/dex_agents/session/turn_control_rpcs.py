@@ -40,6 +40,12 @@ from dex_agents.values import (
 __all__ = ["cancel_turn", "delete_queued_message", "execute_plan", "steer_user_message"]
 
 
+def is_channel_message_id(message_id: str) -> bool:
+    """Whether ``message_id`` can name a Channel message: Dex refuses a blank name or
+    one with ``/``, so such an ID names no queued message."""
+    return bool(message_id.strip()) and "/" not in message_id
+
+
 def steer_user_message(
     context: Context,
     persistence: SessionPersistence,
@@ -58,8 +64,8 @@ def steer_user_message(
         return RPCResult(False)
     if text is not None and (not text.strip() or not text_fits(text, max_bytes)):
         return RPCResult(False)
-    if message_id is not None and (not message_id or "/" in message_id):
-        return RPCResult(False)  # not a Channel message ID; Dex would refuse the name
+    if message_id is not None and not is_channel_message_id(message_id):
+        return RPCResult(False)
     state = read_state(context, persistence)
     turn_id = state.active_turn_id if state is not None else None
     if state is None or turn_id is None:
@@ -91,7 +97,7 @@ def delete_queued_message(
 ) -> RPCResult[bool]:
     """Delete a queued message; ``False`` when it is no longer queued (transactional)."""
     message_id = request.message_id
-    if not message_id or "/" in message_id:
+    if not is_channel_message_id(message_id):
         return RPCResult(False)
     if persistence.queued_user_messages.find_pending_message(context, message_id) is None:
         return RPCResult(False)
