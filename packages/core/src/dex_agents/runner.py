@@ -49,14 +49,22 @@ __all__ = [
     "DeferredToolExecution",
     "DeferredToolOutcome",
     "ModelCallMetadata",
+    "QuestionAnswer",
+    "QuestionResolution",
     "ResolvedToolPolicy",
     "RunnerDefectError",
+    "SupportsToolTasks",
     "SupportsUnfinishedTurnMessages",
     "ToolCallsRequested",
     "ToolExecutionError",
     "ToolExecutionResult",
     "ToolInputRequested",
     "ToolPolicy",
+    "ToolTaskCancellation",
+    "ToolTaskPending",
+    "ToolTaskPoll",
+    "ToolTaskPollOutcome",
+    "ToolTaskStarted",
     "TurnCompleted",
     "default_requires_approval",
     "model_call_metadata",
@@ -253,7 +261,48 @@ class ToolInputRequested:
     kind: Literal["tool_input_requested"] = field(default="tool_input_requested", init=False)
 
 
-DeferredToolOutcome = ToolExecutionResult | ToolInputRequested
+@dataclass(frozen=True)
+class ToolTaskStarted:
+    """The tool started remote work that the session polls (wire kind ``tool_task_started``).
+
+    The tool Step records ``waiting_for_task`` with ``task_id`` and ends; ``PollToolTask``
+    then calls the runner's ``poll_tool_task`` on a Timer every ``poll_interval_seconds``
+    (rounded up to whole seconds, 1 second to 1 day). Save ``task_id`` with
+    ``save_heartbeat_checkpoint`` before returning it, so a retried attempt resumes the
+    same task instead of starting it again.
+    """
+
+    task_id: str
+    poll_interval_seconds: float
+    kind: Literal["tool_task_started"] = field(default="tool_task_started", init=False)
+
+
+@dataclass(frozen=True)
+class ToolTaskPending:
+    """The task still runs: poll again after ``poll_interval_seconds``.
+
+    ``continuation`` is stored as ``tool_call.input_continuation`` for the next poll;
+    ``None`` clears it.
+    """
+
+    poll_interval_seconds: float
+    continuation: str | None = None
+    kind: Literal["tool_task_pending"] = field(default="tool_task_pending", init=False)
+
+
+QuestionResolution = Literal["answered", "declined", "deadline_passed"]
+
+
+@dataclass(frozen=True)
+class QuestionAnswer:
+    """How the user resolved a task's question; ``answer`` is set when ``answered``."""
+
+    resolution: QuestionResolution
+    answer: str | None = None
+
+
+DeferredToolOutcome = ToolExecutionResult | ToolInputRequested | ToolTaskStarted
+ToolTaskPollOutcome = ToolExecutionResult | ToolTaskPending | ToolInputRequested
 
 
 class RunnerDefectError(ValueError):
@@ -395,6 +444,58 @@ class DeferredToolExecution:
     input_answers: tuple[str, ...] = ()
     """Answers to this tool's own questions (``ToolInputRequested``), oldest first."""
     supports_tool_tasks: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolTaskPoll:
+    """Everything ``poll_tool_task`` may use; one poll per ``PollToolTask`` execution.
+
+    ``tool_call.task_id`` is the task to read and ``tool_call.input_continuation`` what the
+    last poll (or the answered question) left. ``pending_answer`` is the resolution of the
+    task's question, given only on the first poll after it was resolved (and again to a
+    retried attempt of that poll). A poll must only read the task, or deliver an answer
+    idempotently: a crash repeats it.
+    """
+
+    flow_id: str
+    tool_call: AgentToolCall
+    idempotency_key: str
+    attempt: int
+    events: AgentEventWriter
+    cancellation: CancellationSignal
+    deadline: datetime
+    pending_answer: QuestionAnswer | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolTaskCancellation:
+    """What ``cancel_tool_task`` gets when ``cancel_turn`` abandons a started task.
+
+    Stop the remote work best-effort and idempotently by ``tool_call.task_id``: a
+    crash or a failed attempt calls it again.
+    """
+
+    flow_id: str
+    tool_call: AgentToolCall
+    idempotency_key: str
+    attempt: int
+
+
+@runtime_checkable
+class SupportsToolTasks(Protocol):
+    """A runner (or tool source) that polls and cancels the tasks its tools start."""
+
+    async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
+        """Read the task once: its output, ``ToolTaskPending``, or a question for the user.
+
+        Raise ``ToolExecutionError`` for a failure the model should see; any other error
+        fails the poll attempt (3 attempts, then the call is recorded by its effect).
+        """
+        ...
+
+    async def cancel_tool_task(self, cancellation: ToolTaskCancellation) -> None:
+        """Stop the remote work best-effort; idempotent by ``tool_call.task_id``."""
+        ...
 
 
 # --- the runner --------------------------------------------------------------------
