@@ -11,7 +11,6 @@ import reset_app as app
 from conftest import running_flows
 from dex import (
     Client,
-    DexServiceError,
     FlowStatus,
     LongPollTimeoutError,
     TimeTravelOptions,
@@ -83,11 +82,3 @@ def test_reset_of_a_running_flow_terminates_that_run(client: Client) -> None:
     assert info.status is FlowStatus.RUNNING
     client.invoke_rpc(flow.release, "live", "after")
     assert client.wait_for_flow("live").single_output(str) == "in:after"
-
-
-def test_other_reset_types_are_refused(client: Client) -> None:
-    _released(client, "typed")
-    with pytest.raises(DexServiceError, match="FLOW_RESET_TYPE_BEGINNING only"):
-        client.time_travel(
-            "typed", TimeTravelOptions(TimeTravelType.STEP_TYPE, step_type="AwaitGo")
-        )

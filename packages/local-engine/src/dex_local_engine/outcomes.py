@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING
 
 from dex.dexpb import dex_pb2 as pb
@@ -125,6 +124,9 @@ def _record_method_event(
     event = pb.FlowHistoryEvent()
     entry = getattr(event, kind)
     entry.input.step_input.CopyFrom(step.step_input)
+    if kind.startswith("step_execute") and step.results is not None:
+        # What the wait handed to execute; a reset replays it to the same point.
+        entry.input.condition_results.CopyFrom(step.results)
     entry.output.CopyFrom(output)
     entry.context.CopyFrom(_event_context(step))
     engine.record(flow, event)
@@ -154,7 +156,7 @@ def wait_for_completed(
     locks.release(engine, flow, step.sid)
     if result.HasField("waiting_condition"):
         step.condition = result.waiting_condition
-        step.wait_started = time.time()
+        step.wait_started = engine.now()
         step.phase = Phase.WAITING
         if step.condition.sub_flow_conditions:
             subflows.start_children(engine, flow, step)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, cast
 
 from dex.dexpb import dex_pb2 as pb
 
 from dex_local_engine import steps, worker_requests
-from dex_local_engine.model import Flow, Phase
+from dex_local_engine.model import Flow, Phase, StepExec
 from dex_local_engine.values import stamp
 
 if TYPE_CHECKING:
@@ -33,6 +34,7 @@ def flow_state(engine: Engine, flow: Flow) -> pb.GetFlowStateResponse:
             ),
             step_execution_locals=[pb.KV(key=k, value=v) for k, v in step.locals.items()],
         )
+        state.timers.extend(_timers(step))
         error = step.method.last_error
         if error is not None:
             state.last_failure_info.CopyFrom(
@@ -60,6 +62,30 @@ def flow_state(engine: Engine, flow: Flow) -> pb.GetFlowStateResponse:
                 )
     response.completed_steps.extend(flow.outputs)
     return response
+
+
+def _timers(step: StepExec) -> list[pb.TimerInfo]:
+    """A waiting Step's Timers with their firing times."""
+    if step.phase is not Phase.WAITING or step.condition is None:
+        return []
+    now = time.time()
+    timers: list[pb.TimerInfo] = []
+    for index, timer in enumerate(step.condition.timer_conditions):
+        fire_at = step.wait_started + max(0, timer.duration_seconds)
+        if index in step.skipped_timers:
+            status = pb.INTERNAL_TIMER_STATUS_SKIPPED
+        elif fire_at <= now:
+            status = pb.INTERNAL_TIMER_STATUS_FIRED
+        else:
+            status = pb.INTERNAL_TIMER_STATUS_PENDING
+        timers.append(
+            pb.TimerInfo(
+                condition_id=timer.condition_id,
+                firing_unix_timestamp_seconds=int(fire_at),
+                status=status,
+            )
+        )
+    return timers
 
 
 def summary(flow: Flow) -> pb.GetFlowSummaryResponse:

@@ -1,17 +1,23 @@
-"""ResetFlow (time travel) to the beginning of a run.
+"""ResetFlow (time travel): a new run of the same Flow ID from a point of the old run.
 
-Resetting to BEGINNING starts a new run of the same Flow ID from the first run's
-start: the same start Step, input, options, initial Attributes, config and timeout
-(counted from the reset). A running run is terminated first ("reset"). Then, unless
-``skip_writes_reapply``, the writes that came from outside the Flow are applied
-again in their original order: the effects of RPCs (Attribute writes, Channel
-publications and deletions, next Steps and cancellations) and external publishes,
-as Dex Server re-applies the signals and updates of the old run. The new run's
-history records a ``time_travel_fork`` event naming the previous run.
+The old run is terminated if it still runs ("reset"). The new run starts from the
+old run's start (the same start Step, input, options, initial Attributes, config and
+parent), then replays the old run's history up to the reset point (see
+``reset_points`` for the points and ``replay`` for how), so what happened before the
+point stays and the Steps active there run their current method again. A reset to
+the beginning keeps nothing and counts the Flow timeout from the reset; any later
+point keeps the old start time, so the Flow timeout and every Timer keep their
+original deadlines.
 
+Then the new run records a ``time_travel_fork`` event naming the old run, and,
+unless ``skip_writes_reapply``, the writes from outside that the old run received
+after the point (RPC results and external publishes) are applied again in their
+original order, as Dex Server re-applies a reset run's signals and updates.
+
+The engine keeps one run per Flow ID, so the old run's history is the one that
+exists; a run that continued as new no longer has its start and cannot be reset.
 SubFlows started again by the new run meet their existing children under the same
 IDs; a new parent run means a new request ID, so the SubFlow reuse policy decides.
-Resetting to a point in time or to a Step execution is not supported.
 """
 
 from __future__ import annotations
@@ -20,38 +26,76 @@ from typing import TYPE_CHECKING
 
 from dex.dexpb import dex_pb2 as pb
 
-from dex_local_engine import effects, errors, flows, steps, waits
-from dex_local_engine.constants import RPC_FROM_PREFIX
+from dex_local_engine import errors, flows, reset_points, steps, waits
+from dex_local_engine.constants import TIMEOUT_HANDLER_STEP_TYPE
 from dex_local_engine.model import Flow
-from dex_local_engine.validation import trusted_movements
+from dex_local_engine.replay import OUTSIDE_WRITES, apply_outside_write, replay
+from dex_local_engine.reset_points import ResetPoint, event_seconds
 
 if TYPE_CHECKING:
     from dex_local_engine.engine import Engine
 
 
 def reset_flow(engine: Engine, request: pb.ResetFlowRequest) -> pb.ResetFlowResponse:
-    """Start a new run from the old run's beginning and re-apply its outside writes."""
+    """Start a new run from the reset point and re-apply the later outside writes."""
+    reset_points.check_request(request)
     flow = engine.flow(request.flow_id, active=False)
     if request.run_id and request.run_id != flow.run_id:
         raise errors.flow_not_found(f"{flow.flow_id}/{request.run_id}", active=False)
-    if request.reset_type != pb.FLOW_RESET_TYPE_BEGINNING:
-        name = pb.FlowResetType.Name(request.reset_type)
-        raise errors.invalid(f"ResetFlow supports FLOW_RESET_TYPE_BEGINNING only, not {name}")
     events: list[pb.FlowHistoryEvent] = []
     for data in engine.store.events(flow.flow_id, 1, 1_000_000_000):
         event = pb.FlowHistoryEvent()
         event.ParseFromString(data)
         events.append(event)
-    started = next((e for e in events if e.HasField("flow_started_or_continued")), None)
+    started = events[0] if events else None
     if started is None or not started.flow_started_or_continued.HasField("initial_start"):
-        raise errors.invalid(f"Flow {flow.flow_id!r} has no start to reset to")
-    start = started.flow_started_or_continued.initial_start
-    outside = [
-        event
-        for event in events
-        if event.HasField("rpc_execution_completed") or event.HasField("channel_external_publish")
-    ]
-    previous_run = flow.run_id
+        raise errors.invalid(
+            f"Flow {flow.flow_id!r} continued as new; run {flow.run_id} has no start to reset to"
+        )
+    point = _point(request, events, flow)  # refuses a bad target before anything changes
+    previous_run, start_time = flow.run_id, flow.start_time
+    with engine.tx():
+        if flow.running:
+            flows.close_flow(engine, flow, pb.FLOW_STATUS_TERMINATED, 0, request.reason or "reset")
+        engine.replaying.add(flow.flow_id)
+        try:
+            if not point.beginning:
+                engine.replay_clock = event_seconds(started)
+            new = _restart(engine, flow, started.flow_started_or_continued.initial_start)
+            if not point.beginning:
+                _keep_start_time(engine, new, start_time)
+            replayed = 1 + replay(engine, new, events[1:], point)
+        finally:
+            engine.replaying.discard(flow.flow_id)
+            engine.replay_clock = None
+        engine.record(
+            new,
+            pb.FlowHistoryEvent(
+                time_travel_fork=pb.TimeTravelForkHistoryEvent(previous_run_id=previous_run)
+            ),
+        )
+        if not request.skip_writes_reapply:
+            for event in events[replayed:]:
+                if event.WhichOneof("payload") in OUTSIDE_WRITES and new.running:
+                    apply_outside_write(engine, new, event)
+        for step in steps.ordered_steps(new):
+            steps.advance(engine, new, step)
+        waits.after_change(engine, new)
+    return pb.ResetFlowResponse(run_id=new.run_id)
+
+
+def _point(
+    request: pb.ResetFlowRequest, events: list[pb.FlowHistoryEvent], flow: Flow
+) -> ResetPoint:
+    if request.reset_type == pb.FLOW_RESET_TYPE_BEGINNING:
+        return ResetPoint(before_event=2)
+    if request.reset_type == pb.FLOW_RESET_TYPE_HISTORY_EVENT_TIME:
+        return reset_points.time_point(events, request.history_event_time, flow.run_id)
+    return reset_points.step_point(request, events, flow.steps, flow.run_id)
+
+
+def _restart(engine: Engine, flow: Flow, start: pb.FlowInitialStart) -> Flow:
+    """Start the new run as the old one started."""
     options = pb.FlowStartOptions(
         id_reuse_policy=pb.ID_REUSE_POLICY_ALLOW_TERMINATE_IF_RUNNING,
         attributes=[
@@ -70,46 +114,19 @@ def reset_flow(engine: Engine, request: pb.ResetFlowRequest) -> pb.ResetFlowResp
         flow_start_options=options,
         request_id=flow.request_id,
     )
-    with engine.tx():
-        if flow.running:
-            flows.close_flow(engine, flow, pb.FLOW_STATUS_TERMINATED, 0, request.reason or "reset")
-        parent = flow.parent
-        run_id = flows.start_flow(engine, restart, parent=parent)
-        new = engine.flows[flow.flow_id]
-        engine.record(
-            new,
-            pb.FlowHistoryEvent(
-                time_travel_fork=pb.TimeTravelForkHistoryEvent(previous_run_id=previous_run)
-            ),
-        )
-        if not request.skip_writes_reapply:
-            for event in outside:
-                _reapply(engine, new, event)
-        waits.after_change(engine, new)
-    return pb.ResetFlowResponse(run_id=run_id)
+    flows.start_flow(engine, restart, parent=flow.parent)
+    return engine.flows[flow.flow_id]
 
 
-def _reapply(engine: Engine, flow: Flow, event: pb.FlowHistoryEvent) -> None:
-    if event.HasField("channel_external_publish"):
-        published = event.channel_external_publish
-        effects.apply_effects(engine, flow, [], list(published.messages), [], strict=False)
-        engine.record(flow, pb.FlowHistoryEvent(channel_external_publish=published))
-        return
-    rpc = event.rpc_execution_completed
-    effects.apply_effects(
-        engine,
-        flow,
-        list(rpc.upsert_attributes),
-        list(rpc.publish_to_channel),
-        list(rpc.delete_from_channel),
-        strict=False,
-    )
-    engine.record(flow, pb.FlowHistoryEvent(rpc_execution_completed=rpc))
-    decision = rpc.step_decision
-    steps.cancel_steps(engine, flow, decision.cancel_step_types, None)
-    steps.start_steps(
-        engine,
-        flow,
-        trusted_movements(decision.next_steps),
-        from_id=f"{RPC_FROM_PREFIX}{rpc.rpc_name}",
-    )
+def _keep_start_time(engine: Engine, flow: Flow, start_time: float) -> None:
+    """Keep the old run's start, so the Flow timeout keeps its deadline."""
+    flow.start_time = start_time
+    engine.touch(flow)
+    timer = engine.flow_timers.pop(flow.flow_id, None)
+    if timer is not None:
+        timer.cancel()
+    flows.arm_flow_timeout(engine, flow)
+    handler = flow.steps.get(f"{TIMEOUT_HANDLER_STEP_TYPE}-1")
+    if handler is not None:
+        handler.wait_started = start_time
+        engine.touch(flow, handler)

@@ -25,7 +25,7 @@ def evaluate(engine: Engine, flow: Flow, step: StepExec) -> bool:
         step.phase = Phase.EXECUTE_LOCK
         engine.touch(flow, step)
         return True
-    now = time.time()
+    now = engine.now()
     fired = set(step.skipped_timers)
     next_fire: float | None = None
     for index, timer in enumerate(condition.timer_conditions):
