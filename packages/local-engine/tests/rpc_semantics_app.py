@@ -8,6 +8,7 @@ from typing import Any
 
 from dex import (
     Attribute,
+    Channel,
     Context,
     Flow,
     PersistenceSchema,
@@ -18,6 +19,7 @@ from dex import (
     StepList,
     StepMovement,
     StepOptions,
+    Wait,
     dead_end,
     graceful_complete,
     rpc,
@@ -113,6 +115,35 @@ class ClosedFlow(Flow[str]):
         return RPCResult(value)
 
 
+class AwaitPoke(Step[str]):
+    """Waits for one ``poke`` message, then (after a pause) writes it and dead-ends."""
+
+    def wait_for(self, context: Context, input: str) -> Wait:
+        return Wait.until(PokeFlow.poke.for_one())
+
+    def execute(self, context: Context, input: str) -> StepDecision:
+        time.sleep(0.05)
+        PokeFlow.mark.set(context, PokeFlow.poke.results(context)[0])
+        return dead_end()
+
+
+class PokeFlow(Flow[str]):
+    """A Step unblocked by a publish from outside; an RPC reads what it wrote."""
+
+    poke = Channel("poke", str)
+    mark = Attribute("mark", str)
+
+    def get_steps(self) -> StepList[str]:
+        return StepList.start_step(AwaitPoke())
+
+    def get_persistence_schema(self) -> PersistenceSchema:
+        return PersistenceSchema.of(self.poke, self.mark)
+
+    @rpc
+    def read(self, context: Context) -> RPCResult[str]:
+        return RPCResult(self.mark.get(context) or "")
+
+
 def flows() -> list[Flow[Any]]:
     """One instance of every Flow here."""
-    return [MarkFlow(), SyncMarkFlow(), ClosedFlow()]
+    return [MarkFlow(), SyncMarkFlow(), ClosedFlow(), PokeFlow()]

@@ -1,9 +1,11 @@
 """RPC rules Dex applications rely on, through the real SDK and a real pull Worker.
 
 - An RPC sees the writes of ASYNC Step methods its Flow is running (Dex Server runs
-  them inside the workflow task, and the query behind an RPC waits for that task);
-  it does not wait for SYNC methods, which Dex runs as separate activities.
-- A read-only RPC works on a closed Flow (it is a query); one that writes is refused.
+  them inside the workflow task, and the query behind an RPC waits for that task),
+  whether a start, an RPC or a publish started them; it does not wait for SYNC
+  methods, which Dex runs as separate activities.
+- A read-only RPC works on a closed Flow (it is a query), also one racing the
+  close; one that writes is refused.
 - A Flow configuration naming an Attribute Store the engine lacks is refused.
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import timedelta
 
+import grpc
 import pytest
 import rpc_semantics_app as app
 from conftest import RunningFlows, running_flows
@@ -24,6 +27,8 @@ from dex import (
     StartFlowOptions,
     WaitForAttributeOptions,
 )
+from dex.dexpb import dex_pb2 as pb
+from dex.dexpb import dex_pb2_grpc as pb_grpc
 
 from dex_local_engine import LocalEngine
 
@@ -50,6 +55,37 @@ def test_rpc_right_after_an_rpc_sees_the_steps_it_started(apps: RunningFlows) ->
     for attempt in range(5):
         apps.client.invoke_rpc(flow.restart, "mark-rpc", f"again-{attempt}")
         assert apps.client.invoke_rpc(flow.read, "mark-rpc") == f"again-{attempt}"
+
+
+def test_rpc_right_after_a_publish_sees_the_step_it_unblocked(
+    apps: RunningFlows, engine: LocalEngine
+) -> None:
+    flow = apps.flow(app.PokeFlow)
+    with grpc.insecure_channel(engine.address) as channel:
+        stub = pb_grpc.FlowServiceStub(channel)
+        for attempt in range(10):
+            flow_id = f"poke-{attempt}"
+            apps.client.start_flow(flow, flow_id, "")
+            stub.PublishToChannel(
+                pb.PublishToChannelRequest(
+                    flow_id=flow_id,
+                    messages=[
+                        pb.ChannelMessage(
+                            channel_name="poke", value=pb.Value(string_value=f"p{attempt}")
+                        )
+                    ],
+                )
+            )
+            assert apps.client.invoke_rpc(flow.read, flow_id) == f"p{attempt}"
+
+
+def test_read_only_rpc_racing_the_close_reads_the_final_state(apps: RunningFlows) -> None:
+    # No wait for the close: each RPC lands while the Flow is running, closing or closed.
+    flow = apps.flow(app.ClosedFlow)
+    for attempt in range(20):
+        flow_id = f"racing-{attempt}"
+        apps.client.start_flow(flow, flow_id, f"final-{attempt}")
+        assert apps.client.invoke_rpc(flow.read, flow_id) == f"final-{attempt}"
 
 
 def test_rpc_does_not_wait_for_a_sync_step(apps: RunningFlows) -> None:
