@@ -89,6 +89,7 @@ class BearerTokenInterceptor(grpc.aio.ServerInterceptor):
         return hmac.compare_digest(presented, self._expected)
 
     async def intercept_service(self, continuation: Any, handler_call_details: Any) -> Any:
+        """Let a call with the right bearer token through; refuse the others."""
         if self._authorized(handler_call_details):
             return await continuation(handler_call_details)
         handler = await continuation(handler_call_details)

@@ -32,6 +32,7 @@ def _port(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``dex-local-engine`` argument parser."""
     parser = argparse.ArgumentParser(
         prog="dex-local-engine",
         description="A local Dex engine: the Dex server protocol over SQLite.",
@@ -137,6 +138,7 @@ async def _serve(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(
         level=args.log_level,

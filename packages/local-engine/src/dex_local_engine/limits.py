@@ -138,6 +138,7 @@ class MalformedRequest:
         self.error = error
 
     def describe(self, method: str) -> str:
+        """The error text for ``method``."""
         return f"{method}: the request is not a valid protobuf message ({self.error})"
 
 
@@ -166,6 +167,7 @@ class RequestCheckInterceptor(grpc.aio.ServerInterceptor):
         self.max_value_bytes = max_value_bytes
 
     async def intercept_service(self, continuation: Any, handler_call_details: Any) -> Any:
+        """Wrap each unary handler with the request size and shape checks."""
         handler = await continuation(handler_call_details)
         if handler is None:
             return None

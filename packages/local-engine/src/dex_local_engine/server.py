@@ -64,6 +64,7 @@ class EngineServer:
         self._store: Store | None = None
 
     async def start(self) -> str:
+        """Open the database, recover its Flows and start serving; returns the address."""
         try:
             store = Store(self.database, self.durability)
         except Exception as error:
@@ -128,6 +129,7 @@ class EngineServer:
             self._store.close()
 
     async def stop(self, grace: float = 1.0) -> None:
+        """Stop serving and close the engine and its database."""
         if self._engine is not None:
             self._engine.closing = True
             if self._server is not None:
@@ -185,6 +187,7 @@ class LocalEngine:
         return self._address
 
     def start(self) -> None:
+        """Start the engine on its own thread; returns once it serves."""
         if self._thread is not None:
             raise RuntimeError("the engine was already started")
         self._ready.clear()
@@ -232,6 +235,7 @@ class LocalEngine:
             await server.stop()
 
     def stop(self) -> None:
+        """Stop the engine and wait for its thread."""
         thread, loop, stopped = self._thread, self._loop, self._stopped
         if thread is None:
             return

@@ -75,15 +75,23 @@ def _wait_budget(request_timeout: int, handler_timeout: int) -> float:
 
 
 class FlowService(cast(Any, pb_grpc).FlowServiceServicer):
+    """The Dex FlowService over one engine.
+
+    Each call checks its request, runs one engine entry point and maps engine errors
+    to the gRPC status and details Dex sends.
+    """
+
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
     @_answering_errors
     async def HealthCheck(self, request: empty_pb2.Empty, context: Any) -> pb.HealthInfo:
+        """HealthCheck: always OK while the server runs."""
         return pb.HealthInfo(condition="OK", hostname=socket.gethostname())
 
     @_answering_errors
     async def GetServerInfo(self, request: empty_pb2.Empty, context: Any) -> pb.ServerInfo:
+        """GetServerInfo: the engine version and the protocol versions it speaks."""
         return pb.ServerInfo(
             server_version=f"dex-local-engine-{__version__}",
             minimum_supported_protocol_version=1,
@@ -94,17 +102,20 @@ class FlowService(cast(Any, pb_grpc).FlowServiceServicer):
     async def SyncAttributeIndexes(
         self, request: pb.SyncAttributeIndexRequest, context: Any
     ) -> pb.SyncAttributeIndexResponse:
+        """SyncAttributeIndexes: remember the Attribute indexes a Worker declares."""
         self.engine.sync_indexes(request)
         return pb.SyncAttributeIndexResponse()
 
     @_answering_errors
     async def ResetFlow(self, request: pb.ResetFlowRequest, context: Any) -> pb.ResetFlowResponse:
+        """ResetFlow: time travel to a point of the Flow's current run."""
         return self.engine.reset_flow(request)
 
     @_answering_errors
     async def TriggerContinueAsNew(
         self, request: pb.TriggerContinueAsNewRequest, context: Any
     ) -> empty_pb2.Empty:
+        """TriggerContinueAsNew: move a running Flow to a new run now."""
         self.engine.trigger_continue_as_new(request)
         return empty_pb2.Empty()
 
@@ -112,28 +123,34 @@ class FlowService(cast(Any, pb_grpc).FlowServiceServicer):
     async def SearchFlows(
         self, request: pb.SearchFlowsRequest, context: Any
     ) -> pb.SearchFlowsResponse:
+        """SearchFlows: one page of the Flows a visibility query matches."""
         return self.engine.search_flows(request)
 
     @_answering_errors
     async def StartFlow(self, request: pb.StartFlowRequest, context: Any) -> pb.StartFlowResponse:
+        """StartFlow: start a run under the ID reuse policy."""
         return pb.StartFlowResponse(run_id=self.engine.start_flow(request))
 
     @_answering_errors
     async def StopFlow(self, request: pb.StopFlowRequest, context: Any) -> empty_pb2.Empty:
+        """StopFlow: cancel, terminate or fail a running Flow."""
         self.engine.stop_flow(request)
         return empty_pb2.Empty()
 
     @_answering_errors
     async def InvokeRPC(self, request: pb.InvokeRPCRequest, context: Any) -> pb.InvokeRPCResponse:
+        """InvokeRPC: run an RPC handler on a Worker and apply its result."""
         return await self.engine.invoke_rpc(request)
 
     @_answering_errors
     async def SkipTimer(self, request: pb.SkipTimerRequest, context: Any) -> empty_pb2.Empty:
+        """SkipTimer: fire a waiting Step's Timer now."""
         self.engine.skip_timer(request)
         return empty_pb2.Empty()
 
     @_answering_errors
     async def WriteStream(self, request: pb.WriteStreamRequest, context: Any) -> empty_pb2.Empty:
+        """WriteStream: append messages to a Flow's Stream."""
         _require_stream(request.flow_id, request.flow_type, request.stream_name)
         if not request.HasField("value"):
             raise errors.invalid("WriteStream needs a value")
@@ -151,6 +168,7 @@ class FlowService(cast(Any, pb_grpc).FlowServiceServicer):
     async def ReadStream(
         self, request: pb.ReadStreamRequest, context: Any
     ) -> pb.ReadStreamResponse:
+        """ReadStream: Stream messages after a sequence number, long-polling for new ones."""
         _require_stream(request.flow_id, request.flow_type, request.stream_name)
         wait = float(request.wait_time_seconds) if request.wait_time_seconds > 0 else 30.0
         message = await self.engine.streams.read(
@@ -168,6 +186,7 @@ class FlowService(cast(Any, pb_grpc).FlowServiceServicer):
     async def ListStreamMessages(
         self, request: pb.ListStreamMessagesRequest, context: Any
     ) -> pb.ListStreamMessagesResponse:
+        """ListStreamMessages: one page of a Stream's retained messages."""
         _require_stream(request.flow_id, request.flow_type, request.stream_name)
         if request.page_size < 0:
             raise errors.invalid("page_size must not be negative")
@@ -182,6 +201,7 @@ class FlowService(cast(Any, pb_grpc).FlowServiceServicer):
 
     @_answering_errors
     async def WaitForFlow(self, request: pb.WaitForFlowRequest, context: Any) -> pb.FlowResult:
+        """WaitForFlow: the Flow's result once it closes (long-poll, capped per call)."""
         flow = self._existing(request.flow_id, request.run_id)
         wait = float(request.wait_time_seconds) if request.wait_time_seconds > 0 else 0.0
         wait = min(wait, WAIT_FOR_FLOW_CAP_SECONDS) if wait else WAIT_FOR_FLOW_CAP_SECONDS
@@ -200,12 +220,14 @@ class FlowService(cast(Any, pb_grpc).FlowServiceServicer):
     async def GetFlowSummary(
         self, request: pb.GetFlowSummaryRequest, context: Any
     ) -> pb.GetFlowSummaryResponse:
+        """GetFlowSummary: status, type and times of a run."""
         return self.engine.summary(self._existing(request.flow_id, request.run_id))
 
     @_answering_errors
     async def GetHistoryEvents(
         self, request: pb.GetHistoryEventsRequest, context: Any
     ) -> pb.GetHistoryEventsResponse:
+        """GetHistoryEvents: one page of the run's history events."""
         flow = self._existing(request.flow_id, request.run_id)
         start = request.start_internal_event_id
         if request.next_page_token:
@@ -219,6 +241,7 @@ class FlowService(cast(Any, pb_grpc).FlowServiceServicer):
     async def WaitForStepCompletion(
         self, request: pb.WaitForStepCompletionRequest, context: Any
     ) -> pb.WaitForStepCompletionResponse:
+        """WaitForStepCompletion: return once a Step execution has ended."""
         if not request.step_type or not request.step_execution_number.isdigit():
             raise errors.invalid("WaitForStepCompletion needs a step_type and a step number")
         sid = f"{request.step_type}-{int(request.step_execution_number)}"
@@ -241,6 +264,7 @@ class FlowService(cast(Any, pb_grpc).FlowServiceServicer):
     async def WaitForAttribute(
         self, request: pb.WaitForAttributeRequest, context: Any
     ) -> pb.WaitForAttributeResponse:
+        """WaitForAttribute: return once an Attribute matches the condition."""
         match = request.match
         if not match.key:
             raise errors.invalid("WaitForAttribute needs a match key")
@@ -265,6 +289,7 @@ class FlowService(cast(Any, pb_grpc).FlowServiceServicer):
     async def PublishToChannel(
         self, request: pb.PublishToChannelRequest, context: Any
     ) -> empty_pb2.Empty:
+        """PublishToChannel: publish messages to a Flow from outside."""
         self.engine.publish(request)
         return empty_pb2.Empty()
 
@@ -272,6 +297,7 @@ class FlowService(cast(Any, pb_grpc).FlowServiceServicer):
     async def SetAttributes(
         self, request: pb.SetAttributesRequest, context: Any
     ) -> empty_pb2.Empty:
+        """SetAttributes: write Attributes of a Flow from outside."""
         self.engine.set_attributes(request)
         return empty_pb2.Empty()
 
@@ -279,12 +305,14 @@ class FlowService(cast(Any, pb_grpc).FlowServiceServicer):
     async def GetAttributes(
         self, request: pb.GetAttributesRequest, context: Any
     ) -> pb.GetAttributesResponse:
+        """GetAttributes: read Attributes of a running or closed Flow."""
         return self.engine.get_attributes(request)
 
     @_answering_errors
     async def GetFlowState(
         self, request: pb.GetFlowStateRequest, context: Any
     ) -> pb.GetFlowStateResponse:
+        """GetFlowState: config, Attributes, active Steps and pending messages."""
         return self.engine.flow_state(self._existing(request.flow_id, request.run_id))
 
     def _existing(self, flow_id: str, run_id: str) -> Flow:
@@ -347,10 +375,13 @@ def attribute_matches(value: pb.Value, operator: int, operand: pb.Value) -> bool
 
 
 class WorkerTaskService(cast(Any, pb_grpc).WorkerTaskServiceServicer):
+    """The WorkerTaskService pull Workers call: one PollWorkerTask stream per slot."""
+
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
     async def PollWorkerTask(self, request_iterator: Any, context: Any) -> None:
+        """PollWorkerTask: serve one pull stream until it ends."""
         try:
             await self.engine.dispatch.serve_stream(context)
         except asyncio.CancelledError:
