@@ -11,7 +11,8 @@ the task (the task is handed out again for free). On localhost a dead peer cance
 the call within a moment, while a clean half-close keeps the call open until the
 engine ends it, so the engine waits briefly, pings, and looks.
 
-Listening Workers are called through ``WorkerService`` at the Flow's Worker address.
+Listening Workers are called through ``WorkerService`` at the Flow's Worker address
+(``listening_workers``).
 """
 
 from __future__ import annotations
@@ -27,9 +28,7 @@ from typing import Any, Literal, cast
 
 import grpc
 from dex.dexpb import dex_pb2 as pb
-from dex.dexpb import dex_pb2_grpc as pb_grpc
 from google.protobuf.timestamp_pb2 import Timestamp
-from grpc_status import rpc_status
 
 from dex_local_engine.limits import (
     DEFAULT_MAX_CONCURRENT_STREAMS_PER_WORKER,
@@ -41,6 +40,7 @@ from dex_local_engine.limits import (
     task_too_large,
     value_too_large,
 )
+from dex_local_engine.listening_workers import ListeningWorkers
 
 _LOG = logging.getLogger("dex_local_engine.dispatch")
 
@@ -120,7 +120,7 @@ class Dispatcher:
         self._pending: dict[str, deque[Task]] = {}
         self._idle: dict[str, dict[WorkerStream, None]] = {}
         self._streams: set[WorkerStream] = set()
-        self._push_channels: dict[str, Any] = {}
+        self._listening = ListeningWorkers(self._deliver)
         self._pump_scheduled: dict[str, float] = {}
 
     # Tasks ------------------------------------------------------------------------
@@ -139,7 +139,7 @@ class Dispatcher:
             asyncio.get_running_loop().call_soon(task.on_lost, task, False, detail)
             return
         if task.push_address is not None:
-            task.push_call = asyncio.get_running_loop().create_task(self._run_push(task))
+            task.push_call = self._listening.call(task)
             return
         if not self._try_assign(task):
             self._pending.setdefault(task.flow_type, deque()).append(task)
@@ -389,58 +389,6 @@ class Dispatcher:
             self._requeue(task)
             self._stream_idle(stream)
 
-    # Listening Workers ------------------------------------------------------------
-
-    def _push_stub(self, address: str) -> Any:
-        channel = self._push_channels.get(address)
-        if channel is None:
-            channel = self._push_channels[address] = cast(Any, grpc).aio.insecure_channel(address)
-        return cast(Any, pb_grpc).WorkerServiceStub(channel)
-
-    async def _run_push(self, task: Task) -> None:
-        assert task.push_address is not None
-        stub = self._push_stub(task.push_address)
-        task.started = True
-        task.on_assigned(task)
-        timeout = None if task.deadline is None else max(0.1, task.deadline - time.time() + 5)
-        try:
-            if isinstance(task.payload, pb.InvokeWorkerRPCRequest):
-                response = await stub.InvokeWorkerRPC(task.payload, timeout=timeout)
-                self._deliver(task, pb.PollWorkerTaskFrame(task_id=task.task_id, rpc=response))
-                return
-            if isinstance(task.payload, pb.InvokeWaitForMethodRequest):
-                call = stub.InvokeWaitForMethod(task.payload, timeout=timeout)
-                async for output in call:
-                    self._deliver(
-                        task, pb.PollWorkerTaskFrame(task_id=task.task_id, wait_for=output)
-                    )
-            else:
-                call = stub.InvokeExecuteMethod(task.payload, timeout=timeout)
-                async for output in call:
-                    self._deliver(
-                        task, pb.PollWorkerTaskFrame(task_id=task.task_id, execute=output)
-                    )
-            if not task.done:
-                task.done = True
-                task.on_lost(task, True, "the Worker ended the call without a result")
-        except asyncio.CancelledError:
-            raise
-        except Exception as error:
-            if task.done:
-                return
-            worker_error = _worker_error_of(error)
-            if worker_error is not None:
-                self._deliver(
-                    task, pb.PollWorkerTaskFrame(task_id=task.task_id, worker_error=worker_error)
-                )
-                return
-            code = getattr(error, "code", lambda: None)()
-            task.done = True
-            reached = task.frames > 0 or code != grpc.StatusCode.UNAVAILABLE
-            task.on_lost(
-                task, reached, f"calling the Worker at {task.push_address} failed: {error}"
-            )
-
     def _deliver(self, task: Task, frame: pb.PollWorkerTaskFrame) -> None:
         if task.done:
             return
@@ -488,9 +436,7 @@ class Dispatcher:
 
     async def close(self) -> None:
         """Stop dispatching and end every stream."""
-        for channel in self._push_channels.values():
-            await channel.close()
-        self._push_channels.clear()
+        await self._listening.close()
 
 
 async def _read_frame(context: Any) -> pb.PollWorkerTaskRequest | None:
@@ -532,19 +478,3 @@ def _task_name(task: Task) -> str:
     if isinstance(payload, pb.InvokeWorkerRPCRequest):
         return f"RPC {payload.rpc_name!r} of Flow type {task.flow_type!r}"
     return f"Step {payload.step_type!r} of Flow type {task.flow_type!r}"
-
-
-def _worker_error_of(error: BaseException) -> pb.WorkerErrorResponse | None:
-    """The WorkerErrorResponse a listening Worker packed into its error status, if any."""
-    try:
-        status = cast(Any, rpc_status).from_call(error)
-    except Exception:
-        return None
-    if status is None:
-        return None
-    for packed in status.details:
-        candidate = pb.WorkerErrorResponse()
-        if packed.Is(candidate.DESCRIPTOR):
-            packed.Unpack(candidate)
-            return candidate
-    return None
