@@ -67,10 +67,10 @@ class Engine:
         self._continue_due: dict[str, Flow] = {}  # Flows to continue as new at commit
         self._depth = 0
         self.closing = False
-        # While a reset replays a Flow's history: the replayed event's time, and the
-        # Flows whose methods must not reach Workers yet (see ``replay``).
-        self.replay_clock: float | None = None
+        # While a reset replays a Flow's history: the Flows whose methods must not
+        # reach Workers yet, and their clocks at the replayed event (see ``replay``).
         self.replaying: set[str] = set()
+        self.replay_clocks: dict[str, float] = {}
         # Dex raises explicit heartbeat timeouts to a server minimum of ten seconds.
         self.min_heartbeat_timeout = _min_heartbeat_timeout()
 
@@ -130,15 +130,15 @@ class Engine:
         """Wake the Flow's long-polls once the current transaction commits."""
         self._notify.add(flow_id)
 
-    def now(self) -> float:
-        """The engine's clock: the wall clock, or the replayed event's time during a reset."""
-        return time.time() if self.replay_clock is None else self.replay_clock
+    def now(self, flow: Flow) -> float:
+        """The Flow's clock: the wall clock, or the replayed event's time during a reset."""
+        return self.replay_clocks.get(flow.flow_id) or time.time()
 
     def record(self, flow: Flow, event: pb.FlowHistoryEvent) -> None:
         """Append an event to the Flow's history, numbered and stamped now."""
         event.event_id = flow.next_event_id
         flow.next_event_id += 1
-        event.event_time.CopyFrom(stamp(self.now()))
+        event.event_time.CopyFrom(stamp(self.now(flow)))
         self.store.add_event(flow.flow_id, event.event_id, event.SerializeToString())
         self._notify.add(flow.flow_id)
         if continue_as_new.threshold_reached(flow):

@@ -156,7 +156,7 @@ def wait_for_completed(
     locks.release(engine, flow, step.sid)
     if result.HasField("waiting_condition"):
         step.condition = result.waiting_condition
-        step.wait_started = engine.now()
+        step.wait_started = engine.now(flow)
         step.phase = Phase.WAITING
         if step.condition.sub_flow_conditions:
             subflows.start_children(engine, flow, step)

@@ -39,7 +39,7 @@ def replay(engine: Engine, flow: Flow, events: list[pb.FlowHistoryEvent], point:
     for index, event in enumerate(events):
         if _reached(flow, point) or (point.before_event and event.event_id >= point.before_event):
             return index
-        engine.replay_clock = event_seconds(event)
+        engine.replay_clocks[flow.flow_id] = event_seconds(event)
         waits.after_change(engine, flow)  # Timers due before this event fire first
         if _reached(flow, point) or not flow.running:
             return index

@@ -60,14 +60,14 @@ def reset_flow(engine: Engine, request: pb.ResetFlowRequest) -> pb.ResetFlowResp
         engine.replaying.add(flow.flow_id)
         try:
             if not point.beginning:
-                engine.replay_clock = event_seconds(started)
+                engine.replay_clocks[flow.flow_id] = event_seconds(started)
             new = _restart(engine, flow, started.flow_started_or_continued.initial_start)
             if not point.beginning:
                 _keep_start_time(engine, new, start_time)
             replayed = 1 + replay(engine, new, events[1:], point)
         finally:
             engine.replaying.discard(flow.flow_id)
-            engine.replay_clock = None
+            engine.replay_clocks.pop(flow.flow_id, None)
         engine.record(
             new,
             pb.FlowHistoryEvent(

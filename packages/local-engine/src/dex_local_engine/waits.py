@@ -25,7 +25,7 @@ def evaluate(engine: Engine, flow: Flow, step: StepExec) -> bool:
         step.phase = Phase.EXECUTE_LOCK
         engine.touch(flow, step)
         return True
-    now = engine.now()
+    now = engine.now(flow)
     fired = set(step.skipped_timers)
     next_fire: float | None = None
     for index, timer in enumerate(condition.timer_conditions):
