@@ -60,6 +60,15 @@ def _after_gate_one(client: Client, flow_id: str) -> None:
     )
 
 
+def _to_step(sid: str, method: TimeTravelStepMethod, *, skip: bool = False) -> TimeTravelOptions:
+    return TimeTravelOptions(
+        TimeTravelType.STEP_EXECUTION_ID,
+        step_execution_id=sid,
+        step_method=method,
+        skip_writes_reapply=skip,
+    )
+
+
 def _history(engine: LocalEngine, flow_id: str) -> list[pb.FlowHistoryEvent]:
     with grpc.insecure_channel(engine.address) as channel:
         stub = pb_grpc.FlowServiceStub(channel)
@@ -94,11 +103,7 @@ def test_reset_to_a_wait_for_keeps_the_steps_before_and_reruns_that_step(
     done = len(app.runs_of("wf"))
     run_id = client.time_travel(
         "wf",
-        TimeTravelOptions(
-            TimeTravelType.STEP_EXECUTION_ID,
-            step_execution_id="Gate-2",
-            step_method=TimeTravelStepMethod.WAIT_FOR,
-        ),
+        _to_step("Gate-2", TimeTravelStepMethod.WAIT_FOR),
     )
     # The second RPC came after Gate-2 started, so it is applied again.
     assert client.wait_for_flow("wf").single_output(str) == "in|in+a+b|rounds=2"
@@ -131,12 +136,7 @@ def test_reset_to_a_wait_for_without_reapplied_writes_waits_for_a_new_message(
     done = len(app.runs_of("wk"))
     client.time_travel(
         "wk",
-        TimeTravelOptions(
-            TimeTravelType.STEP_EXECUTION_ID,
-            step_execution_id="Gate-2",
-            step_method=TimeTravelStepMethod.WAIT_FOR,
-            skip_writes_reapply=True,
-        ),
+        _to_step("Gate-2", TimeTravelStepMethod.WAIT_FOR, skip=True),
     )
     assert client.describe_flow("wk").status is FlowStatus.RUNNING
     client.invoke_rpc(_flow(client).open, "wk", "c")
@@ -151,12 +151,7 @@ def test_reset_to_an_execute_hands_it_the_same_message_and_keeps_earlier_rpcs(
     done = len(app.runs_of("ex"))
     client.time_travel(
         "ex",
-        TimeTravelOptions(
-            TimeTravelType.STEP_EXECUTION_ID,
-            step_execution_id="Gate-2",
-            step_method=TimeTravelStepMethod.EXECUTE,
-            skip_writes_reapply=True,
-        ),
+        _to_step("Gate-2", TimeTravelStepMethod.EXECUTE, skip=True),
     )
     # The RPC that published "b" came before Gate-2's wait ended, so even without
     # re-applied writes the new run hands "b" to execute again.
