@@ -15,6 +15,9 @@ from dex import (
     FlowStatus,
     StepExecutionId,
     TimerId,
+    TimeTravelOptions,
+    TimeTravelStepMethod,
+    TimeTravelType,
 )
 
 from dex_local_engine import LocalEngine
@@ -108,3 +111,24 @@ def test_running_child_is_attached_or_restarted_by_policy(
     assert (run != first_run) is restarts
     _skip_park(apps.client, child_id)
     assert _output(apps, flow_id) == f"{child_id}|COMPLETED|1"
+
+
+@pytest.mark.parametrize("method", [TimeTravelStepMethod.WAIT_FOR, TimeTravelStepMethod.EXECUTE])
+def test_time_travel_to_the_waiting_step_keeps_the_completed_child(
+    apps: RunningFlows, method: TimeTravelStepMethod
+) -> None:
+    flow_id = f"travel-{method.value}"
+    apps.client.start_flow(apps.flow(app.OneParent), flow_id, 4)
+    first = _output(apps, flow_id)
+    child_id = f"SubFlow:{flow_id}-RunOne-1-0"
+    child_run = apps.client.describe_flow(child_id).run_id
+    apps.client.time_travel(
+        flow_id,
+        TimeTravelOptions(
+            TimeTravelType.STEP_EXECUTION_ID, step_execution_id="RunOne-1", step_method=method
+        ),
+    )
+    # The new parent run meets the completed child under its ID (a new request ID,
+    # so the default reuse policy decides): it gets its result, the child stays.
+    assert _output(apps, flow_id) == first == f"{child_id}|COMPLETED|8"
+    assert apps.client.describe_flow(child_id).run_id == child_run
