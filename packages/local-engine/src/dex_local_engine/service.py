@@ -14,7 +14,7 @@ from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc as pb_grpc
 from google.protobuf import empty_pb2
 
-from dex_local_engine import __version__, errors
+from dex_local_engine import __version__, errors, queries
 from dex_local_engine.engine import LONG_POLL_CAP_SECONDS, WAIT_FOR_FLOW_CAP_SECONDS, Engine
 from dex_local_engine.errors import DexError
 from dex_local_engine.model import Flow
@@ -41,6 +41,7 @@ SUPPORTED_FLOW_RPCS = frozenset(
         "WaitForStepCompletion",
         "WaitForAttribute",
         "GetHistoryEvents",
+        "WaitForHistoryEvent",
         "PublishToChannel",
         "SetAttributes",
         "GetAttributes",
@@ -236,6 +237,13 @@ class FlowService(cast(Any, pb_grpc).FlowServiceServicer):
             except ValueError:
                 raise errors.invalid("malformed next_page_token") from None
         return self.engine.history(flow, start, request.estimate_page_size)
+
+    @_answering_errors
+    async def WaitForHistoryEvent(
+        self, request: pb.WaitForHistoryEventRequest, context: Any
+    ) -> pb.WaitForHistoryEventResponse:
+        """WaitForHistoryEvent: return once the run recorded an event with an ID."""
+        return await queries.wait_for_history_event(self.engine, request, LONG_POLL_CAP_SECONDS)
 
     @_answering_errors
     async def WaitForStepCompletion(
