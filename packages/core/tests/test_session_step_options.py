@@ -83,6 +83,8 @@ def test_every_step_sets_sync_durability_explicitly(flow: Any) -> None:
         "CompactContext",
         "ApplyTurnControl",
         "FinishTurnCancellation",
+        "PollToolTask",
+        "CancelToolTask",
     }
     for name, step in steps.items():
         options = step.get_step_options()

@@ -70,6 +70,7 @@ __all__ = [
     "model_call_metadata",
     "resolve_tool_policy",
     "supports_plan_mode",
+    "supports_tool_task_polling",
 ]
 
 JsonValue = Any
@@ -526,6 +527,11 @@ class AgentFrameworkRunner(Protocol):
         else is unexpected and retried by effect.
         """
         ...
+
+
+def supports_tool_task_polling(runner: object) -> bool:
+    """Whether ``runner`` has ``poll_tool_task``, so its tools may return ``ToolTaskStarted``."""
+    return callable(getattr(runner, "poll_tool_task", None))
 
 
 def supports_plan_mode(runner: object) -> bool:
