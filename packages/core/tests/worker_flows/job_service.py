@@ -15,6 +15,7 @@ import threading
 import urllib.request
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -249,7 +250,10 @@ class JobTasks:
             )
         if job["question_id"] is not None and job["question_id"] != answered:
             return ToolInputRequested(
-                job["question"], choices=tuple(job["choices"]), continuation=job["question_id"]
+                job["question"],
+                choices=tuple(job["choices"]),
+                allows_free_text=False,
+                continuation=job["question_id"],
             )
         if job["status"] == "done":
             return ToolExecutionResult(job["result"])
@@ -273,7 +277,11 @@ def _reply(request: ModelRequest) -> ScriptedModelReply:
     return ScriptedModelReply(text=f"echo: {text}")
 
 
-def build_flows(effect: ToolEffect = ToolEffect.IDEMPOTENT_WRITE) -> list[Any]:
+def build_flows(
+    effect: ToolEffect = ToolEffect.IDEMPOTENT_WRITE,
+    flow_type: str = FLOW_TYPE,
+    interrupt_deadline: timedelta | None = None,
+) -> list[Any]:
     tasks = JobTasks()
 
     async def make_report(kind: str, context: ToolCallContext) -> ToolTaskStarted:
@@ -286,4 +294,6 @@ def build_flows(effect: ToolEffect = ToolEffect.IDEMPOTENT_WRITE) -> list[Any]:
         model=ScriptedModelClient(_reply),
         tools=[function_tool(make_report, effect=effect, tasks=tasks)],
     )
-    return [create_stepwise_session_flow(definition, FLOW_TYPE)]
+    return [
+        create_stepwise_session_flow(definition, flow_type, interrupt_deadline=interrupt_deadline)
+    ]
