@@ -530,8 +530,14 @@ class AgentFrameworkRunner(Protocol):
 
 
 def supports_tool_task_polling(runner: object) -> bool:
-    """Whether ``runner`` has ``poll_tool_task``, so its tools may return ``ToolTaskStarted``."""
-    return callable(getattr(runner, "poll_tool_task", None))
+    """Whether ``runner`` polls tool tasks, so its tools may return ``ToolTaskStarted``.
+
+    A runner has ``poll_tool_task``; one that has the method but nothing to poll with
+    (an adapter without ``tool_tasks``) sets ``polls_tool_tasks`` to ``False``.
+    """
+    if not callable(getattr(runner, "poll_tool_task", None)):
+        return False
+    return getattr(runner, "polls_tool_tasks", True) is not False
 
 
 def supports_plan_mode(runner: object) -> bool:

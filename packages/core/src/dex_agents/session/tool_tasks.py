@@ -31,6 +31,7 @@ from dex_agents.runner import (
     ToolTaskCancellation,
     ToolTaskPoll,
     ToolTaskPollOutcome,
+    supports_tool_task_polling,
 )
 from dex_agents.session.changes import SessionChanges
 from dex_agents.session.control_reads import read_turn_control
@@ -133,8 +134,9 @@ Poller = Callable[[ToolTaskPoll], Awaitable[ToolTaskPollOutcome]]
 
 
 def _poller(runner: object) -> Poller | None:
-    method = getattr(runner, "poll_tool_task", None)
-    return cast("Poller", method) if callable(method) else None
+    if not supports_tool_task_polling(runner):
+        return None
+    return cast("Poller", getattr(runner, "poll_tool_task", None))
 
 
 def _turn_cancelled(

@@ -32,6 +32,7 @@ from dex_agents.runner import (
     ToolInputRequested,
     ToolTaskStarted,
 )
+from dex_agents.tool_task_routing import StartedToolTask
 from dex_agents.values import ToolEffect
 
 __all__ = [
@@ -130,8 +131,12 @@ class FunctionTool:
     async def run(self, arguments: str, context: ToolCallContext) -> DeferredToolOutcome:
         """Check the arguments, run ``execute``, and encode its result."""
         parsed = self.parse_arguments(arguments)
-        produced = self.execute(parsed, context)
-        result = await produced if inspect.isawaitable(produced) else produced
+        try:
+            produced = self.execute(parsed, context)
+            result = await produced if inspect.isawaitable(produced) else produced
+        except StartedToolTask as started:
+            # The adapters' way to start a task works in a function tool too.
+            result = started.started
         if isinstance(result, ToolInputRequested):
             return result
         if isinstance(result, ToolTaskStarted):
