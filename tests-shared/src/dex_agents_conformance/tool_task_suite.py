@@ -12,12 +12,16 @@ from typing import ClassVar
 
 import pytest
 
-from dex_agents.testing import ModelScript, ModelTurn, ScenarioTool, ToolBehaviour, ToolCallSpec
-from dex_agents.testing.polling import poll_until
-from dex_agents.testing.scenario_tasks import (
+from dex_agents.testing import (
     TASK_CANCEL_LOG_NAME,
     TASK_DONE_GATE,
     TASK_POLL_LOG_NAME,
+    ModelScript,
+    ModelTurn,
+    ScenarioTool,
+    ToolBehaviour,
+    ToolCallSpec,
+    poll_until,
 )
 from dex_agents.texts import OUTCOME_UNKNOWN_TOOL_RESULT
 from dex_agents.values import AgentToolCallStatus, ToolEffect
