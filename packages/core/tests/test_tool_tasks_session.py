@@ -257,3 +257,31 @@ async def test_a_runner_without_a_poller_records_the_call_by_effect(
         assert done.messages[-1].text == f"failed:{MISSING_TOOL_TASK_POLLER}"
     else:
         assert (done.messages[-1].text or "").startswith("outcome_unknown:")
+
+
+async def test_each_poll_is_an_execute_tool_span(service: Any) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from dex_agents.tracing import TracingOptions
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing = TracingOptions(tracer_provider=provider, agent_name="Reports")
+    flow = build_flows(flow_type="JobReportsTracedAgent", tracing=tracing)[0]
+    async with await _environment(flow) as environment:
+        sessions = AgentSessionTestClient(environment.client, flow)
+        sid = _sid()
+        await sessions.start_session(sid, "report please: slow")
+        record = await _started(sessions, sid)
+        service.finish(record.task_id, "report ready")
+        await sessions.wait_for_completed_turns(sid, 1)
+    tool_spans = [
+        span for span in exporter.get_finished_spans() if span.name == "execute_tool make_report"
+    ]
+    step_types = [span.attributes["dex.step.type"] for span in tool_spans if span.attributes]
+    assert step_types[0] == "CallTool"
+    assert set(step_types[1:]) == {"PollToolTask"}
+    assert len(step_types) >= 2

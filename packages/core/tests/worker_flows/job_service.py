@@ -281,6 +281,7 @@ def build_flows(
     effect: ToolEffect = ToolEffect.IDEMPOTENT_WRITE,
     flow_type: str = FLOW_TYPE,
     interrupt_deadline: timedelta | None = None,
+    tracing: Any = None,
 ) -> list[Any]:
     tasks = JobTasks()
 
@@ -295,5 +296,7 @@ def build_flows(
         tools=[function_tool(make_report, effect=effect, tasks=tasks)],
     )
     return [
-        create_stepwise_session_flow(definition, flow_type, interrupt_deadline=interrupt_deadline)
+        create_stepwise_session_flow(
+            definition, flow_type, interrupt_deadline=interrupt_deadline, tracing=tracing
+        )
     ]
