@@ -18,7 +18,7 @@ from dex import (
 )
 
 from dex_agents.session.builtin_rules import is_ask_user_call, question_interrupt_id
-from dex_agents.session.control_reads import read_turn_control
+from dex_agents.session.control_reads import is_turn_cancelled
 from dex_agents.session.question_rules import (
     QuestionOutcome,
     apply_question_resolution,
@@ -35,7 +35,6 @@ from dex_agents.session.store import (
 )
 from dex_agents.session.tool_tasks import cancel_task_movement, poll_movement
 from dex_agents.session.tools import tool_step_movement
-from dex_agents.session.turn_control_rules import TURN_CANCELLED
 from dex_agents.session.wait_cancellation import cancellation_condition, cancelled_wait
 
 __all__ = ["AwaitQuestionAnswer", "question_movement"]
@@ -109,9 +108,7 @@ class AwaitQuestionAnswer(Step[str]):
         cancelled = cancelled_wait(
             context, persistence, record, read_pending_interrupts(context, persistence)
         )
-        if record.task_id is not None and (
-            read_turn_control(context, persistence, record.turn_id).reason == TURN_CANCELLED
-        ):
+        if record.task_id is not None and is_turn_cancelled(context, persistence, record.turn_id):
             # cancel_turn abandons the task that asked; its question is already dropped.
             return go_to_many(cancel_task_movement(session, input))
         if resolutions:

@@ -34,7 +34,7 @@ from dex_agents.runner import (
     supports_tool_task_polling,
 )
 from dex_agents.session.changes import SessionChanges
-from dex_agents.session.control_reads import read_turn_control
+from dex_agents.session.control_reads import is_turn_cancelled
 from dex_agents.session.events import SessionEventWriter
 from dex_agents.session.heartbeats import BackgroundHeartbeats
 from dex_agents.session.routing import ToolStepKind, tool_step_kind
@@ -60,7 +60,6 @@ from dex_agents.session.tools import (
     record_options,
 )
 from dex_agents.session.tracing_hooks import tool_call_span
-from dex_agents.session.turn_control_rules import TURN_CANCELLED
 from dex_agents.values import AgentToolCall, AgentToolCallStatus
 
 __all__ = [
@@ -139,12 +138,6 @@ def _poller(runner: object) -> Poller | None:
     return cast("Poller", getattr(runner, "poll_tool_task", None))
 
 
-def _turn_cancelled(
-    context: AsyncContext, session: SessionDefinition, record: AgentToolCall
-) -> bool:
-    return read_turn_control(context, session.persistence, record.turn_id).reason == TURN_CANCELLED
-
-
 class PollToolTask(Step[str]):
     """Waits for the poll interval (or at once with a pending answer), then polls once."""
 
@@ -175,7 +168,7 @@ class PollToolTask(Step[str]):
         record = read_record(context, persistence, input)
         if record is None or record.status is not AgentToolCallStatus.WAITING_FOR_TASK:
             return dead_end()
-        if _turn_cancelled(context, session, record):
+        if is_turn_cancelled(context, persistence, record.turn_id):
             return go_to_many(cancel_task_movement(session, input))
         poll_tool_task = _poller(session.runner)
         if poll_tool_task is None:
@@ -185,7 +178,7 @@ class PollToolTask(Step[str]):
         events = SessionEventWriter(context, persistence.agent_events, turn_id=record.turn_id)
         try:
             changes, next_step = await self._poll(context, record, events, poll_tool_task)
-            if _turn_cancelled(context, session, record):
+            if is_turn_cancelled(context, persistence, record.turn_id):
                 # cancel_turn abandoned the task while it was polled: drop the result.
                 return go_to_many(cancel_task_movement(session, input))
             apply_changes(context, persistence, changes, events)

@@ -31,7 +31,7 @@ from dex_agents.runner import (
     supports_tool_task_polling,
 )
 from dex_agents.session.changes import SessionChanges
-from dex_agents.session.control_reads import read_turn_control
+from dex_agents.session.control_reads import is_turn_cancelled
 from dex_agents.session.events import SessionEventWriter
 from dex_agents.session.heartbeats import BackgroundHeartbeats
 from dex_agents.session.question_rules import record_tool_question
@@ -49,7 +49,6 @@ from dex_agents.session.tool_rules import (
 )
 from dex_agents.session.tool_task_rules import abandon_task, missing_poller, start_task
 from dex_agents.session.tracing_hooks import tool_call_span
-from dex_agents.session.turn_control_rules import TURN_CANCELLED
 from dex_agents.session.wait_cancellation import cancelled_wait
 from dex_agents.values import AgentToolCall, AgentToolCallStatus
 from dex_local_engine import StepAttemptProgress, recovery_attempt_progress
@@ -263,9 +262,7 @@ class _RecordFailure(Step[str]):
         record = read_record(context, persistence, input)
         if record is None or record.is_final:
             return dead_end()
-        if record.task_id is not None and (
-            read_turn_control(context, persistence, record.turn_id).reason == TURN_CANCELLED
-        ):
+        if record.task_id is not None and is_turn_cancelled(context, persistence, record.turn_id):
             # CancelToolTask kept failing: the abandoned task is still recorded as such.
             changes = abandon_task(record)
         else:
