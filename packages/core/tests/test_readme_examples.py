@@ -19,6 +19,7 @@ SECTIONS = (
     "The runner contract",
     "Stepwise",
     "Function tools",
+    "Tool tasks",
     "Model clients",
     "Testing",
 )

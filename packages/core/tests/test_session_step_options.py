@@ -83,6 +83,8 @@ def test_every_step_sets_sync_durability_explicitly(flow: Any) -> None:
         "CompactContext",
         "ApplyTurnControl",
         "FinishTurnCancellation",
+        "PollToolTask",
+        "CancelToolTask",
     }
     for name, step in steps.items():
         options = step.get_step_options()
@@ -189,3 +191,56 @@ def test_tool_step_kind_follows_the_effect() -> None:
     assert tool_step_kind(ToolEffect.IDEMPOTENT_WRITE) is ToolStepKind.CALL_TOOL
     assert tool_step_kind(ToolEffect.NON_IDEMPOTENT_WRITE) is ToolStepKind.CALL_SINGLE_ATTEMPT_TOOL
     assert tool_step_kind(ToolEffect.UNCLASSIFIED) is ToolStepKind.CALL_SINGLE_ATTEMPT_TOOL
+
+
+@pytest.mark.parametrize(
+    ("effect", "route_target"),
+    [
+        (ToolEffect.READ, RecordToolFailure),
+        (ToolEffect.IDEMPOTENT_WRITE, RecordToolFailure),
+        (ToolEffect.NON_IDEMPOTENT_WRITE, RecordToolOutcomeUnknown),
+        (ToolEffect.UNCLASSIFIED, RecordToolOutcomeUnknown),
+    ],
+)
+def test_poll_tool_task_has_three_attempts_no_lock_and_the_effects_failure_route(
+    flow: Any, effect: ToolEffect, route_target: type
+) -> None:
+    from dataclasses import replace
+
+    from dex_agents.session.tool_tasks import PollToolTask, poll_movement
+    from dex_agents.values import AgentToolCall, AgentToolCallStatus
+
+    record = AgentToolCall(
+        tool_call_id="task-1",
+        turn_id="turn-1",
+        tool_name="report",
+        arguments="{}",
+        effect=effect,
+        requires_approval=False,
+        status=AgentToolCallStatus.WAITING_FOR_TASK,
+        deferral_order=0,
+    )
+    movement = poll_movement(flow.session, replace(record, task_id="job-1"))
+    assert movement.step is PollToolTask
+    assert movement.input == "task-1"
+    options = movement.options
+    assert options is not None
+    assert _is_sync(options)
+    assert options.execute_retry.maximum_attempts == 3
+    assert list(options.execute_lock_attributes) == []
+    assert options._execute_failure_target is route_target
+    assert [load.instance for load in options.execute_load_attribute_map_instances] == ["task-1"]
+
+
+def test_cancel_tool_task_has_30_seconds_and_3_attempts_within_2_minutes(flow: Any) -> None:
+    from dex_agents.session.tool_tasks import CancelToolTask, cancel_task_movement
+
+    movement = cancel_task_movement(flow.session, "task-1")
+    assert movement.step is CancelToolTask
+    options = movement.options
+    assert options is not None
+    assert _is_sync(options)
+    assert options.execute_method_timeout == timedelta(seconds=30)
+    assert options.execute_retry.maximum_attempts == 3
+    assert options.execute_retry.total_duration == timedelta(minutes=2)
+    assert options._execute_failure_target is RecordToolOutcomeUnknown

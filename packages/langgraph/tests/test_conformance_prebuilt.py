@@ -13,7 +13,7 @@ def conformance_adapter() -> ConformanceAdapter:
         factory=PREBUILT_CONFORMANCE_FACTORY,
         name="LangGraph prebuilt agent",
         # No plan mode: see the README's "Steering, cancellation and plans".
-        capabilities=ALL_CAPABILITIES - {Capability.PLAN_MODE},
+        capabilities=(ALL_CAPABILITIES - {Capability.PLAN_MODE}) | {Capability.TOOL_TASKS},
     )
 
 

@@ -28,10 +28,15 @@ class Capability(StrEnum):
     """The runner implements the compaction methods and the factory passes
     ``ScenarioSession.compaction_context_window_tokens``, ``retained_message_limit`` and
     ``summary_gate`` on; opt-in, so not in ``ALL_CAPABILITIES``."""
+    TOOL_TASKS = "tool_tasks"
+    """A ``STARTS_TASK`` scenario tool starts a tool task (it raises ``StartedToolTask``) and
+    the factory polls it with ``ScenarioTaskPoller`` (the adapters' ``tool_tasks=``);
+    opt-in, so not in ``ALL_CAPABILITIES``."""
 
 
-ALL_CAPABILITIES = frozenset(c for c in Capability if c is not Capability.COMPACTION)
-"""Every capability but the opt-in ``COMPACTION``."""
+OPT_IN_CAPABILITIES = frozenset({Capability.COMPACTION, Capability.TOOL_TASKS})
+ALL_CAPABILITIES = frozenset(c for c in Capability if c not in OPT_IN_CAPABILITIES)
+"""Every capability but the opt-in ``COMPACTION`` and ``TOOL_TASKS``."""
 
 
 @dataclass(frozen=True)

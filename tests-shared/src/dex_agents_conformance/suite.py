@@ -35,6 +35,7 @@ from dex_agents_conformance.checks import (
 )
 from dex_agents_conformance.harness import ConformanceHarness
 from dex_agents_conformance.long_sessions import LongSessionScenarios
+from dex_agents_conformance.tool_task_suite import ToolTaskScenarios
 from dex_agents_conformance.tools import CHARGE_CARD, LOOKUP_ORDER, LOOKUP_STOCK, REFUND_ORDER
 from dex_agents_conformance.turn_control_suite import TurnControlScenarios
 
@@ -58,11 +59,12 @@ FIRST_CALL = "call-0-0"
 SECOND_CALL = "call-0-1"
 
 
-class ConformanceSuite(TurnControlScenarios, LongSessionScenarios):
+class ConformanceSuite(TurnControlScenarios, LongSessionScenarios, ToolTaskScenarios):
     """Every scenario of the suite; see the module docstring.
 
     The steering, cancellation and plan scenarios come from ``TurnControlScenarios``,
-    the message storage, retention and compaction ones from ``LongSessionScenarios``.
+    the message storage, retention and compaction ones from ``LongSessionScenarios``, and
+    the tool task ones from ``ToolTaskScenarios``.
     """
 
     pytestmark: ClassVar[list[pytest.MarkDecorator]] = [

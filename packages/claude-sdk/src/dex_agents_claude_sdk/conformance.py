@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from dex_agents.session import AgentSessionFlow
-from dex_agents.testing import ModelScript, ScenarioSession, ScenarioTool
+from dex_agents.testing import ModelScript, ScenarioSession, ScenarioTaskPoller, ScenarioTool
 from dex_agents_claude_sdk import create_claude_session_flow
 from dex_agents_claude_sdk.testing import (
     SCRIPTED_MODEL,
@@ -40,6 +40,7 @@ def build_conformance_flow(
         session.flow_type,
         tools=[scenario_tool(tool, directory) for tool in tools],
         client_factory=mock_client_factory(ScriptedMessagesEndpoint(script, directory)),
+        tool_tasks=ScenarioTaskPoller(tools, directory),
         interrupt_deadline=session.interrupt_deadline,
         built_in_tools=session.built_in_tools,
         plan_mode_enabled=session.plan_mode_enabled,

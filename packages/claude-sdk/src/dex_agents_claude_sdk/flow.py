@@ -12,6 +12,7 @@ from dex_agents.session import (
     AgentSessionOptionValues,
     create_agent_session_flow,
 )
+from dex_agents.tool_task_routing import ToolTaskPollers, ToolTasksOption
 from dex_agents_claude_sdk.runner import DEFAULT_MAX_TOKENS, ClaudeRunner, ClientFactory
 from dex_agents_claude_sdk.tools import ToolLike  # noqa: TID251
 
@@ -31,6 +32,7 @@ def create_claude_session_flow(
     request_options: Mapping[str, Any] | None = None,
     client_factory: ClientFactory | None = None,
     api_key_env: str = "ANTHROPIC_API_KEY",
+    tool_tasks: ToolTasksOption = None,
     **session_options: Unpack[AgentSessionOptionValues],
 ) -> AgentSessionFlow:
     """A new session Flow of ``flow_type`` that runs Claude ``model`` with ``tools``.
@@ -51,6 +53,7 @@ def create_claude_session_flow(
         client_factory=client_factory,
         api_key_env=api_key_env,
     )
+    runner.tool_tasks = ToolTaskPollers(tool_tasks)
     return create_agent_session_flow(runner, flow_type, options, **session_options)
 
 

@@ -55,6 +55,7 @@ from dex_agents.compaction_support import (
 )
 from dex_agents.plans import build_plan_note
 from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS
+from dex_agents.tool_task_routing import ToolTaskForwarding, returning_started_task
 from dex_agents.values import InteractionMode
 from dex_agents_claude_sdk.messages import (
     ToolUse,
@@ -95,7 +96,7 @@ def client_from_environment(api_key_env: str) -> ClientFactory:
     return build
 
 
-class ClaudeRunner:
+class ClaudeRunner(ToolTaskForwarding):
     """Runs Claude with tools under the session Flow; keeps no session state between calls.
 
     A planning turn offers only ``write_todos`` (``supports_plan_mode``), and the plan
@@ -376,6 +377,10 @@ class ClaudeRunner:
     # --- the tool step -------------------------------------------------------------
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
+        # A tool that raised StartedToolTask hands its task to the session's PollToolTask.
+        return await returning_started_task(self._run_deferred_tool_call(call))
+
+    async def _run_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
         record = call.tool_call
         tool = known_tool(self.tools, record.tool_name)
         arguments = tool_arguments_object(record.arguments)

@@ -70,6 +70,7 @@ __all__ = [
     "model_call_metadata",
     "resolve_tool_policy",
     "supports_plan_mode",
+    "supports_tool_task_polling",
 ]
 
 JsonValue = Any
@@ -526,6 +527,17 @@ class AgentFrameworkRunner(Protocol):
         else is unexpected and retried by effect.
         """
         ...
+
+
+def supports_tool_task_polling(runner: object) -> bool:
+    """Whether ``runner`` polls tool tasks, so its tools may return ``ToolTaskStarted``.
+
+    A runner has ``poll_tool_task``; one that has the method but nothing to poll with
+    (an adapter without ``tool_tasks``) sets ``polls_tool_tasks`` to ``False``.
+    """
+    if not callable(getattr(runner, "poll_tool_task", None)):
+        return False
+    return getattr(runner, "polls_tool_tasks", True) is not False
 
 
 def supports_plan_mode(runner: object) -> bool:

@@ -15,6 +15,7 @@ __all__ = [
     "CONTEXT_SUMMARY_INSTRUCTIONS",
     "CONTEXT_SUMMARY_NOTE_HEADER",
     "DEFAULT_REJECTION_MESSAGE",
+    "MISSING_TOOL_TASK_POLLER",
     "OUTCOME_UNKNOWN_TOOL_RESULT",
     "PLANNING_TURN_TOOL_REJECTED",
     "QUESTION_DEADLINE_PASSED",
@@ -59,6 +60,12 @@ QUESTION_DECLINED = "The user declined to answer."
 
 TOOL_CALL_NOT_RUN_ERROR_PREFIX = "the tool did not run, so it is safe to call again"
 """Start of the error of a call whose tool Step never reached a Worker."""
+
+MISSING_TOOL_TASK_POLLER = (
+    "the tool started a task, but this runner cannot poll tool tasks "
+    "(it has no poll_tool_task), so the task's outcome is unknown"
+)
+"""Error of a call whose tool returned ``ToolTaskStarted`` to a runner without a poller."""
 
 TURN_FAILURE_NOTE_HEADER = "[Dex] The previous turn failed after these tool calls ran:"
 TURN_FAILURE_NOTE_FOOTER = "Do not repeat these tool calls unless the user asks again."

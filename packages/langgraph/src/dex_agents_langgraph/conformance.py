@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from dex_agents.session import AgentSessionFlow
-from dex_agents.testing import ModelScript, ScenarioSession, ScenarioTool
+from dex_agents.testing import ModelScript, ScenarioSession, ScenarioTaskPoller, ScenarioTool
 from dex_agents_langgraph import create_langgraph_session_flow
 from dex_agents_langgraph.testing import ScriptedChatModel, scenario_tool
 
@@ -43,6 +43,7 @@ def build_conformance_flow(
         tools=[scenario_tool(tool, directory) for tool in tools],
         interrupt_deadline=session.interrupt_deadline,
         built_in_tools=session.built_in_tools,
+        tool_tasks=ScenarioTaskPoller(tools, directory),
     )
 
 
@@ -71,4 +72,5 @@ def build_prebuilt_conformance_flow(
         # pyright: ignore[reportUnknownArgumentType]
         interrupt_deadline=session.interrupt_deadline,
         built_in_tools=session.built_in_tools,
+        tool_tasks=ScenarioTaskPoller(tools, Path(state_directory)),
     )

@@ -16,6 +16,7 @@ from dex_agents.session import (
     AgentSessionOptionValues,
     create_agent_session_flow,
 )
+from dex_agents.tool_task_routing import ToolTaskPollers, ToolTasksOption
 from dex_agents_langgraph.runner import LangGraphRunner
 
 __all__ = ["create_langgraph_agent_session_flow", "create_langgraph_session_flow"]
@@ -30,6 +31,7 @@ def create_langgraph_session_flow(
     system_prompt: str | None = None,
     bind_tools_options: Mapping[str, Any] | None = None,
     messages_key: str = "messages",
+    tool_tasks: ToolTasksOption = None,
     **session_options: Unpack[AgentSessionOptionValues],
 ) -> AgentSessionFlow:
     """A new session Flow of ``flow_type`` that runs a LangGraph agent.
@@ -62,6 +64,7 @@ def create_langgraph_session_flow(
             "agent must be a LangChain chat model (BaseChatModel) or a compiled LangGraph"
             f" graph, got {type(agent).__name__}"
         )
+    runner.tool_tasks = ToolTaskPollers(tool_tasks)
     return create_agent_session_flow(runner, flow_type, options, **session_options)
 
 

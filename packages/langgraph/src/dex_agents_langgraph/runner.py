@@ -71,6 +71,7 @@ from dex_agents.compaction_support import (
     summary_input_text,
 )
 from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS
+from dex_agents.tool_task_routing import ToolTaskForwarding, returning_started_task
 from dex_agents_langgraph.messages import (
     RequestedToolCall,
     framework_message_of,
@@ -125,7 +126,7 @@ def _configurable(config: RunnableConfig | None) -> Mapping[str, Any]:
     return config.get("configurable") or {}
 
 
-class LangGraphRunner:
+class LangGraphRunner(ToolTaskForwarding):
     """Runs a LangGraph agent graph under the session Flow; keeps no state between calls.
 
     ``graph`` is a compiled graph whose state has a ``messages`` channel (the
@@ -375,6 +376,10 @@ class LangGraphRunner:
     # --- the tool step -------------------------------------------------------------
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
+        # A tool that raised StartedToolTask hands its task to the session's PollToolTask.
+        return await returning_started_task(self._run_deferred_tool_call(call))
+
+    async def _run_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
         record = call.tool_call
         tool = known_tool(self.tools, record.tool_name)
         arguments = tool_arguments_object(record.arguments)

@@ -28,6 +28,7 @@ from dex_agents.session import AgentSessionFlow, AgentSessionOptions
 from dex_agents.testing import (
     ModelScript,
     ScenarioSession,
+    ScenarioTaskPoller,
     ScenarioTool,
     run_scenario_tool,
 )
@@ -74,6 +75,7 @@ def build_conformance_flow(
             built_in_tools=session.built_in_tools,
             plan_mode_enabled=session.plan_mode_enabled,
         ),
+        tool_tasks=ScenarioTaskPoller(tools, Path(state_directory)),
     )
 
 

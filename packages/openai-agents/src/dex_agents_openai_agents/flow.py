@@ -12,6 +12,7 @@ from dex_agents.session import (
     AgentSessionOptionValues,
     create_agent_session_flow,
 )
+from dex_agents.tool_task_routing import ToolTaskPollers, ToolTasksOption
 from dex_agents_openai_agents.runner import ContextFactory, OpenAIAgentsRunner
 
 __all__ = ["create_openai_agents_session_flow"]
@@ -25,6 +26,7 @@ def create_openai_agents_session_flow(
     run_config: RunConfig | None = None,
     context_factory: ContextFactory | None = None,
     sdk_tracing: bool = False,
+    tool_tasks: ToolTasksOption = None,
     **session_options: Unpack[AgentSessionOptionValues],
 ) -> AgentSessionFlow:
     """A new session Flow of ``flow_type`` that runs ``agent`` with an ``OpenAIAgentsRunner``.
@@ -39,4 +41,5 @@ def create_openai_agents_session_flow(
     runner = OpenAIAgentsRunner(
         agent, run_config=run_config, context_factory=context_factory, tracing=sdk_tracing
     )
+    runner.tool_tasks = ToolTaskPollers(tool_tasks)
     return create_agent_session_flow(runner, flow_type, options, **session_options)

@@ -75,6 +75,7 @@ from dex_agents.compaction_support import (
 )
 from dex_agents.runner import AgentTurnOutcome, DeferredToolOutcome, model_call_metadata
 from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS, unknown_tool_error
+from dex_agents.tool_task_routing import ToolTaskForwarding, returning_started_task
 from dex_agents.values import AgentToolCallStatus, InteractionMode
 from dex_agents_openai_agents.declarations import (  # noqa: TID251
     declared_effect,
@@ -108,7 +109,7 @@ class UnsupportedInterruptionError(RuntimeError):
     """The SDK stopped for an approval this adapter cannot defer (not a function call)."""
 
 
-class OpenAIAgentsRunner:
+class OpenAIAgentsRunner(ToolTaskForwarding):
     """Runs ``agent`` under the session Flow; keeps no state between calls.
 
     ``run_config`` is the base ``RunConfig`` of every run (model provider, model
@@ -366,6 +367,10 @@ class OpenAIAgentsRunner:
     # --- the tool step -------------------------------------------------------------
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
+        # A tool that raised StartedToolTask hands its task to the session's PollToolTask.
+        return await returning_started_task(self._run_deferred_tool_call(call))
+
+    async def _run_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
         record = call.tool_call
         context_value = self.context_factory() if self.context_factory is not None else None
         run_context = RunContextWrapper(context=context_value)

@@ -40,6 +40,7 @@ from dex_agents.session import AgentSessionFlow
 from dex_agents.testing import (
     ModelScript,
     ScenarioSession,
+    ScenarioTaskPoller,
     ScenarioTool,
     run_scenario_tool,
 )
@@ -117,6 +118,7 @@ def build_conformance_flow(
     return create_pydantic_ai_session_flow(
         agent,
         session.flow_type,
+        tool_tasks=ScenarioTaskPoller(tools, Path(state_directory)),
         interrupt_deadline=session.interrupt_deadline,
         built_in_tools=session.built_in_tools,
     )

@@ -12,6 +12,7 @@ from dex_agents.session import (
     AgentSessionOptionValues,
     create_agent_session_flow,
 )
+from dex_agents.tool_task_routing import ToolTaskPollers, ToolTasksOption
 from dex_agents_pydantic_ai.runner import DepsFactory, PydanticAIRunner
 
 __all__ = ["create_pydantic_ai_session_flow"]
@@ -27,6 +28,7 @@ def create_pydantic_ai_session_flow(
     deps: DepsT | None = None,
     deps_factory: DepsFactory[DepsT] | None = None,
     stream_text: bool = False,
+    tool_tasks: ToolTasksOption = None,
     **session_options: Unpack[AgentSessionOptionValues],
 ) -> AgentSessionFlow:
     """A new session Flow of ``flow_type`` that runs ``agent`` with a ``PydanticAIRunner``.
@@ -40,4 +42,5 @@ def create_pydantic_ai_session_flow(
     their text reaches the live events as it arrives.
     """
     runner = PydanticAIRunner(agent, deps=deps, deps_factory=deps_factory, stream_text=stream_text)
+    runner.tool_tasks = ToolTaskPollers(tool_tasks)
     return create_agent_session_flow(runner, flow_type, options, **session_options)

@@ -88,6 +88,7 @@ from dex_agents.compaction_support import (
     summary_input_text,
 )
 from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS
+from dex_agents.tool_task_routing import ToolTaskForwarding, returning_started_task
 from dex_agents_pydantic_ai.deferral import DeferEveryToolCall, RefuseToolDeferral
 from dex_agents_pydantic_ai.messages import (
     ToolReturnOutcome,
@@ -116,7 +117,7 @@ DepsFactory = Callable[[str], DepsT | Awaitable[DepsT] | AbstractAsyncContextMan
 manager that the Step enters and exits (``@asynccontextmanager`` functions qualify)."""
 
 
-class PydanticAIRunner(Generic[DepsT]):
+class PydanticAIRunner(ToolTaskForwarding, Generic[DepsT]):
     """Runs ``agent`` under the session Flow; see the module docstring.
 
     ``deps`` is passed to every model step and tool call; ``deps_factory`` instead
@@ -394,6 +395,10 @@ class PydanticAIRunner(Generic[DepsT]):
     # --- the tool step -------------------------------------------------------------
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
+        # A tool that raised StartedToolTask hands its task to the session's PollToolTask.
+        return await returning_started_task(self._run_deferred_tool_call(call))
+
+    async def _run_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
         record = call.tool_call
         tool_call = ToolCallPart(
             tool_name=record.tool_name, args=record.arguments, tool_call_id=record.tool_call_id

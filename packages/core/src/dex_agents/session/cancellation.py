@@ -8,7 +8,16 @@ model call was cancelled) or records each call whose wait was cancelled as
 
 from __future__ import annotations
 
-from dex import AsyncContext, Step, StepDecision, StepDurability, StepOptions, dead_end, go_to
+from dex import (
+    AsyncContext,
+    Step,
+    StepDecision,
+    StepDurability,
+    StepOptions,
+    dead_end,
+    go_to,
+    go_to_many,
+)
 
 from dex_agents.session.steering import ApplyTurnControl
 from dex_agents.session.store import (
@@ -18,6 +27,7 @@ from dex_agents.session.store import (
     read_records,
     read_state,
 )
+from dex_agents.session.tool_tasks import cancel_task_movement
 from dex_agents.session.turn import RECORD_RETRY
 from dex_agents.session.turn_control_rules import finish_turn_cancellation
 
@@ -59,4 +69,9 @@ class FinishTurnCancellation(Step[str]):
         commit_changes(context, persistence, outcome.changes, turn_id=input)
         if outcome.apply_turn_control:
             return go_to(ApplyTurnControl, None)
+        if outcome.abandoned_tasks:
+            session = self._session
+            return go_to_many(
+                *(cancel_task_movement(session, call_id) for call_id in outcome.abandoned_tasks)
+            )
         return dead_end()

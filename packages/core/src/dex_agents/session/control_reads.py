@@ -9,7 +9,7 @@ from dex_agents.session.store import read_optional
 from dex_agents.session.turn_control_rules import TurnControl, turn_control
 from dex_agents.values import AgentPlan, TurnCancellationRequest
 
-__all__ = ["read_cancellation_request", "read_plan", "read_turn_control"]
+__all__ = ["is_turn_cancelled", "read_cancellation_request", "read_plan", "read_turn_control"]
 
 
 def read_plan(context: Context, persistence: SessionPersistence) -> AgentPlan | None:
@@ -31,3 +31,8 @@ def read_turn_control(
         steered_message_count=persistence.steered_user_messages.size(context),
         cancellation=read_cancellation_request(context, persistence),
     )
+
+
+def is_turn_cancelled(context: Context, persistence: SessionPersistence, turn_id: str) -> bool:
+    """Whether ``cancel_turn`` cancelled ``turn_id``: it then abandons the turn's tool tasks."""
+    return read_turn_control(context, persistence, turn_id).cancelled

@@ -38,6 +38,7 @@ from dex_agents.session.questions import AwaitQuestionAnswer
 from dex_agents.session.steering import ApplyTurnControl
 from dex_agents.session.store import SessionDefinition
 from dex_agents.session.timers import AwaitTimer
+from dex_agents.session.tool_tasks import CancelToolTask, PollToolTask
 from dex_agents.session.tools import (
     CallSingleAttemptTool,
     CallTool,
@@ -132,6 +133,8 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
             CompactContext(session),
             ApplyTurnControl(session),
             FinishTurnCancellation(session),
+            PollToolTask(session),
+            CancelToolTask(session),
         )
 
     def get_persistence_schema(self) -> PersistenceSchema:

@@ -42,6 +42,7 @@ __all__ = [
     "apply_question_timer",
     "question_wait_seconds",
     "record_tool_question",
+    "resolve_task_question",
 ]
 
 
@@ -150,14 +151,68 @@ def _declined(
     return QuestionOutcome(changes)
 
 
+def resolve_task_question(
+    record: AgentToolCall, answer: str | None, *, declined_message: str | None, deadline: bool
+) -> AgentToolCall:
+    """A task's question was answered, declined, or passed its deadline: back to polling.
+
+    ``input_answers`` gets one entry per resolved question (blank unless answered), so
+    the next question has a new interrupt ID; ``rejection_message`` tells a decline from
+    a passed deadline until the next poll hands the ``QuestionAnswer`` over.
+    """
+    if answer is not None:
+        rejection_message = None
+    elif deadline:
+        rejection_message = QUESTION_DEADLINE_PASSED
+    else:
+        rejection_message = declined_message or QUESTION_DECLINED
+    return replace(
+        record,
+        status=AgentToolCallStatus.WAITING_FOR_TASK,
+        input_answers=(*record.input_answers, answer or ""),
+        input_question=None,
+        input_choices=None,
+        input_allows_free_text=None,
+        rejection_message=rejection_message,
+        task_answer_pending=True,
+    )
+
+
+def _task_question_resolved(
+    record: AgentToolCall,
+    event: EventSpec,
+    answer: str | None,
+    message: str | None,
+    *,
+    deadline: bool = False,
+) -> QuestionOutcome:
+    """A task's question never ends the call: its resolution goes back to the task."""
+    changes = SessionChanges()
+    changes.written_records.append(
+        resolve_task_question(record, answer, declined_message=message, deadline=deadline)
+    )
+    changes.events.append(event)
+    return QuestionOutcome(changes, next_step=ToolStepKind.POLL_TOOL_TASK)
+
+
 def apply_question_resolution(
     record: AgentToolCall, resolution: AgentInterruptResolution, *, is_ask_user: bool
 ) -> QuestionOutcome:
-    """An answer ends ``ask_user`` or reruns the asking tool; a decline rejects the call."""
+    """An answer ends ``ask_user`` or reruns the asking tool; a decline rejects the call.
+
+    A task's question goes back to ``PollToolTask`` either way.
+    """
     if record.is_final:
         return QuestionOutcome(SessionChanges())
     interrupt_id = question_interrupt_id(record, is_ask_user=is_ask_user)
     answer = resolution.answer
+    if record.task_id is not None and not is_ask_user:
+        if not resolution.approved or answer is None:
+            message = resolution.rejection_message
+            event = _resolved(interrupt_id, approved=False, rejection_message=message)
+            return _task_question_resolved(record, event, None, message)
+        event = _resolved(interrupt_id, approved=True, answered=True)
+        return _task_question_resolved(record, event, answer, None)
     if not resolution.approved or answer is None:
         return _declined(record, interrupt_id, resolution.rejection_message, deadline=False)
     resolved = _resolved(interrupt_id, approved=True, answered=True)
@@ -205,7 +260,11 @@ def apply_question_timer(
         )
     if not is_past_deadline(interrupt, now):
         return QuestionOutcome(SessionChanges(), wait_again=True)
-    outcome = _declined(record, interrupt_id, None, deadline=True)
+    if record.task_id is not None and not is_ask_user:
+        event = _resolved(interrupt_id, approved=False, rejection_message=QUESTION_DEADLINE_PASSED)
+        outcome = _task_question_resolved(record, event, None, None, deadline=True)
+    else:
+        outcome = _declined(record, interrupt_id, None, deadline=True)
     outcome.changes.pending_interrupts = without_interrupt(pending, interrupt_id)
     return outcome
 

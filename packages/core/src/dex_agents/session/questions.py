@@ -18,12 +18,14 @@ from dex import (
 )
 
 from dex_agents.session.builtin_rules import is_ask_user_call, question_interrupt_id
+from dex_agents.session.control_reads import is_turn_cancelled
 from dex_agents.session.question_rules import (
     QuestionOutcome,
     apply_question_resolution,
     apply_question_timer,
     question_wait_seconds,
 )
+from dex_agents.session.routing import ToolStepKind
 from dex_agents.session.store import (
     SessionDefinition,
     commit_changes,
@@ -31,6 +33,7 @@ from dex_agents.session.store import (
     read_record,
     read_records,
 )
+from dex_agents.session.tool_tasks import cancel_task_movement, poll_movement
 from dex_agents.session.tools import tool_step_movement
 from dex_agents.session.wait_cancellation import cancellation_condition, cancelled_wait
 
@@ -105,6 +108,9 @@ class AwaitQuestionAnswer(Step[str]):
         cancelled = cancelled_wait(
             context, persistence, record, read_pending_interrupts(context, persistence)
         )
+        if record.task_id is not None and is_turn_cancelled(context, persistence, record.turn_id):
+            # cancel_turn abandons the task that asked; its question is already dropped.
+            return go_to_many(cancel_task_movement(session, input))
         if resolutions:
             outcome = apply_question_resolution(record, resolutions[0], is_ask_user=is_ask_user)
         elif cancelled is not None:
@@ -121,6 +127,8 @@ class AwaitQuestionAnswer(Step[str]):
                 interrupt_deadline_at=now + deadline if deadline is not None else None,
             )
         commit_changes(context, persistence, outcome.changes, turn_id=record.turn_id)
+        if outcome.next_step is ToolStepKind.POLL_TOOL_TASK:
+            return go_to_many(poll_movement(session, record))
         if outcome.next_step is not None:
             return go_to_many(tool_step_movement(session, outcome.next_step, input))
         if outcome.wait_again:

@@ -18,6 +18,7 @@ class ToolStepKind(Enum):
     AWAIT_TIMER = "AwaitTimer"
     CALL_TOOL = "CallTool"
     CALL_SINGLE_ATTEMPT_TOOL = "CallSingleAttemptTool"
+    POLL_TOOL_TASK = "PollToolTask"
 
 
 @dataclass(frozen=True)

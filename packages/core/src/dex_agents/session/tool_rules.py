@@ -86,12 +86,14 @@ def record_failure_route(
     every call in ``RecordToolOutcomeUnknown``, records ``outcome_unknown`` because
     the write may have taken effect. A call whose Step ``never_started``
     (``StepAttemptProgress.NOT_STARTED``) records ``failed`` with
-    ``TOOL_CALL_NOT_RUN_ERROR_PREFIX`` instead, unless its tool already asked a question.
+    ``TOOL_CALL_NOT_RUN_ERROR_PREFIX`` instead, unless its tool already asked a question
+    or started a task (a ``PollToolTask`` that never ran still leaves the task running).
     """
     text = recovery_error_text(recovery_error)
-    if never_started and not record.input_answers and record.input_question is None:
-        # No attempt reached a Worker, and no earlier Step of the call asked a question:
-        # the tool never ran, so the model may call it again.
+    ran_before = bool(record.input_answers) or record.input_question is not None
+    if never_started and not ran_before and record.task_id is None:
+        # No attempt reached a Worker, no earlier Step of the call asked a question, and
+        # no task was started: the tool never ran, so the model may call it again.
         return finish_tool_call(
             record, AgentToolCallStatus.FAILED, error=f"{TOOL_CALL_NOT_RUN_ERROR_PREFIX}: {text}"
         )

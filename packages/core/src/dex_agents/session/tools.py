@@ -27,8 +27,11 @@ from dex_agents.runner import (
     ToolExecutionError,
     ToolExecutionResult,
     ToolInputRequested,
+    ToolTaskStarted,
+    supports_tool_task_polling,
 )
 from dex_agents.session.changes import SessionChanges
+from dex_agents.session.control_reads import is_turn_cancelled
 from dex_agents.session.events import SessionEventWriter
 from dex_agents.session.heartbeats import BackgroundHeartbeats
 from dex_agents.session.question_rules import record_tool_question
@@ -44,6 +47,7 @@ from dex_agents.session.tool_rules import (
     idempotency_key,
     record_failure_route,
 )
+from dex_agents.session.tool_task_rules import abandon_task, missing_poller, start_task
 from dex_agents.session.tracing_hooks import tool_call_span
 from dex_agents.session.wait_cancellation import cancelled_wait
 from dex_agents.values import AgentToolCall, AgentToolCallStatus
@@ -56,6 +60,7 @@ __all__ = [
     "RecordToolFailure",
     "RecordToolOutcomeUnknown",
     "previous_heartbeat_checkpoint",
+    "record_options",
     "tool_step_movement",
 ]
 
@@ -86,7 +91,7 @@ def previous_heartbeat_checkpoint(context: AsyncContext) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _record_options(session: SessionDefinition, tool_call_id: str) -> StepOptions:
+def record_options(session: SessionDefinition, tool_call_id: str) -> StepOptions:
     """Options of a failure route: only this call's record, short capped backoff."""
     records = session.persistence.agent_tool_calls
     return StepOptions(
@@ -112,7 +117,7 @@ def tool_step_options(
         execute_load_attribute_map_instances=(records.load(tool_call_id),),
     )
     route = RecordToolOutcomeUnknown if single else RecordToolFailure
-    return options.on_execute_failure_proceed_to(route, _record_options(session, tool_call_id))
+    return options.on_execute_failure_proceed_to(route, record_options(session, tool_call_id))
 
 
 def tool_step_movement(
@@ -166,14 +171,17 @@ class _ToolStep(Step[str]):
             apply_changes(context, persistence, changes, events)
         finally:
             events.close()
-        asked = [
-            r for r in changes.written_records if r.status is AgentToolCallStatus.AWAITING_ANSWER
-        ]
-        if asked:
+        statuses = {r.status for r in changes.written_records}
+        if AgentToolCallStatus.AWAITING_ANSWER in statuses:
             # Imported here: questions.py builds tool Step movements from this module.
             from dex_agents.session.questions import question_movement
 
             return go_to_many(question_movement(session, record.tool_call_id))
+        if AgentToolCallStatus.WAITING_FOR_TASK in statuses:
+            # Imported here: tool_tasks.py builds on this module's options and routes.
+            from dex_agents.session.tool_tasks import poll_movement
+
+            return go_to_many(poll_movement(session, record))
         return dead_end()
 
     async def _run(
@@ -198,6 +206,7 @@ class _ToolStep(Step[str]):
             heartbeat_checkpoint=heartbeats.checkpoint,
             save_heartbeat_checkpoint=heartbeats.save_checkpoint,
             input_answers=record.input_answers,
+            supports_tool_tasks=supports_tool_task_polling(self._session.runner),
         )
         span = tool_call_span(context, self._session, type(self).__name__, record)
         try:
@@ -212,13 +221,18 @@ class _ToolStep(Step[str]):
                     f"runner defect: the output of tool call {record.tool_call_id} must be text"
                 )
             return finish_tool_call(record, AgentToolCallStatus.SUCCEEDED, output=outcome.output)
-        if isinstance(outcome, ToolInputRequested):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if isinstance(outcome, ToolInputRequested):
             changes = SessionChanges()
             changes.written_records.append(record_tool_question(record, outcome))
             return changes
+        if isinstance(outcome, ToolTaskStarted):  # pyright: ignore[reportUnnecessaryIsInstance]
+            if not supports_tool_task_polling(self._session.runner):
+                return missing_poller(record)
+            # PollToolTask checks for a cancelled turn before its first poll.
+            return start_task(record, outcome)
         raise RunnerDefectError(
             "runner defect: execute_deferred_tool_call must return ToolExecutionResult, "
-            f"got {type(outcome).__name__}"
+            f"ToolInputRequested or ToolTaskStarted, got {type(outcome).__name__}"
         )
 
 
@@ -248,12 +262,16 @@ class _RecordFailure(Step[str]):
         record = read_record(context, persistence, input)
         if record is None or record.is_final:
             return dead_end()
-        changes = record_failure_route(
-            record,
-            context.recovery_error,
-            outcome_unknown_always=self.outcome_unknown_always,
-            never_started=recovery_attempt_progress(context) is StepAttemptProgress.NOT_STARTED,
-        )
+        if record.task_id is not None and is_turn_cancelled(context, persistence, record.turn_id):
+            # CancelToolTask kept failing: the abandoned task is still recorded as such.
+            changes = abandon_task(record)
+        else:
+            changes = record_failure_route(
+                record,
+                context.recovery_error,
+                outcome_unknown_always=self.outcome_unknown_always,
+                never_started=recovery_attempt_progress(context) is StepAttemptProgress.NOT_STARTED,
+            )
         commit_changes(context, persistence, changes, turn_id=record.turn_id)
         return dead_end()
 

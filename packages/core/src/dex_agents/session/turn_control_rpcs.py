@@ -23,6 +23,7 @@ from dex_agents.session.store import (
     read_state,
 )
 from dex_agents.session.timers import AwaitTimer
+from dex_agents.session.tool_tasks import PollToolTask
 from dex_agents.session.turn import RecordTurnFailure, RunModel
 from dex_agents.values import (
     AgentUserMessage,
@@ -140,6 +141,7 @@ def cancel_turn(
         AwaitToolApproval,
         AwaitQuestionAnswer,
         AwaitTimer,
+        PollToolTask,
     )
 
 

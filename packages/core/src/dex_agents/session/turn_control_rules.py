@@ -161,9 +161,13 @@ def steer_wake(
     A call with a started task is never cancelled by steering.
     """
     changes = SessionChanges()
-    remaining, events = drop_turn_interrupts(pending, turn_id, reason)
-    if len(remaining) != len(pending):
-        changes.pending_interrupts = remaining
+    task_calls = {record.tool_call_id for record in records if record.task_id is not None}
+    # Steering never cancels a task's question: the task runs to its end.
+    kept = tuple(i for i in pending if i.tool_call_id in task_calls)
+    droppable = tuple(i for i in pending if i.tool_call_id not in task_calls)
+    remaining, events = drop_turn_interrupts(droppable, turn_id, reason)
+    if len(remaining) != len(droppable):
+        changes.pending_interrupts = (*remaining, *kept)
     changes.events.extend(events)
     for record in records:
         if record.status in WAITING_STATUSES and record.task_id is None:
@@ -173,10 +177,14 @@ def steer_wake(
 
 @dataclass(frozen=True)
 class CancellationOutcome:
-    """``apply_turn_control``: the model call was cancelled, so end the turn now."""
+    """``apply_turn_control``: the model call was cancelled, so end the turn now.
+
+    ``abandoned_tasks``: tool call IDs whose started task ``CancelToolTask`` abandons.
+    """
 
     changes: SessionChanges
     apply_turn_control: bool = False
+    abandoned_tasks: tuple[str, ...] = ()
 
 
 def finish_turn_cancellation(
@@ -189,7 +197,8 @@ def finish_turn_cancellation(
 
     While the model runs (or compacts), ``cancel_turn`` cancelled that Step, so the turn
     ends in ``ApplyTurnControl``. While tools run, each waiting call records
-    ``rejected``; ``ResumeTurn`` ends the turn once every call is final.
+    ``rejected`` and each started task goes to ``CancelToolTask``; ``ResumeTurn`` ends
+    the turn once every call is final.
     """
     changes = SessionChanges()
     if state is None or state.active_turn_id != turn_id:
@@ -200,10 +209,15 @@ def finish_turn_cancellation(
     changes.events.extend(events)
     if state.status is not AgentStatus.RUNNING_TOOLS:
         return CancellationOutcome(changes, apply_turn_control=True)
+    abandoned: list[str] = []
     for record in records:
-        if record.status in WAITING_STATUSES:
+        if record.is_final:
+            continue
+        if record.task_id is not None:
+            abandoned.append(record.tool_call_id)
+        elif record.status in WAITING_STATUSES:
             changes.merge(cancel_waiting_call(record, TURN_CANCELLED))
-    return CancellationOutcome(changes)
+    return CancellationOutcome(changes, abandoned_tasks=tuple(abandoned))
 
 
 def end_controlled_turn(

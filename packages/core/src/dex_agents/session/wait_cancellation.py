@@ -33,7 +33,8 @@ def cancelled_wait(
     The turn's own state decides, not the wake: a stale ``ToolCallCancellations`` message
     of an earlier turn with the same tool call ID cancels nothing.
     """
-    if record.is_final:
+    if record.is_final or record.task_id is not None:
+        # A started task is never rejected: steering waits for it, cancel_turn abandons it.
         return None
     reason = read_turn_control(context, persistence, record.turn_id).reason
     if reason is None:

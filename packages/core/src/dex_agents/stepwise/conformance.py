@@ -34,6 +34,7 @@ from dex_agents.stepwise.function_tool import FunctionTool, ToolCallContext, fun
 from dex_agents.stepwise.runner import StepwiseRunner
 from dex_agents.stepwise.transcript import decode_transcript
 from dex_agents.testing.gates import FileGate
+from dex_agents.testing.scenario_tasks import ScenarioTaskPoller
 from dex_agents.testing.script_playback import (
     play_scripted_model_call,
     scripted_answer_text,
@@ -44,6 +45,7 @@ from dex_agents.testing.scripts import (
     ModelTurn,
     ScenarioSession,
     ScenarioTool,
+    ToolBehaviour,
     run_scenario_tool,
 )
 from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS
@@ -173,6 +175,11 @@ def _scenario_function_tool(tool: ScenarioTool, state_directory: Path) -> Functi
         execute=execute,
         effect=tool.effect,
         requires_approval=tool.requires_approval,
+        tasks=(
+            ScenarioTaskPoller([tool], state_directory)
+            if tool.behaviour is ToolBehaviour.STARTS_TASK
+            else None
+        ),
     )
 
 

@@ -26,10 +26,13 @@ from dex_agents.runner import (
     AgentEventWriter,
     CancellationSignal,
     DeferredToolOutcome,
+    SupportsToolTasks,
     ToolExecutionError,
     ToolExecutionResult,
     ToolInputRequested,
+    ToolTaskStarted,
 )
+from dex_agents.tool_task_routing import StartedToolTask
 from dex_agents.values import ToolEffect
 
 __all__ = [
@@ -72,6 +75,8 @@ class ToolCallContext:
     save_heartbeat_checkpoint: Callable[[str], Awaitable[None]] | None = None
     input_answers: tuple[str, ...] = ()
     input_continuation: str | None = None
+    supports_tool_tasks: bool = False
+    """Whether the tool may return ``ToolTaskStarted``: it has a ``tasks`` poller."""
 
 
 ToolExecute = Callable[[dict[str, Any], ToolCallContext], Awaitable[object] | object]
@@ -94,6 +99,7 @@ class FunctionTool:
     execute: ToolExecute
     effect: ToolEffect | None = None
     requires_approval: bool | None = None
+    tasks: SupportsToolTasks | None = None
 
     def __post_init__(self) -> None:
         validate_tool_name(self.name)
@@ -113,6 +119,10 @@ class FunctionTool:
             raise ValueError(f"tool {self.name}: invalid JSON Schema: {error.message}") from error
         if not callable(self.execute):
             raise TypeError(f"tool {self.name}: execute must be callable")
+        if self.tasks is not None and not callable(getattr(self.tasks, "poll_tool_task", None)):
+            raise TypeError(
+                f"tool {self.name}: tasks must have poll_tool_task and cancel_tool_task"
+            )
 
     def parse_arguments(self, arguments: str) -> dict[str, Any]:
         """The model's argument text as a checked object, or ``ToolExecutionError``."""
@@ -121,9 +131,21 @@ class FunctionTool:
     async def run(self, arguments: str, context: ToolCallContext) -> DeferredToolOutcome:
         """Check the arguments, run ``execute``, and encode its result."""
         parsed = self.parse_arguments(arguments)
-        produced = self.execute(parsed, context)
-        result = await produced if inspect.isawaitable(produced) else produced
+        try:
+            produced = self.execute(parsed, context)
+            result = await produced if inspect.isawaitable(produced) else produced
+        except StartedToolTask as started:
+            # The adapters' way to start a task works in a function tool too.
+            result = started.started
         if isinstance(result, ToolInputRequested):
+            return result
+        if isinstance(result, ToolTaskStarted):
+            if self.tasks is None:
+                # Not a ToolExecutionError: the call's effect decides its outcome.
+                raise TypeError(
+                    f"tool {self.name} started a task but has no tasks poller; "
+                    "pass function_tool(..., tasks=...)"
+                )
             return result
         return ToolExecutionResult(encode_tool_result(result))
 
@@ -235,6 +257,7 @@ def function_tool(
     description: str | None = None,
     effect: ToolEffect | None = None,
     requires_approval: bool | None = None,
+    tasks: SupportsToolTasks | None = None,
 ) -> FunctionTool: ...
 
 
@@ -249,6 +272,7 @@ def function_tool(
     requires_approval: bool | None = None,
     parameters: None = None,
     execute: None = None,
+    tasks: SupportsToolTasks | None = None,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
@@ -263,6 +287,7 @@ def function_tool(
     execute: ToolExecute,
     effect: ToolEffect | None = None,
     requires_approval: bool | None = None,
+    tasks: SupportsToolTasks | None = None,
 ) -> FunctionTool: ...
 
 
@@ -276,6 +301,7 @@ def function_tool(
     requires_approval: bool | None = None,
     parameters: Mapping[str, Any] | None = None,
     execute: ToolExecute | None = None,
+    tasks: SupportsToolTasks | None = None,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Make a ``FunctionTool``.
 
@@ -286,6 +312,9 @@ def function_tool(
 
     With an explicit schema, pass ``name``, ``description``, ``parameters`` and
     ``execute(arguments, context)``.
+
+    ``tasks`` (an object with ``poll_tool_task`` and ``cancel_tool_task``) lets the tool
+    return ``ToolTaskStarted`` for remote work the session then polls; see "Tool tasks".
     """
     if parameters is not None or execute is not None:
         if fn is not None:
@@ -300,6 +329,7 @@ def function_tool(
             execute=execute,
             effect=effect,
             requires_approval=requires_approval,
+            tasks=tasks,
         )
 
     def build(function: Callable[..., Any]) -> FunctionTool:
@@ -309,6 +339,7 @@ def function_tool(
             description=description,
             effect=effect,
             requires_approval=requires_approval,
+            tasks=tasks,
         )
 
     if fn is None:
@@ -323,6 +354,7 @@ def _tool_from_function(
     description: str | None,
     effect: ToolEffect | None,
     requires_approval: bool | None,
+    tasks: SupportsToolTasks | None = None,
 ) -> FunctionTool:
     tool_name = name or getattr(function, "__name__", "")
     signature = inspect.signature(function)
@@ -382,6 +414,7 @@ def _tool_from_function(
         execute=execute,
         effect=effect,
         requires_approval=requires_approval,
+        tasks=tasks,
     )
 
 

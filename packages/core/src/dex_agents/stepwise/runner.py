@@ -48,7 +48,11 @@ from dex_agents.runner import (
     DeferredToolCall,
     DeferredToolExecution,
     DeferredToolOutcome,
+    SupportsToolTasks,
     ToolCallsRequested,
+    ToolTaskCancellation,
+    ToolTaskPoll,
+    ToolTaskPollOutcome,
     TurnCompleted,
 )
 from dex_agents.stepwise.compaction import (
@@ -432,7 +436,40 @@ class StepwiseRunner:
                 dataclasses.replace(call, tool_call=inner)
             )
         tool = known_tool(self._tools, record.tool_name)
-        return await tool.run(record.arguments, _tool_call_context(call, record))
+        context = _tool_call_context(call, record, has_poller=tool.tasks is not None)
+        return await tool.run(record.arguments, context)
+
+    def _task_poller(self, record: AgentToolCall) -> tuple[SupportsToolTasks, AgentToolCall]:
+        """The source or function tool that started the call's task, with the record it
+        gets (a source sees its own reference)."""
+        source_reference = decode_source_reference(record.tool_source_reference)
+        if source_reference is not None:
+            source = self._sources.get(source_reference.source_name)
+            if not isinstance(source, SupportsToolTasks):
+                # Not a ToolExecutionError: the call's effect decides its outcome.
+                raise LookupError(
+                    f"tool {record.tool_name} started a task, but tool source "
+                    f"{source_reference.source_name!r} on this Worker cannot poll tasks"
+                )
+            return source, dataclasses.replace(
+                record, tool_source_reference=source_reference.reference
+            )
+        tool = self._tools.get(record.tool_name)
+        if tool is None or tool.tasks is None:
+            raise LookupError(
+                f"tool {record.tool_name} started a task, but has no tasks poller on this Worker"
+            )
+        return tool.tasks, record
+
+    async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
+        """Forward the poll to the tool source or function tool that started the task."""
+        poller, record = self._task_poller(poll.tool_call)
+        return await poller.poll_tool_task(dataclasses.replace(poll, tool_call=record))
+
+    async def cancel_tool_task(self, cancellation: ToolTaskCancellation) -> None:
+        """Forward the cancellation like ``poll_tool_task``."""
+        poller, record = self._task_poller(cancellation.tool_call)
+        await poller.cancel_tool_task(dataclasses.replace(cancellation, tool_call=record))
 
 
 def with_plan_note(items: Sequence[TranscriptItem], turn: AgentTurnContext) -> list[TranscriptItem]:
@@ -444,7 +481,9 @@ def with_plan_note(items: Sequence[TranscriptItem], turn: AgentTurnContext) -> l
     return [*items[:earlier], UserTextItem(note), *items[earlier:]]
 
 
-def _tool_call_context(call: DeferredToolExecution, record: AgentToolCall) -> ToolCallContext:
+def _tool_call_context(
+    call: DeferredToolExecution, record: AgentToolCall, *, has_poller: bool
+) -> ToolCallContext:
     return ToolCallContext(
         flow_id=call.flow_id,
         turn_id=record.turn_id,
@@ -460,6 +499,7 @@ def _tool_call_context(call: DeferredToolExecution, record: AgentToolCall) -> To
         save_heartbeat_checkpoint=call.save_heartbeat_checkpoint,
         input_answers=tuple(call.input_answers),
         input_continuation=record.input_continuation,
+        supports_tool_tasks=call.supports_tool_tasks and has_poller,
     )
 
 

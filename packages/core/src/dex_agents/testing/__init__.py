@@ -24,6 +24,12 @@ from dex_agents.testing.scenario_flow import (
     build_scripted_flow,
     scenario_tool_policies,
 )
+from dex_agents.testing.scenario_tasks import (
+    TASK_CANCEL_LOG_NAME,
+    TASK_DONE_GATE,
+    TASK_POLL_LOG_NAME,
+    ScenarioTaskPoller,
+)
 from dex_agents.testing.script_playback import ScriptedModelFailure
 from dex_agents.testing.scripted_runner import ScriptedRunner
 from dex_agents.testing.scripts import (
@@ -50,6 +56,9 @@ from dex_agents.testing.worker_process import (
 __all__ = [
     "ALWAYS",
     "SCRIPTED_FLOW_FACTORY",
+    "TASK_CANCEL_LOG_NAME",
+    "TASK_DONE_GATE",
+    "TASK_POLL_LOG_NAME",
     "TURN_END_EVENTS",
     "WORKER_READY_LINE",
     "AgentSessionTestClient",
@@ -65,6 +74,7 @@ __all__ = [
     "Scenario",
     "ScenarioFlowFactory",
     "ScenarioSession",
+    "ScenarioTaskPoller",
     "ScenarioTool",
     "ScriptedModelFailure",
     "ScriptedRunner",

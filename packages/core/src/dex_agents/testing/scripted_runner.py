@@ -13,7 +13,7 @@ Every model call is recorded in the state directory's ``model-calls.jsonl``
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from pathlib import Path
 from typing import cast
 
@@ -28,6 +28,7 @@ from dex_agents.runner import (
     ToolExecutionResult,
     TurnCompleted,
 )
+from dex_agents.testing.scenario_tasks import ScenarioTaskPoller
 from dex_agents.testing.script_playback import (
     ScriptedModelFailure,
     play_scripted_model_call,
@@ -41,6 +42,11 @@ from dex_agents.testing.scripts import (
     run_scenario_tool,
 )
 from dex_agents.texts import describe_tool_call_outcome
+from dex_agents.tool_task_routing import (
+    ToolTaskForwarding,
+    ToolTaskPollers,
+    returning_started_task,
+)
 from dex_agents.values import AgentUsage, FrameworkMessage, from_wire, to_wire
 
 __all__ = ["SCRIPTED_USAGE", "ScriptedModelFailure", "ScriptedRunner"]
@@ -95,8 +101,11 @@ def _tool_item(tool_call_id: str, tool_name: str, output: str) -> FrameworkMessa
     )
 
 
-class ScriptedRunner:
-    """Plays ``script`` as the model and ``tools`` as the tools; see the module docstring."""
+class ScriptedRunner(ToolTaskForwarding):
+    """Plays ``script`` as the model and ``tools`` as the tools; see the module docstring.
+
+    A ``STARTS_TASK`` tool's task is polled by ``ScenarioTaskPoller``.
+    """
 
     supports_plan_mode = True
     """The scripted model sees no tool list, so a planning turn offers it nothing else."""
@@ -110,6 +119,7 @@ class ScriptedRunner:
         self.script = script
         self.tools = {tool.name: tool for tool in tools}
         self.state_directory = Path(state_directory)
+        self.tool_tasks = ToolTaskPollers(ScenarioTaskPoller(tools, self.state_directory))
 
     def build_user_message(self, text: str) -> FrameworkMessage:
         return _user_item(text)
@@ -157,14 +167,14 @@ class ScriptedRunner:
         tool = self.tools.get(call.tool_call.tool_name)
         if tool is None:
             raise ToolExecutionError(f"unknown tool {call.tool_call.tool_name!r}")
-        output = await run_scenario_tool(
+        output = run_scenario_tool(
             tool,
             call.tool_call.arguments,
             state_directory=self.state_directory,
             idempotency_key=call.idempotency_key,
             attempt=call.attempt,
         )
-        return ToolExecutionResult(output)
+        return await returning_started_task(_result(output))
 
     @staticmethod
     def _restore(
@@ -223,3 +233,7 @@ class ScriptedRunner:
                 )
             )
         return calls
+
+
+async def _result(output: Awaitable[str]) -> DeferredToolOutcome:
+    return ToolExecutionResult(await output)

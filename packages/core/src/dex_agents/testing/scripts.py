@@ -23,6 +23,7 @@ from typing import Any, cast
 
 from dex_agents.runner import ToolExecutionError
 from dex_agents.testing.gates import FileGate, InvocationLog
+from dex_agents.tool_task_routing import StartedToolTask
 from dex_agents.values import ToolEffect
 
 ALWAYS = 1_000_000
@@ -130,6 +131,9 @@ class ToolBehaviour(StrEnum):
     """Raises ``ToolExecutionError(text)``: a failure the model sees, not retried."""
     RAISES_UNEXPECTED = "raises_unexpected"
     """Raises ``RuntimeError(text)``: an unexpected failure, retried by effect."""
+    STARTS_TASK = "starts_task"
+    """Raises ``StartedToolTask``: a tool task that ``ScenarioTaskPoller`` completes with
+    ``text`` once the ``TASK_DONE_GATE`` gate is released."""
 
 
 class UnexpectedToolFailure(RuntimeError):
@@ -197,6 +201,8 @@ async def run_scenario_tool(
         raise ToolExecutionError(text)
     if tool.behaviour is ToolBehaviour.RAISES_UNEXPECTED:
         raise UnexpectedToolFailure(text)
+    if tool.behaviour is ToolBehaviour.STARTS_TASK:
+        raise StartedToolTask(f"task-{idempotency_key or tool.name}", 1)
     return text
 
 
