@@ -1,0 +1,193 @@
+"""The tools a session can enable: the trusted MCP servers of the server's config file,
+and the credential-free demo servers (search, slack, google_docs).
+
+Until ``dex_agents.mcp.McpToolSource`` lands, the demo servers run in-process as
+Stepwise function tools with the same public names (``<server>__<tool>``) and
+effects the brief's stdio demo servers have. ``build_mcp_tool_sources`` is the one
+place that turns the config file's servers into tool sources.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dex_agents import ToolEffect
+from dex_agents.stepwise import FunctionTool, ToolSource, function_tool
+
+BUILT_IN_TOOLS = ("write_todos", "ask_user", "durable_wait")
+MCP_CONFIG_VARIABLE = "DEX_AGENT_MCP_CONFIG"
+
+
+@dataclass(frozen=True)
+class CatalogTool:
+    """A tool as the Portal lists it."""
+
+    name: str
+    description: str
+    requires_approval: bool
+    server: str | None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "requiresApproval": self.requires_approval,
+            "server": self.server,
+        }
+
+
+@dataclass(frozen=True)
+class McpServerConfig:
+    """One trusted server of the config file. ``env`` and ``headers`` map a child
+    variable or header to the *name* of a server environment variable, so no secret
+    is ever written in the file, the session state or a response."""
+
+    name: str
+    transport: str
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    cwd: str | None = None
+    env: Mapping[str, str] = field(default_factory=lambda: dict[str, str]())
+    url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=lambda: dict[str, str]())
+    trust_read_only_annotations: bool = False
+    tools: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: dict[str, Any]())
+
+
+class McpConfigError(ValueError):
+    """The MCP config file is invalid; the message names the entry."""
+
+
+def load_mcp_config(path: str | os.PathLike[str] | None) -> tuple[McpServerConfig, ...]:
+    """The servers of a YAML file with a top-level ``servers:`` list; none for no path."""
+    if path is None:
+        return ()
+    data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    if not isinstance(data, dict) or not isinstance(data.get("servers", []), list):
+        raise McpConfigError(f"{path}: expected a mapping with a 'servers' list")
+    servers: list[McpServerConfig] = []
+    for index, raw in enumerate(data.get("servers", [])):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType, reportUnknownMemberType]
+        if not isinstance(raw, dict):
+            raise McpConfigError(f"{path}: servers[{index}] must be a mapping")
+        entry: dict[str, Any] = dict(raw)  # pyright: ignore[reportUnknownArgumentType]
+        name = entry.get("name")
+        transport = entry.get("transport")
+        if not isinstance(name, str) or not name.strip():
+            raise McpConfigError(f"{path}: servers[{index}].name must be a non-blank string")
+        if transport not in ("stdio", "streamable_http"):
+            raise McpConfigError(f"{path}: server {name}: transport must be stdio or streamable_http")
+        if any(server.name == name for server in servers):
+            raise McpConfigError(f"{path}: two servers are named {name}")
+        servers.append(
+            McpServerConfig(
+                name=name,
+                transport=transport,
+                command=entry.get("command"),
+                args=tuple(str(arg) for arg in entry.get("args", ())),
+                cwd=entry.get("cwd"),
+                env=dict(entry.get("env", {})),
+                url=entry.get("url"),
+                headers=dict(entry.get("headers", {})),
+                trust_read_only_annotations=bool(entry.get("trust_read_only_annotations", False)),
+                tools=dict(entry.get("tools", {})),
+            )
+        )
+    return tuple(servers)
+
+
+def build_mcp_tool_sources(servers: Sequence[McpServerConfig]) -> list[ToolSource]:
+    """The Stepwise tool sources of the config file's servers.
+
+    MCP WIRING POINT: when ``dex_agents.mcp.McpToolSource`` is available, return
+    ``[McpToolSource(...)]`` built from ``servers`` here (and list its tools in
+    ``ToolCatalog.from_sources``); nothing else in the app changes.
+    """
+    del servers
+    return []
+
+
+# --- the credential-free demo servers -------------------------------------------------
+
+
+async def _web_search(query: str) -> str:
+    return f"Demo search results for {query!r}: Dex runs durable Flows; agents survive restarts."
+
+
+async def _search_messages(query: str) -> str:
+    return f"Demo Slack matches for {query!r}: #general 'deploy at 5pm', #ops 'all green'."
+
+
+async def _post_message(channel: str, message: str) -> str:
+    return f"Demo Slack message posted to {channel}: {message}"
+
+
+async def _search_documents(query: str) -> str:
+    return f"Demo Google Docs matches for {query!r}: 'Q3 plan', 'Onboarding notes'."
+
+
+async def _create_document(title: str, content: str) -> str:
+    return f"Demo Google Doc {title!r} created with {len(content)} characters."
+
+
+def _demo(server: str, fn: Any, description: str, effect: ToolEffect) -> tuple[str, FunctionTool]:
+    name = f"{server}__{fn.__name__.lstrip('_')}"
+    return server, function_tool(fn, name=name, description=description, effect=effect)
+
+
+DEMO_TOOLS: tuple[tuple[str, FunctionTool], ...] = (
+    _demo("search", _web_search, "Search the web (demo results).", ToolEffect.READ),
+    _demo("slack", _search_messages, "Search Slack messages (demo).", ToolEffect.READ),
+    _demo(
+        "slack",
+        _post_message,
+        "Post a message to a Slack channel (demo; changes an external system).",
+        ToolEffect.NON_IDEMPOTENT_WRITE,
+    ),
+    _demo("google_docs", _search_documents, "Search Google Docs (demo).", ToolEffect.READ),
+    _demo(
+        "google_docs",
+        _create_document,
+        "Create a Google Doc (demo; changes an external system).",
+        ToolEffect.NON_IDEMPOTENT_WRITE,
+    ),
+)
+
+
+@dataclass(frozen=True)
+class ToolCatalog:
+    """Every server and tool a session may enable, as the Portal shows them."""
+
+    servers: tuple[str, ...]
+    tools: tuple[CatalogTool, ...]
+    function_tools: tuple[FunctionTool, ...]
+    tool_sources: tuple[ToolSource, ...]
+
+    @staticmethod
+    def build(servers: Sequence[McpServerConfig], *, demo_servers: bool) -> ToolCatalog:
+        demo = DEMO_TOOLS if demo_servers else ()
+        tools = [
+            CatalogTool(tool.name, tool.description, _needs_approval(tool), server)
+            for server, tool in demo
+        ]
+        names = {server for server, _ in demo} | {server.name for server in servers}
+        return ToolCatalog(
+            servers=tuple(sorted(names)),
+            tools=tuple(sorted(tools, key=lambda tool: tool.name)),
+            function_tools=tuple(tool for _, tool in demo),
+            tool_sources=tuple(build_mcp_tool_sources(servers)),
+        )
+
+    def tool_names_of(self, servers: Sequence[str]) -> set[str]:
+        return {tool.name for tool in self.tools if tool.server is None or tool.server in servers}
+
+
+def _needs_approval(tool: FunctionTool) -> bool:
+    if tool.requires_approval is not None:
+        return tool.requires_approval
+    return tool.effect in (ToolEffect.NON_IDEMPOTENT_WRITE, ToolEffect.UNCLASSIFIED)
