@@ -11,12 +11,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from dex_agents import AgentSessionFlow, CompactionPolicy
 from dex_agents.models import ModelClient, ModelRequest, ModelResponse, ModelStreamSink
 from dex_agents.stepwise import AgentDefinition, InstructionContext, create_stepwise_session_flow
-
 from dex_agents_ai_agent.mock_model import create_mock_model
 from dex_agents_ai_agent.tools import BUILT_IN_TOOLS, ToolCatalog
 
@@ -62,7 +61,9 @@ class SessionSettings:
             model=str(value.get("model", "mock/dex")),
             system_prompt=str(value.get("system_prompt") or DEFAULT_SYSTEM_PROMPT),
             context_tokens=tokens if isinstance(tokens, int) else DEFAULT_CONTEXT_TOKENS,
-            enabled_tools=tuple(str(name) for name in tools) if isinstance(tools, list) else (),
+            enabled_tools=tuple(str(name) for name in cast("list[Any]", tools))
+            if isinstance(tools, list)
+            else (),
         )
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -22,15 +22,15 @@ from starlette.responses import FileResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from dex_agents import AgentHost, AgentSessionClient
+from dex_agents import AgentHost, AgentSessionClient, AgentSnapshot
 from dex_agents.ui_stream import (
     ResumeTokenRejectedError,
     agent_event_sse_response,
     convert_agent_event_stream_snapshot_to_json,
+    convert_agent_snapshot_to_json,
     open_agent_event_sse_stream,
     read_agent_event_stream_snapshot,
 )
-
 from dex_agents_ai_agent.agent import (
     DEFAULT_CONTEXT_TOKENS,
     DEFAULT_SYSTEM_PROMPT,
@@ -71,13 +71,18 @@ class StartBody(Body):
     model: StrictStr | None = None
     system_prompt: StrictStr = Field(DEFAULT_SYSTEM_PROMPT, alias="systemPrompt", max_length=20_000)
     max_context_tokens: StrictInt = Field(
-        DEFAULT_CONTEXT_TOKENS, alias="maxContextTokens", ge=MIN_CONTEXT_TOKENS, le=MAX_CONTEXT_TOKENS
+        DEFAULT_CONTEXT_TOKENS,
+        alias="maxContextTokens",
+        ge=MIN_CONTEXT_TOKENS,
+        le=MAX_CONTEXT_TOKENS,
     )
     mcp_enabled: StrictBool = Field(True, alias="mcpEnabled")
     enabled_mcp_servers: list[StrictStr] = Field(
         default_factory=lambda: list[str](), alias="enabledMcpServers"
     )
-    enabled_tools: list[StrictStr] = Field(default_factory=lambda: list[str](), alias="enabledTools")
+    enabled_tools: list[StrictStr] = Field(
+        default_factory=lambda: list[str](), alias="enabledTools"
+    )
 
 
 BodyT = TypeVar("BodyT", bound=Body)
@@ -142,7 +147,7 @@ class AgentApp:
     host: AgentHost
     catalog: ToolCatalog
     retained_messages: int
-    environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
+    environ: Mapping[str, str]
 
     @property
     def sessions(self) -> AgentSessionClient:
@@ -209,31 +214,31 @@ class AgentApp:
         return chosen
 
     async def snapshot(self, request: Request) -> Response:
+        """The session's snapshot and its Flow's lifecycle, for one refresh of the page."""
         flow_id = _query_id(request)
+        lifecycle = await self._lifecycle(flow_id)
         try:
             value = await read_agent_event_stream_snapshot(
                 self.host.dex_client, self.sessions.flow, flow_id
             )
-        except dex.DexServiceError as error:
-            return await self._closed_flow(flow_id, error)
-        data = convert_agent_event_stream_snapshot_to_json(value)
-        data["agent_status"] = agent_status(data)
-        data["flow"] = {"status": "running", "error": None}
+        except dex.DexServiceError:
+            if lifecycle["status"] == "running":
+                raise
+            # A closed Flow may no longer answer RPCs: show the lifecycle alone.
+            data = convert_agent_snapshot_to_json(AgentSnapshot(state=None))
+            data["resume_token"] = ""
+        else:
+            data = convert_agent_event_stream_snapshot_to_json(value)
+        data["agent_status"] = agent_status(data) if lifecycle["status"] == "running" else "closed"
+        data["flow"] = lifecycle
         return JSONResponse(data, headers=NO_STORE)
 
-    async def _closed_flow(self, flow_id: str, error: dex.DexServiceError) -> Response:
-        """A Flow that no longer runs cannot answer RPCs: report its lifecycle instead."""
-        try:
-            info = await self.host.dex_client.describe_flow(flow_id)
-        except dex.FlowNotFoundError:
-            raise ApiError(404, f"no Agent with ID {flow_id}") from None
-        data = {
-            "state": None,
-            "messages": [],
-            "agent_status": "closed",
-            "flow": {"status": info.status.name.lower(), "error": str(error)},
-        }
-        return JSONResponse(data, headers=NO_STORE)
+    async def _lifecycle(self, flow_id: str) -> dict[str, str | None]:
+        info = await self.host.dex_client.describe_flow(flow_id)
+        if info.status is dex.FlowStatus.RUNNING:
+            return {"status": "running", "error": None}
+        result = await self.host.dex_client.wait_for_flow(flow_id)
+        return {"status": info.status.value, "error": result.error_message}
 
     async def send_message(self, request: Request) -> Response:
         body = await _body(request, MessageBody)
@@ -309,7 +314,8 @@ class AgentApp:
 def agent_status(snapshot: Mapping[str, Any]) -> str:
     """The status the pill shows: the session's, made precise by what it waits for."""
     for interrupt in snapshot.get("pending_interrupts", []):
-        return "waiting_for_tool_approval" if interrupt["kind"] == "approval" else "waiting_for_input"
+        approval = interrupt["kind"] == "approval"
+        return "waiting_for_tool_approval" if approval else "waiting_for_input"
     if any(call["status"] == "waiting_for_timer" for call in snapshot.get("tool_calls", [])):
         return "waiting_for_timer"
     state = snapshot.get("state")
@@ -338,12 +344,24 @@ def _guarded(
     return guarded
 
 
-def create_app(host: AgentHost, catalog: ToolCatalog, *, retained_messages: int) -> Starlette:
-    """The Starlette app; its lifespan starts and stops ``host``."""
-    app = AgentApp(host, catalog, retained_messages)
+async def _redirect_to_app(request: Request) -> Response:
+    del request
+    return RedirectResponse(f"{PREFIX}/")
+
+
+def create_app(
+    host: AgentHost,
+    catalog: ToolCatalog,
+    *,
+    retained_messages: int,
+    environ: Mapping[str, str] | None = None,
+) -> Starlette:
+    """The Starlette app; its lifespan starts and stops ``host``. ``environ`` is where
+    provider credentials are looked up (the process environment by default)."""
+    app = AgentApp(host, catalog, retained_messages, os.environ if environ is None else environ)
 
     @contextlib.asynccontextmanager
-    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+    async def lifespan(_: Starlette) -> AsyncGenerator[None]:
         async with host:
             yield
 
@@ -351,7 +369,7 @@ def create_app(host: AgentHost, catalog: ToolCatalog, *, retained_messages: int)
         return Route(f"{PREFIX}{path}", _guarded(handler), methods=[method])
 
     routes = [
-        Route("/", lambda _: RedirectResponse(f"{PREFIX}/")),
+        Route("/", _redirect_to_app),
         route("/", app.index, "GET"),
         route("/portal", app.portal, "GET"),
         route("/start", app.start, "POST"),
@@ -364,6 +382,6 @@ def create_app(host: AgentHost, catalog: ToolCatalog, *, retained_messages: int)
         route("/user-input", app.answer, "POST"),
         route("/turns/cancel", app.cancel_turn, "POST"),
         route("/events", app.events, "GET"),
-        Mount(f"{PREFIX}/assets", StaticFiles(directory=STATIC_DIRECTORY / "assets", check_dir=False)),
+        Mount(f"{PREFIX}/assets", StaticFiles(directory=STATIC_DIRECTORY / "assets")),
     ]
     return Starlette(routes=routes, lifespan=lifespan)

@@ -11,7 +11,6 @@ from pathlib import Path
 import uvicorn
 
 from dex_agents import AgentHost
-
 from dex_agents_ai_agent.agent import DEFAULT_RETAINED_MESSAGES, create_ai_agent_flow
 from dex_agents_ai_agent.app import PREFIX, create_app
 from dex_agents_ai_agent.tools import MCP_CONFIG_VARIABLE, ToolCatalog, load_mcp_config
@@ -33,7 +32,9 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="dex-agents-ai-agent", description=__doc__)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8080)
-    parser.add_argument("--db", default="ai-agent.sqlite3", help="SQLite file of the embedded engine")
+    parser.add_argument(
+        "--db", default="ai-agent.sqlite3", help="SQLite file of the embedded engine"
+    )
     parser.add_argument(
         "--server",
         default=os.environ.get("DEX_SERVER_ADDRESS"),

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, cast
 
 from dex_agents.models import (
     ModelRequest,
@@ -146,10 +146,10 @@ def _write_todos(tasks: list[dict[str, str]]) -> ScriptedToolCall:
 
 def _json_object(raw: str) -> dict[str, Any]:
     try:
-        value = json.loads(raw) if raw.strip() else {}
+        value: Any = json.loads(raw) if raw.strip() else {}
     except ValueError:
         return {}
-    return value if isinstance(value, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+    return cast("dict[str, Any]", value) if isinstance(value, dict) else {}
 
 
 def _plan_note(request: ModelRequest) -> str | None:

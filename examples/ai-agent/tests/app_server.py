@@ -1,0 +1,60 @@
+"""The app served over real HTTP: uvicorn on loopback in a background thread, its
+``AgentHost`` running the embedded engine and an in-process Worker, the mock model."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine
+from concurrent.futures import Future
+from typing import Any
+
+import uvicorn
+
+from dex_agents import AgentHost
+from dex_agents.testing import find_free_loopback_ports
+from dex_agents_ai_agent import ToolCatalog, create_ai_agent_flow, create_app
+
+SECRET = "sk-test-secret-value-never-in-a-response"
+ENVIRON = {"OPENAI_API_KEY": SECRET}
+
+
+class RunningApp:
+    """The app at ``base_url``; ``call`` runs a coroutine on the server's event loop."""
+
+    def __init__(self) -> None:
+        catalog = ToolCatalog.build((), demo_servers=True)
+        self.catalog = catalog
+        self.host = AgentHost(create_ai_agent_flow(catalog, retained_message_limit=4))
+        app = create_app(self.host, catalog, retained_messages=4, environ=ENVIRON)
+        (port,) = find_free_loopback_ports(1)
+        self.base_url = f"http://127.0.0.1:{port}"
+        config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
+        self.server = uvicorn.Server(config)
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+
+    def _serve(self) -> None:
+        self.loop.run_until_complete(self.server.serve())
+
+    def start(self) -> None:
+        self.thread.start()
+        ready = threading.Event()
+
+        def check() -> None:
+            if self.server.started:
+                ready.set()
+            elif self.thread.is_alive():
+                self.loop.call_later(0.05, check)
+
+        self.loop.call_soon_threadsafe(check)
+        if not ready.wait(120):
+            raise RuntimeError("the app did not start")
+
+    def call(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
+        future: Future[Any] = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+        return future.result(60)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(60)
