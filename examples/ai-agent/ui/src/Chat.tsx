@@ -9,6 +9,8 @@ const HIDDEN_TOOLS = new Set(["write_todos"]);
 const FALLBACK_REFRESH_MS = 8000;
 const FOLLOW_DISTANCE_PX = 160;
 const MAX_ACTIVITY = 30;
+const SHOWN_ACTIVITY = 8;
+const QUIET_EVENTS = new Set(["usage_recorded"]);
 
 interface LiveText {
   key: string;
@@ -110,12 +112,11 @@ export function Chat({ workflowId, onNewAgent }: { workflowId: string; onNewAgen
       });
       return;
     }
+    if (QUIET_EVENTS.has(event.type)) return;
     const tool = typeof payload.tool_name === "string" ? ` · ${payload.tool_name}` : "";
-    setActivity((items) =>
-      [...items, { id: `${key}-${items.length}-${event.type}`, kind: `${event.type}${tool}`, detail: event.payload }].slice(
-        -MAX_ACTIVITY,
-      ),
-    );
+    const row = { id: `${key}-${event.type}-${Math.random()}`, kind: `${event.type}${tool}`, detail: event.payload };
+    // Each turn starts a fresh list: the rows show what the Agent is doing now.
+    setActivity((items) => (event.type === "turn_started" ? [row] : [...items, row].slice(-MAX_ACTIVITY)));
   }
 
   // Optimistic queue items leave once the server shows the message (queued or consumed).
@@ -227,7 +228,7 @@ export function Chat({ workflowId, onNewAgent }: { workflowId: string; onNewAgen
         ))}
         {activity.length > 0 && (
           <div className="activity">
-            {activity.map((item) => (
+            {activity.slice(-SHOWN_ACTIVITY).map((item) => (
               <details key={item.id} className="activity-row">
                 <summary>Agent activity · {item.kind}</summary>
                 <pre>{item.detail}</pre>
@@ -374,6 +375,9 @@ export function Chat({ workflowId, onNewAgent }: { workflowId: string; onNewAgen
 
 function MessageBubble({ message }: { message: StoredMessage }) {
   if (message.tool_name && HIDDEN_TOOLS.has(message.tool_name)) return null;
+  if (message.role === "user" && message.text?.startsWith("[Dex] The user approved plan revision")) {
+    return <p className="note">▶ Plan execution approved · #{message.sequence}</p>;
+  }
   if (message.role === "user") {
     return <Bubble kind="user" title="You" sequence={message.sequence} body={message.text ?? ""} />;
   }

@@ -1,0 +1,152 @@
+"""The app end to end in headless Debian Chromium (Playwright): the Portal, a chat turn,
+an approval, a reload, a plan and a question, with console errors and every response
+captured. Screenshots of both screens go to ``$DEX_AGENTS_SCREENSHOT_DIR`` (else the
+test's temporary directory)."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+from app_server import SECRET, RunningApp
+
+if TYPE_CHECKING:
+    from playwright.async_api import Page, Response
+
+CHROMIUM = os.environ.get("DEX_AGENTS_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+TIMEOUT_MS = 30_000
+
+
+def skip_reason() -> str:
+    try:
+        import playwright.async_api  # noqa: F401  # pyright: ignore[reportUnusedImport]
+    except ImportError:
+        return "playwright is not installed (it is a dev dependency: uv sync)"
+    if not Path(CHROMIUM).exists():
+        return f"no Chromium at {CHROMIUM} (CI installs the Debian chromium package)"
+    return ""
+
+
+pytestmark = pytest.mark.skipif(bool(skip_reason()), reason=skip_reason() or "runs")
+
+
+async def test_a_chat_with_an_approval_a_plan_and_a_question(
+    running_app: RunningApp, tmp_path: Path
+) -> None:
+    from playwright.async_api import async_playwright, expect
+
+    shots = Path(os.environ.get("DEX_AGENTS_SCREENSHOT_DIR") or tmp_path)
+    shots.mkdir(parents=True, exist_ok=True)
+    console_errors: list[str] = []
+    bodies: list[tuple[str, int, str]] = []
+
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(
+            executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
+        )
+        page = await browser.new_page(viewport={"width": 1180, "height": 900})
+        page.set_default_timeout(TIMEOUT_MS)
+        page.on(
+            "console", lambda m: console_errors.append(m.text) if m.type == "error" else None
+        )
+        page.on("pageerror", lambda error: console_errors.append(str(error)))
+
+        async def record(response: Response) -> None:
+            if "/events" in response.url or 300 <= response.status < 400:
+                # An event stream stays open; a redirect has no body.
+                bodies.append((response.url, response.status, ""))
+                return
+            bodies.append((response.url, response.status, await response.text()))
+
+        page.on("response", record)
+
+        await page.goto(f"{running_app.base_url}/products/ai-agent/")
+        await check_portal(page)
+        await page.screenshot(path=str(shots / "portal.png"), full_page=True)
+        await page.get_by_role("button", name="Start AI Agent →").click()
+        await expect(page).to_have_url(re.compile(r"\?workflowId=[0-9a-f-]{36}$"))
+        status = page.get_by_test_id("status")
+        await expect(status).to_contain_text("waiting_for_user_message · mock/dex")
+        await expect(page.get_by_text("Send a message to begin.")).to_be_visible()
+
+        composer = page.get_by_placeholder(re.compile("Message the Agent"))
+        await composer.fill("hello")
+        await composer.press("Enter")  # a new line, not a send
+        await expect(composer).to_have_value("hello\n")
+        await composer.press("Control+Enter")
+        await expect(page.get_by_text("Local demo response: hello")).to_be_visible()
+
+        await composer.fill('/tool slack__post_message {"channel":"#general","message":"hi"}')
+        await composer.press("Alt+Enter")
+        approval = page.get_by_test_id("approval")
+        await expect(approval).to_contain_text("Approve tool: slack__post_message")
+        await expect(status).to_contain_text("waiting_for_tool_approval")
+        await approval.get_by_role("button", name="Approve").click()
+        await expect(page.get_by_text("Demo Slack message posted to #general: hi")).to_have_count(
+            2  # the tool bubble and the reply that quotes it
+        )
+        await expect(approval).to_have_count(0)
+
+        await page.reload()
+        await expect(page.get_by_text("Local demo response: hello")).to_be_visible()
+
+        await page.get_by_label("Plan mode").check()
+        await page.get_by_placeholder(re.compile("drafts a plan")).fill("Research Dex")
+        await page.get_by_role("button", name="Create plan").click()
+        plan = page.get_by_test_id("plan")
+        await expect(plan).to_contain_text("Plan · draft")
+        await expect(plan).to_contain_text("revision 1 · 0/2 completed")
+        await plan.get_by_role("button", name="Execute plan").click()
+        await expect(plan).to_contain_text("Plan · completed")
+        await expect(plan).to_contain_text("2/2 completed")
+        await expect(page.get_by_text("I completed the approved plan.")).to_be_visible()
+
+        await composer.fill("/choose Pick a color | Red | Blue")
+        await composer.press("Control+Enter")
+        question = page.get_by_test_id("question")
+        await expect(question).to_contain_text("Agent needs your input")
+        await page.screenshot(path=str(shots / "chat.png"), full_page=False)
+        await question.get_by_role("button", name=re.compile("^Red")).click()
+        await expect(question).to_have_count(0)
+        await expect(page.get_by_test_id("bubble-user").last.locator("p")).to_have_text("Red")
+        await expect(status).to_contain_text("waiting_for_user_message")
+
+        await browser.close()
+
+    print(sorted({(url.split("?")[0], status) for url, status, _ in bodies}))
+    assert console_errors == []
+    assert [url for url, status, _ in bodies if status >= 500] == []
+    assert all(SECRET not in body for _, _, body in bodies)
+    assert sum(1 for url, _, _ in bodies if url.endswith("/portal")) == 1
+
+
+async def check_portal(page: Page) -> None:
+    from playwright.async_api import expect
+
+    await expect(page.get_by_role("heading", name="Configure your AI Agent")).to_be_visible()
+    options = page.locator("select option")
+    await expect(options).to_have_count(6)
+    await expect(page.locator("select option[value=anthropic]")).to_be_disabled()
+    await expect(page.locator("select option[value=anthropic]")).to_contain_text("not configured")
+    await expect(page.get_by_label("Model")).to_have_value("mock/dex")
+    await expect(page.get_by_label("Model")).to_be_disabled()
+    for server in ("google_docs", "search", "slack"):
+        await expect(page.get_by_label(server, exact=True)).to_be_checked()
+    slack_post = page.locator("[data-tool=slack__post_message]")
+    await expect(slack_post).to_contain_text("approval")
+    start = page.get_by_role("button", name="Start AI Agent →")
+    await expect(start).to_be_enabled()
+    for server in ("google_docs", "search", "slack"):
+        await page.get_by_label(server, exact=True).uncheck()
+    await expect(page.get_by_text("Select at least one MCP server, or disable MCP.")).to_be_visible()
+    await expect(start).to_be_disabled()
+    await page.get_by_label("Enable MCP").uncheck()
+    await expect(start).to_be_enabled()
+    await page.get_by_label("Enable MCP").check()
+    for server in ("google_docs", "search", "slack"):
+        await page.get_by_label(server, exact=True).check()
+    await expect(start).to_be_enabled()
