@@ -31,6 +31,12 @@ def skip_reason() -> str:
     return ""
 
 
+def screenshot_directory(default: Path) -> Path:
+    directory = Path(os.environ.get("DEX_AGENTS_SCREENSHOT_DIR") or default)
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory
+
+
 pytestmark = pytest.mark.skipif(bool(skip_reason()), reason=skip_reason() or "runs")
 
 
@@ -39,8 +45,7 @@ async def test_a_chat_with_an_approval_a_plan_and_a_question(
 ) -> None:
     from playwright.async_api import async_playwright, expect
 
-    shots = Path(os.environ.get("DEX_AGENTS_SCREENSHOT_DIR") or tmp_path)
-    shots.mkdir(parents=True, exist_ok=True)
+    shots = screenshot_directory(tmp_path)
     console_errors: list[str] = []
     bodies: list[tuple[str, int, str]] = []
 
@@ -50,9 +55,7 @@ async def test_a_chat_with_an_approval_a_plan_and_a_question(
         )
         page = await browser.new_page(viewport={"width": 1180, "height": 900})
         page.set_default_timeout(TIMEOUT_MS)
-        page.on(
-            "console", lambda m: console_errors.append(m.text) if m.type == "error" else None
-        )
+        page.on("console", lambda m: console_errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda error: console_errors.append(str(error)))
 
         async def record(response: Response) -> None:
@@ -142,7 +145,8 @@ async def check_portal(page: Page) -> None:
     await expect(start).to_be_enabled()
     for server in ("google_docs", "search", "slack"):
         await page.get_by_label(server, exact=True).uncheck()
-    await expect(page.get_by_text("Select at least one MCP server, or disable MCP.")).to_be_visible()
+    server_error = page.get_by_text("Select at least one MCP server, or disable MCP.")
+    await expect(server_error).to_be_visible()
     await expect(start).to_be_disabled()
     await page.get_by_label("Enable MCP").uncheck()
     await expect(start).to_be_enabled()
