@@ -96,6 +96,7 @@ async def test_a_chat_with_an_approval_a_plan_and_a_question(
 
         await page.reload()
         await expect(page.get_by_text("Local demo response: hello")).to_be_visible()
+        await check_queue_and_steer(page)
 
         await page.get_by_label("Plan mode").check()
         await page.get_by_placeholder(re.compile("drafts a plan")).fill("Research Dex")
@@ -154,3 +155,33 @@ async def check_portal(page: Page) -> None:
     for server in ("google_docs", "search", "slack"):
         await page.get_by_label(server, exact=True).check()
     await expect(start).to_be_enabled()
+
+
+async def check_queue_and_steer(page: Page) -> None:
+    """A durable wait; messages queue behind it; Edit, Delete, then Steer interrupts it."""
+    from playwright.async_api import expect
+
+    composer = page.get_by_placeholder(re.compile("Message the Agent"))
+    await composer.fill("/wait 300 check tickets")
+    await composer.press("Control+Enter")
+    await expect(page.get_by_text("Durable timer · 300s")).to_be_visible()
+    await expect(page.get_by_test_id("status")).to_contain_text("waiting_for_timer")
+    queued = page.get_by_test_id("queued")
+    for text in ("replace the objective", "drop me", "edit me"):
+        await composer.fill(text)
+        await composer.press("Control+Enter")
+    await expect(queued).to_have_count(3)
+    await expect(page.get_by_text("3 queued · 0 steered")).to_be_visible()
+    await expect(page.get_by_text("Durable timer · 300s")).to_be_visible()  # not interrupted
+
+    await queued.filter(has_text="edit me").get_by_role("button", name="Edit").click()
+    await expect(composer).to_have_value("edit me")
+    await expect(queued).to_have_count(2)
+    await composer.fill("")
+    await queued.filter(has_text="drop me").get_by_role("button", name="Delete").click()
+    await expect(queued).to_have_count(1)
+    await queued.get_by_role("button", name="Steer").click()
+    await expect(page.get_by_text("Local demo response: replace the objective")).to_be_visible()
+    await expect(page.get_by_text("Durable timer · 300s")).to_have_count(0)
+    await expect(page.get_by_text("0 queued · 0 steered")).to_be_visible()
+    await expect(page.get_by_text("drop me")).to_have_count(0)
