@@ -10,7 +10,7 @@ place that turns the config file's servers into tool sources.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -142,30 +142,38 @@ async def _create_document(title: str, content: str) -> str:
     return f"Demo Google Doc {title!r} created with {len(content)} characters."
 
 
-def _demo(
-    server: str, fn: Callable[..., Any], description: str, effect: ToolEffect
-) -> tuple[str, FunctionTool]:
-    name = f"{server}__{fn.__name__.lstrip('_')}"
-    tool = function_tool(fn, name=name, description=description, effect=effect)
-    return server, tool
+DemoFunction = Callable[..., Awaitable[str]]
 
+# Each demo server's tools: the function (its name without the underscore is the tool's),
+# the description, and whether it only reads.
+DEMO_SERVER_FUNCTIONS: Mapping[str, tuple[tuple[DemoFunction, str, bool], ...]] = {
+    "search": ((_web_search, "Search the web (demo results).", True),),
+    "slack": (
+        (_search_messages, "Search Slack messages (demo).", True),
+        (
+            _post_message,
+            "Post a message to a Slack channel (demo; changes an external system).",
+            False,
+        ),
+    ),
+    "google_docs": (
+        (_search_documents, "Search Google Docs (demo).", True),
+        (_create_document, "Create a Google Doc (demo; changes an external system).", False),
+    ),
+}
 
-DEMO_TOOLS: tuple[tuple[str, FunctionTool], ...] = (
-    _demo("search", _web_search, "Search the web (demo results).", ToolEffect.READ),
-    _demo("slack", _search_messages, "Search Slack messages (demo).", ToolEffect.READ),
-    _demo(
-        "slack",
-        _post_message,
-        "Post a message to a Slack channel (demo; changes an external system).",
-        ToolEffect.NON_IDEMPOTENT_WRITE,
-    ),
-    _demo("google_docs", _search_documents, "Search Google Docs (demo).", ToolEffect.READ),
-    _demo(
-        "google_docs",
-        _create_document,
-        "Create a Google Doc (demo; changes an external system).",
-        ToolEffect.NON_IDEMPOTENT_WRITE,
-    ),
+DEMO_TOOLS: tuple[tuple[str, FunctionTool], ...] = tuple(
+    (
+        server,
+        function_tool(
+            function,
+            name=f"{server}__{function.__name__.lstrip('_')}",
+            description=description,
+            effect=ToolEffect.READ if read_only else ToolEffect.NON_IDEMPOTENT_WRITE,
+        ),
+    )
+    for server, functions in DEMO_SERVER_FUNCTIONS.items()
+    for function, description, read_only in functions
 )
 
 
