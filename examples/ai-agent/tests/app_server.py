@@ -22,10 +22,15 @@ ENVIRON = {"OPENAI_API_KEY": SECRET}
 class RunningApp:
     """The app at ``base_url``; ``call`` runs a coroutine on the server's event loop."""
 
-    def __init__(self) -> None:
+    def __init__(self, server_address: str | None = None) -> None:
+        """With ``server_address``, the app runs no Worker: Worker processes serve it."""
         catalog = ToolCatalog.build((), demo_servers=True)
         self.catalog = catalog
-        self.host = AgentHost(create_ai_agent_flow(catalog, retained_message_limit=4))
+        flow = create_ai_agent_flow(catalog, retained_message_limit=4)
+        if server_address is None:
+            self.host = AgentHost(flow)
+        else:
+            self.host = AgentHost(flow, server_address=server_address, worker=False)
         app = create_app(self.host, catalog, retained_messages=4, environ=ENVIRON)
         (port,) = find_free_loopback_ports(1)
         self.base_url = f"http://127.0.0.1:{port}"

@@ -145,3 +145,9 @@ def create_ai_agent_flow(
     return create_stepwise_session_flow(
         definition, FLOW_TYPE, retained_message_limit=retained_message_limit
     )
+
+
+def create_demo_flow() -> AgentSessionFlow:
+    """The Flow with the demo tool servers and default retention: a zero-argument
+    factory, for Worker processes started apart from the web app."""
+    return create_ai_agent_flow(ToolCatalog.build((), demo_servers=True))
