@@ -44,6 +44,11 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--no-demo-servers", action="store_true", help="do not offer the demo tool servers"
     )
+    parser.add_argument(
+        "--no-worker",
+        action="store_true",
+        help="run no Worker here (Workers run apart, against --server)",
+    )
     return parser.parse_args(argv)
 
 
@@ -56,7 +61,9 @@ def main(argv: list[str] | None = None) -> None:
         load_mcp_config(arguments.mcp_config), demo_servers=not arguments.no_demo_servers
     )
     flow = create_ai_agent_flow(catalog, retained_message_limit=retained)
-    host = AgentHost(flow, database=arguments.db, server_address=arguments.server)
+    host = AgentHost(
+        flow, database=arguments.db, server_address=arguments.server, worker=not arguments.no_worker
+    )
     app = create_app(host, catalog, retained_messages=retained)
     print(f"AI Agent: http://{arguments.host}:{arguments.port}{PREFIX}/", flush=True)
     uvicorn.run(app, host=arguments.host, port=arguments.port, log_level="warning")
