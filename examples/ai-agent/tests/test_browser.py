@@ -119,13 +119,20 @@ async def test_a_chat_with_an_approval_a_plan_and_a_question(
         await expect(page.get_by_test_id("bubble-user").last.locator("p")).to_have_text("Red")
         await expect(status).to_contain_text("waiting_for_user_message")
 
+        chat_url = page.url
+        await page.get_by_role("button", name="New Agent").click()
+        await expect(page.get_by_role("heading", name="Configure your AI Agent")).to_be_visible()
+        assert "workflowId" not in page.url
+        await page.goto(chat_url)  # the old Agent still opens
+        await expect(page.get_by_text("Local demo response: hello")).to_be_visible()
+
         await browser.close()
 
     print(sorted({(url.split("?")[0], status) for url, status, _ in bodies}))
     assert console_errors == []
     assert [url for url, status, _ in bodies if status >= 500] == []
     assert all(SECRET not in body for _, _, body in bodies)
-    assert sum(1 for url, _, _ in bodies if url.endswith("/portal")) == 1
+    assert sum(1 for url, _, _ in bodies if url.endswith("/portal")) == 2  # two Portal visits
 
 
 async def check_portal(page: Page) -> None:

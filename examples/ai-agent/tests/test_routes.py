@@ -254,6 +254,18 @@ async def test_queue_edit_delete_and_steer_during_a_durable_wait(http: httpx.Asy
     assert texts(value, "user")[-1] == "replace the objective"
 
 
+async def test_cancel_turn_stops_a_durable_wait(http: httpx.AsyncClient) -> None:
+    workflow_id = await start(http)
+    await send(http, workflow_id, "/wait 300 long")
+    await wait_for(http, workflow_id, lambda v: v["agent_status"] == "waiting_for_timer", "timer")
+    cancel = await http.post(f"{API}/turns/cancel", json={"workflowId": workflow_id})
+    assert cancel.json() == {"accepted": True}
+    value = await wait_for(http, workflow_id, idle, "cancelled turn")
+    assert value["state"]["active_turn_id"] is None
+    again = await http.post(f"{API}/turns/cancel", json={"workflowId": workflow_id})
+    assert again.json() == {"accepted": False}
+
+
 async def test_a_short_wait_completes(http: httpx.AsyncClient) -> None:
     workflow_id = await start(http)
     await send(http, workflow_id, "/wait 1 short")

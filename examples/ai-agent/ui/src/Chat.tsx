@@ -204,6 +204,11 @@ export function Chat({ workflowId, onNewAgent }: { workflowId: string; onNewAgen
           <span className={`status-pill ${idle ? "idle" : "busy"}`} data-testid="status">
             <span className="dot" /> {snapshot.agent_status} · {model}
           </span>
+          {snapshot.state?.active_turn_id && !closed && (
+            <button disabled={busy !== null} onClick={() => void mutate("cancel", "/turns/cancel", {})}>
+              {busy === "cancel" ? "Stopping…" : "Stop turn"}
+            </button>
+          )}
           <button onClick={onNewAgent}>New Agent</button>
         </div>
       </header>
