@@ -298,6 +298,48 @@ async def test_plan_mode_drafts_executes_and_refuses_stale_revisions(
     assert (await http.post(f"{API}/plans/execute", json=execute)).status_code == 409
 
 
+async def test_an_executing_plan_asks_and_the_answer_resumes_it(
+    http: httpx.AsyncClient,
+) -> None:
+    workflow_id = await start(http)
+    await send(http, workflow_id, "/ask What date should I use?", plan_mode=True)
+    value = await wait_for(http, workflow_id, lambda v: idle(v) and v["plan"], "draft")
+    execute = {"workflowId": workflow_id, "revision": value["plan"]["revision"]}
+    assert (await http.post(f"{API}/plans/execute", json=execute)).status_code == 200
+    value = await wait_for(
+        http, workflow_id, lambda v: v["agent_status"] == "waiting_for_input", "question"
+    )
+    (question,) = value["pending_interrupts"]
+    assert question["question"] == "What date should I use?"
+    assert value["plan"]["status"] == "active"
+    answer = {"workflowId": workflow_id, "callId": question["interrupt_id"], "answer": "Friday"}
+    assert (await http.post(f"{API}/user-input", json=answer)).status_code == 200
+    value = await wait_for(
+        http, workflow_id, lambda v: idle(v) and v["plan"]["status"] == "completed", "plan done"
+    )
+    assert texts(value, "assistant")[-1] == "I completed the approved plan."
+
+
+async def test_a_steer_supersedes_a_pending_approval(http: httpx.AsyncClient) -> None:
+    workflow_id = await start(http)
+    await send(http, workflow_id, '/tool slack__post_message {"channel":"#a","message":"b"}')
+    await wait_for(
+        http, workflow_id, lambda v: v["agent_status"] == "waiting_for_tool_approval", "approval"
+    )
+    await send(http, workflow_id, "do something else")
+    value = await wait_for(http, workflow_id, lambda v: bool(v["queued_messages"]), "queued")
+    steer = {"workflowId": workflow_id, "messageId": value["queued_messages"][0]["message_id"]}
+    assert (await http.post(f"{API}/message-queue/steer", json=steer)).status_code == 200
+    value = await wait_for(
+        http,
+        workflow_id,
+        lambda v: idle(v) and "Local demo response: do something else" in texts(v, "assistant"),
+        "steered turn",
+    )
+    assert value["pending_interrupts"] == []
+    assert not any("Demo Slack message posted" in output for output in tool_outputs(value))
+
+
 async def test_a_question_is_answered_from_the_input_panel(http: httpx.AsyncClient) -> None:
     workflow_id = await start(http)
     await send(http, workflow_id, "/choose Pick a color | Red | Blue")

@@ -12,7 +12,8 @@ rerun ``RunModel`` gets the same answer. Commands (the last user message):
 - ``/ask-many <prompt>``: a question and a durable wait in one reply
 - in plan mode, any text: a two-task plan with ``write_todos``; ``/plan-clear`` clears it,
   and ``/plan-stop ...`` makes execution stop after its first task
-- executing an approved plan: one task moves forward per model call
+- executing an approved plan: one task moves forward per model call; a plan made from
+  ``/ask <question>`` asks it (``ask_user``) before its first task completes
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ DEX_NOTE = "[Dex]"
 PLAN_NOTE = "[Dex] Plan"
 PLAN_TASK = re.compile(r"^- \[(pending|in_progress|completed)\] (.*)$")
 PLAN_STOP = "/plan-stop"
+ASK = "/ask "
+EXECUTION_TEXT = "[Dex] The user approved plan revision"
 STREAM_CHUNK = 12
 
 
@@ -47,7 +50,7 @@ def mock_reply(request: ModelRequest) -> ScriptedModelReply:
     plan_note = _plan_note(request)
     results = ScriptedModelClient.tool_results(request)
     if plan_note is not None and "execution:" in plan_note.splitlines()[0]:
-        return _execute_plan(plan_note)
+        return _execute_plan(plan_note, _asked_this_turn(request))
     if results:
         return _after_tool_results(results)
     text = _last_user_text(request)
@@ -71,7 +74,7 @@ def _plan(text: str) -> ScriptedModelReply:
     )
 
 
-def _execute_plan(plan_note: str) -> ScriptedModelReply:
+def _execute_plan(plan_note: str, asked: bool) -> ScriptedModelReply:
     # The note is rebuilt for every model call, so it shows what the last write_todos stored.
     tasks = [
         {"content": match.group(2), "status": match.group(1)}
@@ -85,6 +88,10 @@ def _execute_plan(plan_note: str) -> ScriptedModelReply:
     if stops and tasks[0]["status"] == "completed":
         return ScriptedModelReply(text="I stopped before completing every plan task.")
     task = unfinished[0]
+    question = task["content"].removeprefix(f"Complete the objective: {ASK}").strip()
+    if task["status"] == "in_progress" and question != task["content"].strip() and not asked:
+        # A plan made from "/ask <question>" needs the user's answer before it goes on.
+        return ScriptedModelReply(tool_calls=[ScriptedToolCall("ask_user", {"question": question})])
     task["status"] = "in_progress" if task["status"] == "pending" else "completed"
     return ScriptedModelReply(tool_calls=[_write_todos(tasks)])
 
@@ -150,6 +157,17 @@ def _json_object(raw: str) -> dict[str, Any]:
     except ValueError:
         return {}
     return cast("dict[str, Any]", value) if isinstance(value, dict) else {}
+
+
+def _asked_this_turn(request: ModelRequest) -> bool:
+    """Whether an ``ask_user`` result follows the turn's plan-execution message."""
+    asked = False
+    for item in request.items:
+        if isinstance(item, UserTextItem) and item.text.startswith(EXECUTION_TEXT):
+            asked = False
+        elif isinstance(item, ToolResultItem) and item.tool_name == "ask_user":
+            asked = True
+    return asked
 
 
 def _plan_note(request: ModelRequest) -> str | None:
