@@ -16,7 +16,12 @@ from dex_agents.testing import find_free_loopback_ports
 from dex_agents_ai_agent import ToolCatalog, create_ai_agent_flow, create_app
 
 SECRET = "sk-test-secret-value-never-in-a-response"
-ENVIRON = {"OPENAI_API_KEY": SECRET}
+GROQ_SECRET = "gsk-test-secret-value-never-in-a-response"
+ENVIRON = {
+    "OPENAI_API_KEY": SECRET,
+    "GROQ_API_KEY": GROQ_SECRET,
+    "DEX_AGENT_CUSTOM_BASE_URL": "http://127.0.0.1:9/v1",
+}
 
 
 class RunningApp:

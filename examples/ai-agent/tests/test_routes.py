@@ -11,7 +11,7 @@ from typing import Any
 import dex
 import httpx
 import pytest
-from app_server import SECRET, RunningApp
+from app_server import GROQ_SECRET, SECRET, RunningApp
 
 from dex_agents.testing import poll_until
 
@@ -92,6 +92,11 @@ async def test_portal_lists_providers_servers_and_tools_without_secrets(
     assert providers["mock"]["isConfigured"] is True
     assert providers["openai"]["isConfigured"] is True  # the key is in the app's environment
     assert providers["anthropic"]["isConfigured"] is False
+    assert providers["groq"]["isConfigured"] is True
+    assert providers["gemini"]["isConfigured"] is False
+    assert providers["custom"]["environmentVariable"] == "DEX_AGENT_CUSTOM_BASE_URL"
+    assert providers["custom"]["isConfigured"] is True
+    assert GROQ_SECRET not in response.text
     assert portal["mcpServers"] == ["google_docs", "search", "slack"]
     approval = {t["name"] for t in portal["tools"] if t["requiresApproval"]}
     assert approval == {"slack__post_message", "google_docs__create_document"}
@@ -112,6 +117,9 @@ async def test_the_index_serves_the_bundle(http: httpx.AsyncClient) -> None:
         ({"provider": "anthropic", "model": "claude-sonnet-4-5"}, "anthropic is not configured"),
         ({"provider": "openai", "model": "  "}, "model must not be blank"),
         ({"provider": "openai", "model": "anthropic/x"}, "must start with openai/"),
+        ({"provider": "groq", "model": "openai/gpt-oss-20b"}, "must start with groq/"),
+        ({"provider": "gemini", "model": "gemini-2.5-flash"}, "set GEMINI_API_KEY"),
+        ({"provider": "custom", "model": ""}, "model must not be blank"),
         ({"systemPrompt": "  "}, "systemPrompt must not be blank"),
         ({"maxContextTokens": "many"}, "maxContextTokens"),
         ({"maxContextTokens": 10}, "maxContextTokens"),
@@ -140,6 +148,25 @@ async def test_start_adds_the_prefix_and_refuses_a_duplicate_id(http: httpx.Asyn
     assert SECRET not in json.dumps(value)
     again = await http.post(f"{API}/start", json={"workflowId": workflow_id, "mcpEnabled": False})
     assert again.status_code == 409
+
+
+@pytest.mark.parametrize(
+    ("provider", "model", "stored"),
+    [
+        ("groq", "llama-3.3-70b-versatile", "groq/llama-3.3-70b-versatile"),
+        ("groq", "groq/openai/gpt-oss-20b", "groq/openai/gpt-oss-20b"),
+        ("custom", "meta-llama/Llama-3.1-8B", "custom/meta-llama/Llama-3.1-8B"),
+        ("custom", "custom/qwen3", "custom/qwen3"),
+    ],
+)
+async def test_chat_completions_providers_start_with_their_model_names(
+    http: httpx.AsyncClient, provider: str, model: str, stored: str
+) -> None:
+    workflow_id = await start(http, provider=provider, model=model, mcpEnabled=False)
+    value = await snapshot(http, workflow_id)
+    assert value["session_settings"]["provider"] == provider
+    assert value["session_settings"]["model"] == stored
+    assert GROQ_SECRET not in json.dumps(value)
 
 
 @pytest.mark.parametrize(

@@ -17,6 +17,7 @@ from dex_agents import AgentSessionFlow, CompactionPolicy
 from dex_agents.models import ModelClient, ModelRequest, ModelResponse, ModelStreamSink
 from dex_agents.stepwise import AgentDefinition, InstructionContext, create_stepwise_session_flow
 from dex_agents_ai_agent.mock_model import create_mock_model
+from dex_agents_ai_agent.providers import create_model_client
 from dex_agents_ai_agent.tools import BUILT_IN_TOOLS, ToolCatalog
 
 FLOW_TYPE = "AIAgent"
@@ -107,16 +108,7 @@ class ModelResolver:
 
 
 def _build_client(provider: str, model: str) -> ModelClient:
-    name = model.split("/", 1)[1] if "/" in model else model
-    if provider == "openai":
-        from dex_agents.models import OpenAIResponsesModelClient
-
-        return OpenAIResponsesModelClient(name)
-    if provider == "anthropic":
-        from dex_agents.models import AnthropicModelClient
-
-        return AnthropicModelClient(name)
-    return create_mock_model()
+    return create_model_client(provider, model) or create_mock_model()
 
 
 def _instructions(context: InstructionContext) -> str:
