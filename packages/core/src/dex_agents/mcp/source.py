@@ -267,11 +267,13 @@ class McpToolSource:
                     if not cursor:
                         break
         except Exception as error:
+            # Left out until a listing succeeds; stored calls still reach it by reference.
+            listing.tools = None
             listing.failed_at = self._clock()
             logger.warning(
                 "MCP server %r offers no tools: listing failed (%s)",
                 name,
-                error or type(error).__name__,
+                _describe(error),
             )
             return
         listing.tools = tuple(tools)
@@ -425,7 +427,7 @@ class McpToolSource:
                 except Exception as error:
                     raise McpToolCallInterruptedError(
                         f"tools/call {reference.tool} to MCP server {server.name} was sent "
-                        f"and broke off: {error or type(error).__name__}"
+                        f"and broke off: {_describe(error)}"
                     ) from error
 
         result = await _abortable(request(), cancellation)
@@ -466,7 +468,7 @@ class McpToolSource:
                     client = await stack.enter_async_context(_new_client(server, stack))
                 break
             except Exception as error:
-                errors.append(str(error) or type(error).__name__)
+                errors.append(_describe(error))
                 await _close_quietly(stack)
         else:
             raise ToolExecutionError(
@@ -518,6 +520,18 @@ async def _abortable(
     finally:
         if not task.done():
             task.cancel()
+
+
+def _describe(error: BaseException) -> str:
+    """The innermost error of an SDK task group, which says what actually broke."""
+    leaf = _innermost(error)
+    return f"{type(leaf).__name__}: {leaf}" if str(leaf) else type(leaf).__name__
+
+
+def _innermost(error: BaseException) -> BaseException:
+    # getattr, not isinstance: narrowing to BaseExceptionGroup loses the element type.
+    inner: Sequence[BaseException] = getattr(error, "exceptions", ())
+    return _innermost(inner[0]) if inner else error
 
 
 def _arguments(text: str) -> dict[str, Any]:

@@ -19,13 +19,26 @@ import argparse
 import asyncio
 import json
 import os
+import sys
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import ToolAnnotations
 
-__all__ = ["IDEMPOTENCY_META_KEY", "build_server", "main", "read_calls"]
+from dex_agents.testing.ports import find_free_loopback_ports
+from dex_agents.testing.processes import ChildProcess
+
+__all__ = [
+    "HTTP_READY_LINE",
+    "IDEMPOTENCY_META_KEY",
+    "McpHttpTestServer",
+    "build_server",
+    "main",
+    "read_calls",
+]
 
 IDEMPOTENCY_META_KEY = "io.superdurable.dex/idempotencyKey"
 
@@ -73,7 +86,7 @@ def build_server(log: Path, release: Path | None = None) -> MCPServer:
         """Start, then wait until the test releases the call."""
         record(ctx, "hold", {"label": label})
         # The release is a file another process writes, so poll for it.
-        while release is None or not await asyncio.to_thread(release.exists):
+        while release is None or not await asyncio.to_thread(release.exists):  # noqa: ASYNC110
             await asyncio.sleep(0.05)
         return f"held {label}"
 
@@ -106,6 +119,56 @@ def build_server(log: Path, release: Path | None = None) -> MCPServer:
     return server
 
 
+HTTP_READY_LINE = "dex-agents test MCP server ready"
+
+
+class McpHttpTestServer:
+    """The test server over Streamable HTTP in a child process, on a loopback port."""
+
+    def __init__(
+        self, *, calls: Path, release: Path | None, stateful: bool, process_log: Path
+    ) -> None:
+        self.port = find_free_loopback_ports(1)[0]
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self._arguments = ["--log", str(calls), "--http", str(self.port)]
+        if release is not None:
+            self._arguments += ["--release", str(release)]
+        if stateful:
+            self._arguments.append("--stateful")
+        self._process_log = process_log
+        self._process: ChildProcess | None = None
+
+    def start(self) -> McpHttpTestServer:
+        """Start the child and return once it accepts requests."""
+        self._process = ChildProcess.spawn(
+            [sys.executable, "-m", "dex_agents.testing.mcp_server", *self._arguments],
+            log_path=self._process_log,
+        )
+        self._process.wait_for_log_line(HTTP_READY_LINE, timedelta(seconds=60))
+        return self
+
+    def stop(self) -> None:
+        if self._process is not None:
+            self._process.kill()
+            self._process = None
+
+    def __enter__(self) -> McpHttpTestServer:
+        return self.start()
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+
+async def _serve_http(server: MCPServer, port: int, stateful: bool) -> None:
+    app = server.streamable_http_app(stateless_http=not stateful, json_response=not stateful)
+    web = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    serving = asyncio.ensure_future(web.serve())
+    while not web.started and not serving.done():  # noqa: ASYNC110
+        await asyncio.sleep(0.02)
+    print(HTTP_READY_LINE, flush=True)
+    await serving
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--log", type=Path, required=True)
@@ -116,15 +179,8 @@ def main(argv: list[str] | None = None) -> None:
     server = build_server(args.log, args.release)
     if args.http is None:
         server.run("stdio")
-        return
-    server.settings.log_level = "WARNING"
-    server.run(
-        "streamable-http",
-        host="127.0.0.1",
-        port=args.http,
-        stateless_http=not args.stateful,
-        json_response=not args.stateful,
-    )
+    else:
+        asyncio.run(_serve_http(server, args.http, args.stateful))
 
 
 if __name__ == "__main__":
