@@ -7,6 +7,7 @@ import re
 
 from mcp_types import ToolAnnotations
 
+from dex_agents.adapter_support import MCP_IDEMPOTENCY_KEY_META_KEY
 from dex_agents.values import ToolEffect
 
 __all__ = [
@@ -16,8 +17,6 @@ __all__ = [
     "tool_effect_from_mcp_tool_annotations",
 ]
 
-MCP_IDEMPOTENCY_KEY_META_KEY = "io.superdurable.dex/idempotencyKey"
-"""Where every ``tools/call`` carries ``<flow_id>/<turn_id>/<tool_call_id>`` in ``_meta``."""
 
 MAX_TOOL_NAME_LENGTH = 64
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
