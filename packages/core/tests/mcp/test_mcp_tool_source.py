@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import sys
@@ -13,10 +14,12 @@ from dex_agents import ToolEffect, ToolExecutionError, ToolPolicy
 from dex_agents.mcp import (
     McpHttpServer,
     McpStdioServer,
+    McpToolCallInterruptedError,
     McpToolSource,
     load_mcp_server_configs,
     mcp_tool_name,
 )
+from dex_agents.testing import poll_until
 from dex_agents.testing.mcp_server import McpHttpTestServer, read_calls
 from dex_agents.testing.runner_driver import RecordingEventWriter
 
@@ -221,3 +224,42 @@ async def test_resource_and_prompt_tools_answer_sorted_json(stdio_server: McpStd
         await source.call_tool(
             "mcp_get_prompt", {"server": "files", "name": "missing"}, idempotency_key=None
         )
+
+
+async def test_a_call_cut_off_after_it_was_sent_is_interrupted_not_failed(
+    tmp_path: Path, calls: Path, release: Path
+) -> None:
+    server = McpHttpTestServer(
+        calls=calls, release=release, stateful=False, process_log=tmp_path / "http.log"
+    )
+    with server:
+        source = McpToolSource([McpHttpServer(name="t", url=server.url)], connection_attempts=1)
+        await source.list_tools()
+        call = asyncio.ensure_future(
+            source.call_tool("t__hold", {"label": "x"}, idempotency_key="k")
+        )
+        await poll_until(
+            lambda: read_calls(calls) or None, description="the call reaching the server"
+        )
+    # The server is gone mid-call: the write may have happened, so it is not a tool failure.
+    with pytest.raises(McpToolCallInterruptedError, match="was sent and broke off"):
+        await call
+
+
+async def test_the_tool_steps_cancellation_aborts_the_request(
+    stdio_server: McpStdioServer, calls: Path
+) -> None:
+    cancelled = False
+
+    class Signal:
+        def is_cancelled(self) -> bool:
+            return cancelled
+
+    source = McpToolSource([stdio_server])
+    call = asyncio.ensure_future(
+        source.call_tool("files__hold", {"label": "x"}, idempotency_key="k", cancellation=Signal())
+    )
+    await poll_until(lambda: read_calls(calls) or None, description="the call reaching the server")
+    cancelled = True
+    with pytest.raises(McpToolCallInterruptedError, match="cancelled"):
+        await call

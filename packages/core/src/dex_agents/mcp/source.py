@@ -406,8 +406,10 @@ class McpToolSource:
         timeout = (deadline - datetime.now(UTC)).total_seconds() if deadline is not None else None
 
         async def request() -> CallToolResult:
-            async with self._client(server) as client:
-                try:
+            sent = False
+            try:
+                async with self._client(server) as client:
+                    sent = True
                     return await client.call_tool(
                         reference.tool,
                         arguments,
@@ -415,20 +417,20 @@ class McpToolSource:
                         progress_callback=progress,
                         meta=meta,  # pyright: ignore[reportArgumentType]
                     )
-                except MCPError as error:
-                    if error.code == _INTERNAL_ERROR:
-                        raise McpToolCallInterruptedError(
-                            f"MCP server {server.name} answered tools/call {reference.tool} "
-                            f"with an internal error: {error.error.message}"
-                        ) from error
-                    raise ToolExecutionError(error.error.message) from error
-                except (ToolExecutionError, McpToolCallInterruptedError):
-                    raise
-                except Exception as error:
+            except MCPError as error:
+                if error.code == _INTERNAL_ERROR:
                     raise McpToolCallInterruptedError(
-                        f"tools/call {reference.tool} to MCP server {server.name} was sent "
-                        f"and broke off: {_describe(error)}"
+                        f"MCP server {server.name} answered tools/call {reference.tool} "
+                        f"with an internal error: {error.error.message}"
                     ) from error
+                raise ToolExecutionError(error.error.message) from error
+            except Exception as error:
+                if not sent:
+                    raise  # ToolExecutionError: the call never left
+                raise McpToolCallInterruptedError(
+                    f"tools/call {reference.tool} to MCP server {server.name} was sent "
+                    f"and broke off: {_describe(error)}"
+                ) from error
 
         result = await _abortable(request(), cancellation)
         text = _result_text(result)
@@ -477,7 +479,12 @@ class McpToolSource:
             )
         try:
             yield client
-        finally:
+        except BaseException as error:
+            # Closing the SDK's task group turns the cancellation a broken transport caused
+            # into the transport's own error, which then replaces ``error``.
+            if not await stack.__aexit__(type(error), error, error.__traceback__):
+                raise
+        else:
             await _close_quietly(stack)
 
 
