@@ -19,6 +19,7 @@ SECTIONS = (
     "The runner contract",
     "Stepwise",
     "Function tools",
+    "MCP tools",
     "Model clients",
     "Testing",
 )
@@ -31,6 +32,7 @@ def test_the_readme_has_the_examples_this_test_runs() -> None:
         "The runner contract",
         "Stepwise",
         "Function tools",
+        "MCP tools",
         "Testing",
     }
 
