@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from concurrent.futures import Future
 from typing import Any
 
@@ -14,6 +14,7 @@ import uvicorn
 from dex_agents import AgentHost
 from dex_agents.testing import find_free_loopback_ports
 from dex_agents_ai_agent import ToolCatalog, create_ai_agent_flow, create_app
+from dex_agents_ai_agent.tools import McpServerConfig
 
 SECRET = "sk-test-secret-value-never-in-a-response"
 GROQ_SECRET = "gsk-test-secret-value-never-in-a-response"
@@ -27,9 +28,14 @@ ENVIRON = {
 class RunningApp:
     """The app at ``base_url``; ``call`` runs a coroutine on the server's event loop."""
 
-    def __init__(self, server_address: str | None = None) -> None:
-        """With ``server_address``, the app runs no Worker: Worker processes serve it."""
-        catalog = ToolCatalog.build((), demo_servers=True)
+    def __init__(
+        self,
+        server_address: str | None = None,
+        mcp_servers: Sequence[McpServerConfig] = (),
+    ) -> None:
+        """With ``server_address``, the app runs no Worker: Worker processes serve it.
+        With ``mcp_servers``, their tools come over MCP instead of the in-process demo."""
+        catalog = ToolCatalog.build(mcp_servers, demo_servers=not mcp_servers)
         self.catalog = catalog
         flow = create_ai_agent_flow(catalog, retained_message_limit=4)
         if server_address is None:

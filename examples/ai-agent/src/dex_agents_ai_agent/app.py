@@ -362,6 +362,7 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncGenerator[None]:
+        app.catalog = await app.catalog.with_source_tools()
         async with host:
             yield
 

@@ -57,9 +57,9 @@ def main(argv: list[str] | None = None) -> None:
     arguments = parse_arguments(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     retained = int(os.environ.get("DEX_AGENT_MESSAGE_RETENTION", DEFAULT_RETAINED_MESSAGES))
-    catalog = ToolCatalog.build(
-        load_mcp_config(arguments.mcp_config), demo_servers=not arguments.no_demo_servers
-    )
+    servers = load_mcp_config(arguments.mcp_config)
+    # Configured servers replace the in-process demo copies (the same names otherwise clash).
+    catalog = ToolCatalog.build(servers, demo_servers=not (arguments.no_demo_servers or servers))
     flow = create_ai_agent_flow(catalog, retained_message_limit=retained)
     host = AgentHost(
         flow, database=arguments.db, server_address=arguments.server, worker=not arguments.no_worker

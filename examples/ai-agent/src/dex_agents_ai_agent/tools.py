@@ -1,14 +1,16 @@
 """The tools a session can enable: the trusted MCP servers of the server's config file,
 and the credential-free demo servers (search, slack, google_docs).
 
-Until ``dex_agents.mcp.McpToolSource`` lands, the demo servers run in-process as
-Stepwise function tools with the same public names (``<server>__<tool>``) and
-effects the brief's stdio demo servers have. ``build_mcp_tool_sources`` is the one
-place that turns the config file's servers into tool sources.
+The config file's servers become one ``dex_agents.mcp.McpToolSource``
+(``build_mcp_tool_sources``): each call of one of its tools runs in its own tool
+Step. Without a config file, the demo servers run in-process as Stepwise function
+tools with the same public names (``<server>__<tool>``) and effects the stdio demo
+servers have, so the app works with no child processes.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -108,15 +110,54 @@ def load_mcp_config(path: str | os.PathLike[str] | None) -> tuple[McpServerConfi
     return tuple(servers)
 
 
-def build_mcp_tool_sources(servers: Sequence[McpServerConfig]) -> list[ToolSource]:
-    """The Stepwise tool sources of the config file's servers.
+def build_mcp_tool_sources(
+    servers: Sequence[McpServerConfig], environ: Mapping[str, str] | None = None
+) -> list[ToolSource]:
+    """One ``McpToolSource`` over the config file's servers (none without servers).
 
-    MCP WIRING POINT: when ``dex_agents.mcp.McpToolSource`` is available, return
-    ``[McpToolSource(...)]`` built from ``servers`` here (and list its tools in
-    ``ToolCatalog.from_sources``); nothing else in the app changes.
+    The children's variables and the HTTP headers are read here, on the Worker, from
+    the server environment variables the file names; a missing one is an error that
+    names it.
     """
-    del servers
-    return []
+    if not servers:
+        return []
+    from dex_agents.mcp import McpHttpServer, McpStdioServer, McpToolSource
+
+    values = os.environ if environ is None else environ
+
+    def resolved(names: Mapping[str, str], server: str) -> dict[str, str]:
+        missing = [name for name in names.values() if name not in values]
+        if missing:
+            raise McpConfigError(f"MCP server {server} needs {', '.join(missing)} to be set")
+        return {key: values[name] for key, name in names.items()}
+
+    configs: list[McpStdioServer | McpHttpServer] = []
+    for server in servers:
+        if server.transport == "stdio":
+            if not server.command:
+                raise McpConfigError(f"MCP server {server.name}: stdio needs a command")
+            configs.append(
+                McpStdioServer(
+                    name=server.name,
+                    command=server.command,
+                    args=server.args,
+                    env=resolved(server.env, server.name) or None,
+                    cwd=server.cwd,
+                    trusts_tool_annotations=server.trust_read_only_annotations,
+                )
+            )
+        else:
+            if not server.url:
+                raise McpConfigError(f"MCP server {server.name}: streamable_http needs a url")
+            configs.append(
+                McpHttpServer(
+                    name=server.name,
+                    url=server.url,
+                    headers=resolved(server.headers, server.name),
+                    trusts_tool_annotations=server.trust_read_only_annotations,
+                )
+            )
+    return [McpToolSource(configs)]
 
 
 # --- the credential-free demo servers -------------------------------------------------
@@ -201,6 +242,27 @@ class ToolCatalog:
             tool_sources=tuple(build_mcp_tool_sources(servers)),
         )
 
+    async def with_source_tools(self) -> ToolCatalog:
+        """This catalog with the MCP sources' tools listed (a server that cannot be
+        listed offers none, with a warning), for the Portal and the start check."""
+        from dex_agents.mcp import McpToolSource
+
+        listed: list[CatalogTool] = []
+        for source in self.tool_sources:
+            if isinstance(source, McpToolSource):
+                listed.extend(
+                    CatalogTool(
+                        tool.name,
+                        tool.description,
+                        _effect_needs_approval(tool.effect or ToolEffect.UNCLASSIFIED),
+                        tool.server or None,
+                    )
+                    for tool in await source.list_tools()
+                )
+        known = {tool.name for tool in self.tools}
+        tools = [*self.tools, *(tool for tool in listed if tool.name not in known)]
+        return dataclasses.replace(self, tools=tuple(sorted(tools, key=lambda tool: tool.name)))
+
     def tool_names_of(self, servers: Sequence[str]) -> set[str]:
         return {tool.name for tool in self.tools if tool.server is None or tool.server in servers}
 
@@ -208,4 +270,8 @@ class ToolCatalog:
 def _needs_approval(tool: FunctionTool) -> bool:
     if tool.requires_approval is not None:
         return tool.requires_approval
-    return tool.effect in (ToolEffect.NON_IDEMPOTENT_WRITE, ToolEffect.UNCLASSIFIED)
+    return _effect_needs_approval(tool.effect)
+
+
+def _effect_needs_approval(effect: ToolEffect | None) -> bool:
+    return effect in (ToolEffect.NON_IDEMPOTENT_WRITE, ToolEffect.UNCLASSIFIED)
