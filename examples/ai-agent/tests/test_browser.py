@@ -104,6 +104,20 @@ async def test_a_chat_with_an_approval_a_plan_and_a_question(
         plan = page.get_by_test_id("plan")
         await expect(plan).to_contain_text("Plan · draft")
         await expect(plan).to_contain_text("revision 1 · 0/2 completed")
+        # An accepted request shows as pending until its turn starts: answer the first
+        # click here, so the request never reaches the Agent, then reload and run it.
+        await page.route(
+            "**/plans/execute",
+            lambda route: route.fulfill(json={"accepted": True}),
+        )
+        await plan.get_by_role("button", name="Execute plan").click()
+        await expect(plan.get_by_test_id("execution-pending")).to_have_text(
+            "Execution request pending…"
+        )
+        await expect(plan.get_by_role("button", name="Execute plan")).to_have_count(0)
+        await page.unroute("**/plans/execute")
+        await page.reload()
+        await expect(plan.get_by_test_id("execution-pending")).to_have_count(0)
         await plan.get_by_role("button", name="Execute plan").click()
         await expect(plan).to_contain_text("Plan · completed")
         await expect(plan).to_contain_text("2/2 completed")
@@ -168,23 +182,40 @@ async def check_queue_and_steer(page: Page) -> None:
     """A durable wait; messages queue behind it; Edit, Delete, then Steer interrupts it."""
     from playwright.async_api import expect
 
-    composer = page.get_by_placeholder(re.compile("Message the Agent"))
+    composer = page.locator(".composer textarea")  # its placeholder follows Plan mode
     await composer.fill("/wait 300 check tickets")
     await composer.press("Control+Enter")
     await expect(page.get_by_text("Durable timer · 300s")).to_be_visible()
     await expect(page.get_by_test_id("status")).to_contain_text("waiting_for_timer")
     queued = page.get_by_test_id("queued")
+    plan_mode = page.get_by_label("Plan mode")
     for text in ("replace the objective", "drop me", "edit me"):
         await composer.fill(text)
+        if text == "edit me":
+            await plan_mode.check()
         await composer.press("Control+Enter")
     await expect(queued).to_have_count(3)
     await expect(page.get_by_text("3 queued · 0 steered")).to_be_visible()
     await expect(page.get_by_text("Durable timer · 300s")).to_be_visible()  # not interrupted
+    await expect(plan_mode).not_to_be_checked()
+    await expect(queued.filter(has_text="edit me")).to_contain_text("Plan mode")
 
+    # Edit takes the message back into the composer with its Plan mode; re-sent, it
+    # queues again at the tail under a new ID.
+    old_id = await queued.filter(has_text="edit me").get_attribute("data-message-id")
     await queued.filter(has_text="edit me").get_by_role("button", name="Edit").click()
     await expect(composer).to_have_value("edit me")
+    await expect(composer).to_be_focused()
+    await expect(plan_mode).to_be_checked()
     await expect(queued).to_have_count(2)
-    await composer.fill("")
+    await composer.fill("edited plan")
+    await composer.press("Control+Enter")
+    await expect(queued).to_have_count(3)
+    await expect(queued.last).to_contain_text("edited plan")
+    await expect(queued.last).to_contain_text("Plan mode")
+    assert await queued.last.get_attribute("data-message-id") not in (None, old_id)
+    await queued.last.get_by_role("button", name="Delete").click()
+    await expect(queued).to_have_count(2)
     await queued.filter(has_text="drop me").get_by_role("button", name="Delete").click()
     await expect(queued).to_have_count(1)
     await queued.get_by_role("button", name="Steer").click()

@@ -40,6 +40,8 @@ export function Chat({ workflowId, onNewAgent }: { workflowId: string; onNewAgen
   const [error, setError] = useState("");
   const [draft, setDraft] = useState("");
   const [planMode, setPlanMode] = useState(false);
+  // An accepted Execute plan, until its executing turn shows up in the snapshot.
+  const [executionRequest, setExecutionRequest] = useState<{ revision: number; lastSequence: number } | null>(null);
   const composer = useRef<HTMLTextAreaElement>(null);
   const dock = useRef<HTMLDivElement>(null);
   const [dockHeight, setDockHeight] = useState(0);
@@ -172,9 +174,15 @@ export function Chat({ workflowId, onNewAgent }: { workflowId: string; onNewAgen
     setOptimistic((items) => items.filter((other) => other.id !== item.id));
   }
 
+  async function executePlan(revision: number, lastSequence: number) {
+    setExecutionRequest({ revision, lastSequence });
+    if (!(await mutate("plan", "/plans/execute", { revision }))) setExecutionRequest(null);
+  }
+
   async function edit(messageId: string, text: string, itemPlanMode: boolean) {
     if (await mutate("edit", "/message-queue/delete", { messageId })) {
-      setDraft(text);
+      // Text already typed in the composer stays, after the message taken back.
+      setDraft((typed) => (typed.trim() ? `${text}\n\n${typed}` : text));
       setPlanMode(itemPlanMode);
       composer.current?.focus();
     }
@@ -192,6 +200,17 @@ export function Chat({ workflowId, onNewAgent }: { workflowId: string; onNewAgen
   const idle = snapshot.state?.status === "waiting_for_user_message" && snapshot.pending_interrupts.length === 0;
   const model = snapshot.session_settings.model ?? "";
   const closed = snapshot.flow.status !== "running";
+  const lastSequence = snapshot.messages.length ? snapshot.messages[snapshot.messages.length - 1].sequence : 0;
+  // Pending while the session still idles on the same revision with no new message:
+  // the executing turn starts with its own user message, or the status leaves idle.
+  const executionPending =
+    executionRequest !== null &&
+    busy !== "plan" &&
+    !closed &&
+    snapshot.plan?.revision === executionRequest.revision &&
+    snapshot.plan.status !== "completed" &&
+    lastSequence === executionRequest.lastSequence &&
+    snapshot.state?.status === "waiting_for_user_message";
 
   return (
     <main className="chat" style={{ paddingBottom: dockHeight + 24 }}>
@@ -246,7 +265,8 @@ export function Chat({ workflowId, onNewAgent }: { workflowId: string; onNewAgen
             plan={snapshot.plan}
             canExecute={idle && queued.length === 0 && steered.length === 0 && !closed}
             busy={busy === "plan"}
-            onExecute={() => void mutate("plan", "/plans/execute", { revision: snapshot.plan!.revision })}
+            executionPending={executionPending}
+            onExecute={() => void executePlan(snapshot.plan!.revision, lastSequence)}
           />
         )}
         {approvals.map((approval) => (
@@ -297,7 +317,7 @@ export function Chat({ workflowId, onNewAgent }: { workflowId: string; onNewAgen
                   </li>
                 ))}
                 {queued.map((item) => (
-                  <li key={item.message_id} className="queue-item" data-testid="queued">
+                  <li key={item.message_id} className="queue-item" data-testid="queued" data-message-id={item.message_id}>
                     <span className="badge queued">Queued</span>
                     {item.plan_mode && <span className="badge">Plan mode</span>}
                     <span className="queue-text">{item.text}</span>
@@ -445,7 +465,13 @@ function LiveCards({ item, model }: { item: LiveText; model: string }) {
   );
 }
 
-function PlanCard(props: { plan: Plan; canExecute: boolean; busy: boolean; onExecute: () => void }) {
+function PlanCard(props: {
+  plan: Plan;
+  canExecute: boolean;
+  busy: boolean;
+  executionPending: boolean;
+  onExecute: () => void;
+}) {
   const { plan } = props;
   const done = plan.tasks.filter((task) => task.status === "completed").length;
   const icon = { pending: "○", in_progress: "●", completed: "✓" };
@@ -465,7 +491,12 @@ function PlanCard(props: { plan: Plan; canExecute: boolean; busy: boolean; onExe
           </li>
         ))}
       </ol>
-      {plan.status !== "completed" && props.canExecute && (
+      {props.executionPending && (
+        <p className="hint execution-pending" data-testid="execution-pending">
+          <span className="pulse" /> Execution request pending…
+        </p>
+      )}
+      {plan.status !== "completed" && props.canExecute && !props.executionPending && (
         <button className="primary" disabled={props.busy} onClick={props.onExecute}>
           {props.busy ? "Requesting…" : plan.status === "draft" ? "Execute plan" : "Continue plan"}
         </button>
