@@ -212,6 +212,7 @@ class McpToolSource:
             for definition in resource_and_prompt_tool_definitions(list(self._servers)):
                 if definition.name in offered:
                     logger.warning("MCP tool %r is left out: its name is taken", definition.name)
+                    continue
                 offered[definition.name] = McpTool(
                     definition.name,
                     definition.description,
