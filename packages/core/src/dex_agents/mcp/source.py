@@ -212,6 +212,7 @@ class McpToolSource:
             for definition in resource_and_prompt_tool_definitions(list(self._servers)):
                 if definition.name in offered:
                     logger.warning("MCP tool %r is left out: its name is taken", definition.name)
+                    continue
                 offered[definition.name] = McpTool(
                     definition.name,
                     definition.description,
@@ -232,7 +233,8 @@ class McpToolSource:
         listing = self._listings[name]
         now = self._clock()
         if refresh or (listing.tools is None and listing.failed_at is None):
-            await self._run_listing(name)
+            # Shielded: a caller that times out must not cancel the listing others share.
+            await asyncio.shield(self._run_listing(name))
             return
         if listing.failed_at is not None:
             if now - listing.failed_at >= self._failure_backoff:
@@ -244,9 +246,15 @@ class McpToolSource:
     def _run_listing(self, name: str) -> asyncio.Task[None]:
         # One listing per server at a time: later callers share the running one.
         listing = self._listings[name]
-        if listing.running is None or listing.running.done():
-            listing.running = asyncio.ensure_future(self._list_server(name))
-        return listing.running
+        running = listing.running
+        if (
+            running is None
+            or running.done()
+            or running.get_loop() is not asyncio.get_running_loop()  # from an earlier loop
+        ):
+            running = asyncio.ensure_future(self._list_server(name))
+            listing.running = running
+        return running
 
     def _list_in_background(self, name: str) -> None:
         task = self._run_listing(name)
@@ -481,8 +489,15 @@ class McpToolSource:
             yield client
         except BaseException as error:
             # Closing the SDK's task group turns the cancellation a broken transport caused
-            # into the transport's own error, which then replaces ``error``.
-            if not await stack.__aexit__(type(error), error, error.__traceback__):
+            # into the transport's own error, which then replaces ``error``; an error of the
+            # body that the group merely wraps is raised as it is.
+            try:
+                suppressed = await stack.__aexit__(type(error), error, error.__traceback__)
+            except BaseException as closing:
+                if _innermost(closing) is error:
+                    raise error from None
+                raise
+            if not suppressed:
                 raise
         else:
             await _close_quietly(stack)
