@@ -43,7 +43,11 @@ def parallel() -> list[str]:
 
 PACKAGE_TESTS = sorted(
     str(path.relative_to(ROOT))
-    for path in [*ROOT.glob("packages/*/tests"), ROOT / "tests-shared/tests"]
+    for path in [
+        *ROOT.glob("packages/*/tests"),
+        ROOT / "tests-shared/tests",
+        *ROOT.glob("examples/*/tests"),
+    ]
 )
 # Each runner proves the session contract with the shared suite, one session each,
 # so a failure names the runner. "core" is the scripted runner and Stepwise.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -12,6 +13,7 @@ import pytest
 
 from dex_agents.demo.script import DEMO_HELP, demo_model_reply
 from dex_agents.models import ModelRequest, ToolResultItem, UserTextItem
+from dex_agents.testing.mcp_server import read_calls
 
 
 def run_demo(tmp_path: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
@@ -261,3 +263,40 @@ def test_demo_plans_executes_the_plan_and_steers(tmp_path: Path) -> None:
     assert "[x] Look up order 43" in out
     assert "(no turn is running)" in out
     assert "Order 42 (espresso grinder) is delivered" in out
+
+
+@pytest.mark.slow
+def test_demo_offers_and_calls_the_tools_of_an_mcp_config_file(tmp_path: Path) -> None:
+    calls = tmp_path / "calls.jsonl"
+    config = tmp_path / "mcp.json"
+    config.write_text(
+        json.dumps(
+            {
+                "servers": [
+                    {
+                        "transport": "stdio",
+                        "name": "files",
+                        "command": sys.executable,
+                        "args": ["-m", "dex_agents.testing.mcp_server", "--log", str(calls)],
+                    }
+                ]
+            }
+        )
+    )
+    result = run_demo(
+        tmp_path, "--mcp-config", str(config), "--message", 'mcp files__lookup {"order_id": "7"}'
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "MCP tools: files__lookup, files__set_value" in result.stdout
+    assert "[tool] files__lookup succeeded" in result.stdout
+    assert "files__lookup said: order 7: shipped" in result.stdout
+    (call,) = read_calls(calls)
+    assert call["idempotency_key"].endswith("/turn-1/call_1_1")
+
+
+def test_demo_rejects_a_bad_mcp_config_file(tmp_path: Path) -> None:
+    config = tmp_path / "mcp.json"
+    config.write_text('{"servers": [{"transport": "stdio", "name": "no spaces allowed"}]}')
+    result = run_demo(tmp_path, "--mcp-config", str(config), "--message", "hi")
+    assert result.returncode == 2
+    assert "invalid MCP server configuration" in result.stderr

@@ -20,6 +20,7 @@ SECTIONS = (
     "Stepwise",
     "Function tools",
     "Tool tasks",
+    "MCP tools",
     "Model clients",
     "Testing",
 )
@@ -32,6 +33,7 @@ def test_the_readme_has_the_examples_this_test_runs() -> None:
         "The runner contract",
         "Stepwise",
         "Function tools",
+        "MCP tools",
         "Testing",
     }
 

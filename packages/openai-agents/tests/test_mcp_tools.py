@@ -11,6 +11,7 @@ from agents.mcp import MCPServerStdio
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 
 from dex_agents import ResolvedToolPolicy, ToolCallsRequested, ToolEffect, TurnCompleted
+from dex_agents.testing.mcp_server import read_calls
 from dex_agents.testing.runner_driver import RunnerDriver as Session
 from dex_agents_openai_agents import OpenAIAgentsRunner
 
@@ -58,3 +59,33 @@ async def test_mcp_tools_run_only_in_the_tool_step(tmp_path: Path) -> None:
             {"call_id": "c1", "output": "order 42 shipped", "type": "function_call_output"},
             {"call_id": "c2", "output": "order 42 cancelled", "type": "function_call_output"},
         ]
+
+
+async def test_deferred_mcp_calls_carry_the_idempotency_key_in_meta(tmp_path: Path) -> None:
+    calls = tmp_path / "calls.jsonl"
+    model = ScriptedModel(
+        [
+            ModelStep(
+                output=[function_call("set_value", {"key": "a", "value": "1"}, call_id="c1")]
+            ),
+            ModelStep(output=[assistant_message("Done.")]),
+        ]
+    )
+    params: Any = {
+        "command": sys.executable,
+        "args": ["-m", "dex_agents.testing.mcp_server", "--log", str(calls)],
+    }
+    async with MCPServerStdio(params, name="files", client_session_timeout_seconds=60) as server:
+        agent = Agent[Any](name="support", model=model, mcp_servers=[server])
+        session = Session(OpenAIAgentsRunner(agent))
+        session.start_turn("set a")
+        outcome = await session.run_model()
+        assert isinstance(outcome, ToolCallsRequested)
+        # idempotentHint: the same annotation rule as dex_agents.mcp
+        assert outcome.tool_calls[0].policy == ResolvedToolPolicy(
+            ToolEffect.IDEMPOTENT_WRITE, False
+        )
+        await session.run_tools()
+    assert session.records[0].output == "a = 1"
+    (call,) = read_calls(calls)
+    assert call["idempotency_key"] == f"{session.flow_id}/{session.records[0].turn_id}/c1"

@@ -57,6 +57,7 @@ __all__ = [
     "DEX_IDEMPOTENCY_KEY",
     "DEX_REQUIRES_APPROVAL_METADATA_KEY",
     "DISPLAY_ONLY_FRAMEWORK_ITEM",
+    "MCP_IDEMPOTENCY_KEY_META_KEY",
     "MOVED_TO_DEX_AGENTS",
     "UNKNOWN_TOOL_POLICY",
     "ToolCallAnswer",
@@ -75,6 +76,7 @@ __all__ = [
     "get_model_step_context",
     "is_display_only",
     "known_tool",
+    "mcp_idempotency_meta",
     "resolve_declared_tool_policy",
     "response_messages",
     "serving_deferred_tool_execution",
@@ -94,6 +96,9 @@ DEX_REQUIRES_APPROVAL_METADATA_KEY = "dex_requires_approval"
 
 DEX_IDEMPOTENCY_KEY = "dex_idempotency_key"
 """Key of the call's idempotency key where a framework hands a tool a mapping (metadata, config)."""
+
+MCP_IDEMPOTENCY_KEY_META_KEY = "io.superdurable.dex/idempotencyKey"
+"""Where an MCP ``tools/call`` carries the session's idempotency key in ``_meta``."""
 
 UNKNOWN_TOOL_POLICY = ResolvedToolPolicy(ToolEffect.UNCLASSIFIED, False)
 """Policy of a call of a tool the runner surely does not have: it fails without any effect."""
@@ -128,6 +133,17 @@ def get_deferred_tool_execution() -> DeferredToolExecution:
 def current_deferred_tool_execution() -> DeferredToolExecution | None:
     """Like ``get_deferred_tool_execution()``, but ``None`` outside a session tool call."""
     return _deferred_tool_execution.get()
+
+
+def mcp_idempotency_meta() -> dict[str, str] | None:
+    """``{MCP_IDEMPOTENCY_KEY_META_KEY: key}`` inside a session tool call, else ``None``.
+
+    Merge it into the ``_meta`` of a framework's own MCP ``tools/call`` from a tool Step.
+    """
+    execution = _deferred_tool_execution.get()
+    if execution is None:
+        return None
+    return {MCP_IDEMPOTENCY_KEY_META_KEY: execution.idempotency_key}
 
 
 def get_model_step_context() -> AgentTurnContext:

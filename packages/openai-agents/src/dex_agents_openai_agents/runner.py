@@ -94,6 +94,7 @@ from dex_agents_openai_agents.items import (
     replay_items,
     user_input_item,
 )
+from dex_agents_openai_agents.mcp_keys import stamp_mcp_idempotency_keys
 from dex_agents_openai_agents.run_state import StepRunState, decode_run_state, encode_run_state
 from dex_agents_openai_agents.tool_guardrails import check_tool_input, check_tool_output
 
@@ -422,6 +423,7 @@ class OpenAIAgentsRunner(ToolTaskForwarding):
         for agent in _agents_by_name(self.agent, agent_name):
             for tool in await agent.get_all_tools(run_context):
                 if isinstance(tool, FunctionTool) and tool.name == tool_name:
+                    stamp_mcp_idempotency_keys(agent)
                     return agent, tool
         raise ToolExecutionError(unknown_tool_error(tool_name))
 

@@ -76,8 +76,24 @@ def declare_tool_effect(
 
 
 def declared_effect(tool: ToolDefinition) -> ToolEffect | None:
-    """The effect ``tool`` declares in its metadata, or ``None``."""
-    return declared_effect_in(tool.metadata, tool.name)
+    """The effect ``tool`` declares in its metadata, else its MCP annotations, or ``None``.
+
+    An MCP server's tool (``MCPToolset``) carries its annotations in its metadata:
+    ``readOnlyHint`` is ``read`` and ``idempotentHint`` is ``idempotent_write``, as in
+    ``dex_agents.mcp``; anything else leaves the default effect.
+    """
+    declared = declared_effect_in(tool.metadata, tool.name)
+    if declared is not None:
+        return declared
+    annotations: Any = (tool.metadata or {}).get("annotations")
+    if not isinstance(annotations, dict):
+        return None
+    hints: dict[str, Any] = annotations  # pyright: ignore[reportUnknownVariableType]
+    if hints.get("readOnlyHint") is True:
+        return ToolEffect.READ
+    if hints.get("idempotentHint") is True:
+        return ToolEffect.IDEMPOTENT_WRITE
+    return None
 
 
 def _declared_approval(tool: ToolDefinition) -> bool | None:

@@ -90,6 +90,7 @@ from dex_agents.compaction_support import (
 from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS
 from dex_agents.tool_task_routing import ToolTaskForwarding, returning_started_task
 from dex_agents_pydantic_ai.deferral import DeferEveryToolCall, RefuseToolDeferral
+from dex_agents_pydantic_ai.mcp_keys import stamp_mcp_idempotency_keys
 from dex_agents_pydantic_ai.messages import (
     ToolReturnOutcome,
     answer_orphaned_tool_calls,
@@ -406,6 +407,7 @@ class PydanticAIRunner(ToolTaskForwarding, Generic[DepsT]):
         # The call alone, approved: Pydantic AI validates and runs it, then would ask
         # the model again, which is where the run stops.
         history: list[ModelMessage] = [ModelResponse(parts=[tool_call])]
+        stamp_mcp_idempotency_keys(self.agent)
         async with self._step_deps(call.flow_id) as deps:
             with serving_deferred_tool_execution(call):
                 try:

@@ -25,6 +25,7 @@ import platformdirs
 
 if TYPE_CHECKING:
     from dex_agents.demo.chat import Chat
+    from dex_agents.mcp import McpToolSource
 
 __all__ = ["DemoOptions", "add_demo_arguments", "run_demo", "run_demo_command"]
 
@@ -42,6 +43,8 @@ class DemoOptions:
     auto_approve: bool = False
     provider: str | None = None
     model: str | None = None
+    mcp_config: Path | None = None
+    """A JSON file of MCP servers whose tools the agent also offers."""
     data_directory: Path = field(
         default_factory=lambda: Path(platformdirs.user_data_dir("dex-agents"))
     )
@@ -81,6 +84,13 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
         "else the scripted demo model)",
     )
     parser.add_argument("--model", help="model name for the provider")
+    parser.add_argument(
+        "--mcp-config",
+        type=Path,
+        metavar="FILE",
+        help='offer the tools of the MCP servers in FILE ({"servers": [...]}; see the README); '
+        "needs the dex-agents[mcp] extra",
+    )
     parser.add_argument("--verbose", action="store_true", help="log engine and Worker details")
 
 
@@ -115,7 +125,8 @@ async def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
     model = choose_demo_model(options.provider, options.model)
     database = options.database or options.data_directory / _DATABASE_NAME
     state_directory = database.parent
-    flow = build_demo_flow(model.client, state_directory / "demo-shop.json")
+    tool_sources = _mcp_tool_sources(options.mcp_config)
+    flow = build_demo_flow(model.client, state_directory / "demo-shop.json", tool_sources)
     session_id = options.session_id or f"demo-{secrets.token_hex(4)}"
     interactive = not options.messages
 
@@ -126,6 +137,9 @@ async def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
         blob_cache_directory=state_directory / "demo-blob-cache",
     )
     out.write(f"dex-agents demo: {model.label}\n")
+    for source in tool_sources:
+        names = ", ".join(tool.name for tool in await source.list_tools())
+        out.write(f"MCP tools: {names or '(none; see the warnings)'}\n")
     if host.embedded:
         out.write(f"engine database: {database}\n")
     else:
@@ -168,6 +182,19 @@ async def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
     return 1 if chat.failed_turns else 0
 
 
+def _mcp_tool_sources(config: Path | None) -> list[McpToolSource]:
+    if config is None:
+        return []
+    from dex_agents.demo.agent import DemoSetupError
+    from dex_agents.mcp import McpToolSource, load_mcp_server_configs
+
+    try:
+        servers = load_mcp_server_configs(config)
+    except ValueError as error:
+        raise DemoSetupError(str(error)) from None
+    return [McpToolSource(servers, resource_and_prompt_tools_enabled=True)]
+
+
 async def _converse(chat: Chat) -> None:
     from dex_agents.demo.script import DEMO_HELP
 
@@ -197,6 +224,7 @@ def run_demo_command(args: argparse.Namespace) -> int:
         auto_approve=args.auto_approve,
         provider=args.provider,
         model=args.model,
+        mcp_config=args.mcp_config,
     )
     try:
         return asyncio.run(run_demo(options))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from dex_agents.models.types import ModelClient
 from dex_agents.session import AgentSessionFlow
 from dex_agents.stepwise import (
     AgentDefinition,
+    ToolSource,
     create_stepwise_session_flow,
 )
 
@@ -93,13 +95,19 @@ def _require_key(variable: str, provider: str) -> None:
         )
 
 
-def build_demo_flow(model: ModelClient, shop_file: Path) -> AgentSessionFlow:
-    """The demo's session Flow: a support agent with shop tools, ask_user and durable_wait."""
+def build_demo_flow(
+    model: ModelClient, shop_file: Path, tool_sources: Sequence[ToolSource] = ()
+) -> AgentSessionFlow:
+    """The demo's session Flow: a support agent with shop tools, ask_user and durable_wait.
+
+    ``tool_sources`` add tools listed at run time, such as MCP servers' (``--mcp-config``).
+    """
     definition = AgentDefinition(
         name="support",
         instructions=INSTRUCTIONS,
         model=model,
         tools=shop_tools(Shop(shop_file)),
+        tool_sources=tool_sources,
         built_in_tools=["ask_user", "durable_wait", "write_todos"],
         plan_mode_enabled=True,
     )

@@ -20,7 +20,8 @@ __all__ = ["DEMO_HELP", "demo_model_reply"]
 DEMO_HELP = (
     "I am the scripted demo model (no API key needed). Try: 'list my orders', "
     "'where is order 43', 'refund order 42', 'help me choose', 'wait 5 seconds', "
-    "or '/plan check order 43'."
+    "or '/plan check order 43'. With --mcp-config: 'mcp tools' or "
+    '\'mcp <server>__<tool> {"argument": "value"}\'.'
 )
 _APPROVED_PLAN = "[Dex] The user approved plan revision"
 _PLAN_TASK = re.compile(r"^- \[(pending|in_progress|completed)\] (.+)$", re.MULTILINE)
@@ -61,6 +62,8 @@ def demo_model_reply(request: ModelRequest) -> ScriptedModelReply:
     if text.startswith(_APPROVED_PLAN):
         return _execute_plan(request, results)
 
+    if lowered.startswith("mcp "):
+        return _mcp(request, text, results)
     if "refund" in lowered:
         return _refund(order_id, results)
     if "wait" in lowered or "remind" in lowered:
@@ -92,6 +95,22 @@ def demo_model_reply(request: ModelRequest) -> ScriptedModelReply:
             f"it cost {found['total_eur']:.2f} EUR."
         )
     return ScriptedModelReply(text=DEMO_HELP)
+
+
+def _mcp(request: ModelRequest, text: str, results: list[ToolResultItem]) -> ScriptedModelReply:
+    """``mcp tools`` names the MCP tools offered; ``mcp <tool> <JSON>`` calls one."""
+    if results:
+        return ScriptedModelReply(text=f"{results[-1].tool_name} said: {results[-1].output}")
+    offered = [tool.name for tool in request.tools if "__" in tool.name or tool.name[:4] == "mcp_"]
+    _, _, rest = text.partition(" ")
+    name, _, arguments = rest.strip().partition(" ")
+    if name == "tools" or name not in offered:
+        listed = ", ".join(offered) or "none (start the demo with --mcp-config FILE)"
+        return ScriptedModelReply(text=f"MCP tools offered: {listed}.")
+    return ScriptedModelReply(
+        text=f"Calling {name}.",
+        tool_calls=[ScriptedToolCall(name, _json(arguments) or {})],
+    )
 
 
 def _refund(order_id: str, results: list[ToolResultItem]) -> ScriptedModelReply:

@@ -1,8 +1,8 @@
 """Model clients of the Stepwise loop: one provider call per ``generate``.
 
-``OpenAIResponsesModelClient`` needs ``dex-agents[openai]`` and
-``AnthropicModelClient`` needs ``dex-agents[anthropic]``; both load on first use,
-so this package imports without either SDK.
+``OpenAIResponsesModelClient`` and ``OpenAIChatModelClient`` need
+``dex-agents[openai]`` and ``AnthropicModelClient`` needs ``dex-agents[anthropic]``;
+they load on first use, so this package imports without either SDK.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from dex_agents.runner import ModelCallMetadata
 
 if TYPE_CHECKING:
     from dex_agents.models.anthropic_messages import AnthropicModelClient
+    from dex_agents.models.openai_chat import OpenAIChatModelClient
     from dex_agents.models.openai_responses import OpenAIResponsesModelClient
 
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "ModelStreamSink",
     "ModelToolCall",
     "ModelToolDefinition",
+    "OpenAIChatModelClient",
     "OpenAIResponsesModelClient",
     "RecordingStreamSink",
     "ScriptedModelClient",
@@ -72,6 +74,10 @@ def __getattr__(name: str) -> Any:
         from dex_agents.models.openai_responses import OpenAIResponsesModelClient
 
         return OpenAIResponsesModelClient
+    if name == "OpenAIChatModelClient":
+        from dex_agents.models.openai_chat import OpenAIChatModelClient
+
+        return OpenAIChatModelClient
     if name == "AnthropicModelClient":
         from dex_agents.models.anthropic_messages import AnthropicModelClient
 

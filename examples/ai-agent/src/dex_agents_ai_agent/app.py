@@ -1,0 +1,388 @@
+"""The HTTP app: the browser bundle and the JSON routes under ``/products/ai-agent/``.
+
+Every route talks to the session through ``AgentSessionClient`` (and the
+``dex_agents.ui_stream`` snapshot and SSE helpers); every body is checked with
+pydantic and a bad one gets a 400 that says what is wrong.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import dex
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from dex_agents import AgentHost, AgentSessionClient, AgentSnapshot
+from dex_agents.ui_stream import (
+    ResumeTokenRejectedError,
+    agent_event_sse_response,
+    convert_agent_event_stream_snapshot_to_json,
+    convert_agent_snapshot_to_json,
+    open_agent_event_sse_stream,
+    read_agent_event_stream_snapshot,
+)
+from dex_agents_ai_agent.agent import (
+    DEFAULT_CONTEXT_TOKENS,
+    DEFAULT_SYSTEM_PROMPT,
+    SessionSettings,
+)
+from dex_agents_ai_agent.providers import (
+    PROVIDERS,
+    PROVIDERS_BY_ID,
+    StartRuleError,
+    check_configured,
+    resolve_model_name,
+)
+from dex_agents_ai_agent.tools import BUILT_IN_TOOLS, ToolCatalog
+
+PREFIX = "/products/ai-agent"
+STATIC_DIRECTORY = Path(__file__).parent / "static"
+MIN_CONTEXT_TOKENS = 64
+MAX_CONTEXT_TOKENS = 2_000_000
+NO_STORE = {"cache-control": "no-store"}
+
+
+class ApiError(Exception):
+    """An error the browser shows as it is."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class StartBody(Body):
+    workflow_id: StrictStr = Field(alias="workflowId", min_length=1, max_length=200)
+    provider: StrictStr = "mock"
+    model: StrictStr | None = None
+    system_prompt: StrictStr = Field(DEFAULT_SYSTEM_PROMPT, alias="systemPrompt", max_length=20_000)
+    max_context_tokens: StrictInt = Field(
+        DEFAULT_CONTEXT_TOKENS,
+        alias="maxContextTokens",
+        ge=MIN_CONTEXT_TOKENS,
+        le=MAX_CONTEXT_TOKENS,
+    )
+    mcp_enabled: StrictBool = Field(True, alias="mcpEnabled")
+    enabled_mcp_servers: list[StrictStr] = Field(
+        default_factory=lambda: list[str](), alias="enabledMcpServers"
+    )
+    enabled_tools: list[StrictStr] = Field(
+        default_factory=lambda: list[str](), alias="enabledTools"
+    )
+
+
+BodyT = TypeVar("BodyT", bound=Body)
+
+
+class MessageBody(Body):
+    workflow_id: StrictStr = Field(alias="workflowId", min_length=1)
+    content: StrictStr = Field(min_length=1)
+    plan_mode: StrictBool = Field(False, alias="planMode")
+
+
+class QueueItemBody(Body):
+    workflow_id: StrictStr = Field(alias="workflowId", min_length=1)
+    message_id: StrictStr = Field(alias="messageId", min_length=1)
+
+
+class PlanBody(Body):
+    workflow_id: StrictStr = Field(alias="workflowId", min_length=1)
+    revision: StrictInt = Field(ge=1)
+
+
+class ApprovalBody(Body):
+    workflow_id: StrictStr = Field(alias="workflowId", min_length=1)
+    call_id: StrictStr = Field(alias="callId", min_length=1)
+    approved: StrictBool
+    message: StrictStr | None = None
+
+
+class AnswerBody(Body):
+    workflow_id: StrictStr = Field(alias="workflowId", min_length=1)
+    call_id: StrictStr = Field(alias="callId", min_length=1)
+    answer: StrictStr = Field(min_length=1)
+
+
+class SessionBody(Body):
+    workflow_id: StrictStr = Field(alias="workflowId", min_length=1)
+
+
+async def _body(request: Request, model: type[BodyT]) -> BodyT:
+    try:
+        raw = await request.body()
+        return model.model_validate_json(raw or b"null")
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in issue['loc']) or 'body'}: {issue['msg']}"
+            for issue in error.errors()
+        )
+        raise ApiError(400, f"invalid request body: {problems}") from None
+
+
+def _query_id(request: Request) -> str:
+    value = request.query_params.get("workflowId", "").strip()
+    if not value:
+        raise ApiError(400, "workflowId query parameter is required")
+    return value
+
+
+@dataclass
+class AgentApp:
+    """The routes over one ``AgentHost`` running the agent's Flow."""
+
+    host: AgentHost
+    catalog: ToolCatalog
+    retained_messages: int
+    environ: Mapping[str, str]
+
+    @property
+    def sessions(self) -> AgentSessionClient:
+        return self.host.client()
+
+    async def portal(self, request: Request) -> Response:
+        del request
+        return JSONResponse(
+            {
+                "providers": [provider.to_json(self.environ) for provider in PROVIDERS],
+                "mcpServers": list(self.catalog.servers),
+                "tools": [tool.to_json() for tool in self.catalog.tools],
+                "builtInTools": list(BUILT_IN_TOOLS),
+                "defaults": {
+                    "systemPrompt": DEFAULT_SYSTEM_PROMPT,
+                    "maxContextTokens": DEFAULT_CONTEXT_TOKENS,
+                    "messageRetentionLimit": self.retained_messages,
+                },
+            },
+            headers=NO_STORE,
+        )
+
+    async def start(self, request: Request) -> Response:
+        body = await _body(request, StartBody)
+        provider = PROVIDERS_BY_ID.get(body.provider)
+        if provider is None:
+            raise ApiError(400, f"unknown provider {body.provider!r}")
+        if not body.system_prompt.strip():
+            raise ApiError(400, "systemPrompt must not be blank")
+        try:
+            model = resolve_model_name(provider, body.model)
+            check_configured(provider, self.environ)
+        except StartRuleError as error:
+            raise ApiError(400, str(error)) from None
+        tools = self._enabled_tools(body)
+        settings = SessionSettings(
+            provider=provider.id,
+            model=model,
+            system_prompt=body.system_prompt,
+            context_tokens=body.max_context_tokens,
+            enabled_tools=tuple(sorted(tools)),
+        )
+        try:
+            await self.sessions.start_session(body.workflow_id, session_settings=settings.to_json())
+        except dex.FlowAlreadyStartedError:
+            raise ApiError(409, f"an Agent with ID {body.workflow_id} already exists") from None
+        return JSONResponse({"workflow_id": body.workflow_id})
+
+    def _enabled_tools(self, body: StartBody) -> set[str]:
+        if not body.mcp_enabled:
+            return set()
+        unknown = set(body.enabled_mcp_servers) - set(self.catalog.servers)
+        if unknown:
+            raise ApiError(400, f"unknown MCP server {sorted(unknown)[0]!r}")
+        if self.catalog.servers and not body.enabled_mcp_servers:
+            raise ApiError(400, "Select at least one MCP server, or disable MCP.")
+        visible = self.catalog.tool_names_of(body.enabled_mcp_servers)
+        unknown = set(body.enabled_tools) - {tool.name for tool in self.catalog.tools}
+        if unknown:
+            raise ApiError(400, f"unknown tool {sorted(unknown)[0]!r}")
+        chosen = set(body.enabled_tools) & visible
+        if visible and not chosen:
+            raise ApiError(400, "Select at least one available MCP tool, or disable MCP.")
+        return chosen
+
+    async def snapshot(self, request: Request) -> Response:
+        """The session's snapshot and its Flow's lifecycle, for one refresh of the page."""
+        flow_id = _query_id(request)
+        lifecycle = await self._lifecycle(flow_id)
+        try:
+            value = await read_agent_event_stream_snapshot(
+                self.host.dex_client, self.sessions.flow, flow_id
+            )
+        except dex.DexServiceError:
+            if lifecycle["status"] == "running":
+                raise
+            # A closed Flow may no longer answer RPCs: show the lifecycle alone.
+            data = convert_agent_snapshot_to_json(AgentSnapshot(state=None))
+            data["resume_token"] = ""
+        else:
+            data = convert_agent_event_stream_snapshot_to_json(value)
+        data["agent_status"] = agent_status(data) if lifecycle["status"] == "running" else "closed"
+        data["flow"] = lifecycle
+        return JSONResponse(data, headers=NO_STORE)
+
+    async def _lifecycle(self, flow_id: str) -> dict[str, str | None]:
+        info = await self.host.dex_client.describe_flow(flow_id)
+        if info.status is dex.FlowStatus.RUNNING:
+            return {"status": "running", "error": None}
+        result = await self.host.dex_client.wait_for_flow(flow_id)
+        return {"status": info.status.value, "error": result.error_message}
+
+    async def send_message(self, request: Request) -> Response:
+        body = await _body(request, MessageBody)
+        accepted = await self.sessions.send_user_message(
+            body.workflow_id, body.content, plan_mode=body.plan_mode
+        )
+        if not accepted:
+            raise ApiError(409, "the message was refused (blank or too large)")
+        return JSONResponse({"accepted": True})
+
+    async def delete_queued(self, request: Request) -> Response:
+        body = await _body(request, QueueItemBody)
+        await self._queued_change(
+            self.sessions.delete_queued_message(body.workflow_id, body.message_id)
+        )
+        return JSONResponse({"accepted": True})
+
+    async def steer_queued(self, request: Request) -> Response:
+        body = await _body(request, QueueItemBody)
+        await self._queued_change(
+            self.sessions.steer_user_message(body.workflow_id, message_id=body.message_id)
+        )
+        return JSONResponse({"accepted": True})
+
+    @staticmethod
+    async def _queued_change(change: Awaitable[bool]) -> None:
+        try:
+            changed = await change
+        except dex.ChannelMessageNotFoundError:
+            changed = False
+        if not changed:
+            raise ApiError(404, "the queued message is no longer pending")
+
+    async def execute_plan(self, request: Request) -> Response:
+        body = await _body(request, PlanBody)
+        if not await self.sessions.execute_plan(body.workflow_id, body.revision):
+            raise ApiError(409, "the plan revision is stale or cannot be executed")
+        return JSONResponse({"accepted": True})
+
+    async def approve_tool(self, request: Request) -> Response:
+        body = await _body(request, ApprovalBody)
+        accepted = await self.sessions.resolve_interrupt(
+            body.workflow_id, body.call_id, body.approved, body.message
+        )
+        return JSONResponse({"accepted": accepted})
+
+    async def answer(self, request: Request) -> Response:
+        body = await _body(request, AnswerBody)
+        if not await self.sessions.answer_question(body.workflow_id, body.call_id, body.answer):
+            raise ApiError(409, "the question is no longer pending or the answer does not fit")
+        return JSONResponse({"accepted": True})
+
+    async def cancel_turn(self, request: Request) -> Response:
+        body = await _body(request, SessionBody)
+        return JSONResponse({"accepted": await self.sessions.cancel_turn(body.workflow_id)})
+
+    async def events(self, request: Request) -> Response:
+        flow_id = _query_id(request)
+        token = request.headers.get("last-event-id") or request.query_params.get("resumeToken", "")
+        try:
+            frames = await open_agent_event_sse_stream(
+                self.host.dex_client, self.sessions.flow, flow_id, token
+            )
+        except ResumeTokenRejectedError as error:
+            raise ApiError(400, str(error)) from None
+        return agent_event_sse_response(frames)
+
+    async def index(self, request: Request) -> Response:
+        del request
+        return FileResponse(STATIC_DIRECTORY / "index.html", headers=NO_STORE)
+
+
+def agent_status(snapshot: Mapping[str, Any]) -> str:
+    """The status the pill shows: the session's, made precise by what it waits for."""
+    for interrupt in snapshot.get("pending_interrupts", []):
+        approval = interrupt["kind"] == "approval"
+        return "waiting_for_tool_approval" if approval else "waiting_for_input"
+    if any(call["status"] == "waiting_for_timer" for call in snapshot.get("tool_calls", [])):
+        return "waiting_for_timer"
+    state = snapshot.get("state")
+    return str(state["status"]) if state else "initializing"
+
+
+def _guarded(
+    handler: Callable[[Request], Awaitable[Response]],
+) -> Callable[[Request], Awaitable[Response]]:
+    """Map expected failures to their status; never answer with a traceback."""
+
+    async def guarded(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except ApiError as error:
+            return JSONResponse({"error": error.message}, status_code=error.status)
+        except dex.FlowNotFoundError:
+            return JSONResponse({"error": "no such Agent"}, status_code=404)
+        except dex.FlowNotActiveOrNotFoundError:
+            return JSONResponse({"error": "the Agent is not running"}, status_code=409)
+        except dex.DexServiceError as error:
+            if error.sub_status is dex.ErrorSubStatus.FLOW_NOT_EXISTS:
+                return JSONResponse({"error": "no such Agent"}, status_code=404)
+            raise
+
+    return guarded
+
+
+async def _redirect_to_app(request: Request) -> Response:
+    del request
+    return RedirectResponse(f"{PREFIX}/")
+
+
+def create_app(
+    host: AgentHost,
+    catalog: ToolCatalog,
+    *,
+    retained_messages: int,
+    environ: Mapping[str, str] | None = None,
+) -> Starlette:
+    """The Starlette app; its lifespan starts and stops ``host``. ``environ`` is where
+    provider credentials are looked up (the process environment by default)."""
+    app = AgentApp(host, catalog, retained_messages, os.environ if environ is None else environ)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncGenerator[None]:
+        app.catalog = await app.catalog.with_source_tools()
+        async with host:
+            yield
+
+    def route(path: str, handler: Callable[[Request], Awaitable[Response]], method: str) -> Route:
+        return Route(f"{PREFIX}{path}", _guarded(handler), methods=[method])
+
+    routes = [
+        Route("/", _redirect_to_app),
+        route("/", app.index, "GET"),
+        route("/portal", app.portal, "GET"),
+        route("/start", app.start, "POST"),
+        route("/snapshot", app.snapshot, "GET"),
+        route("/messages", app.send_message, "POST"),
+        route("/message-queue/delete", app.delete_queued, "POST"),
+        route("/message-queue/steer", app.steer_queued, "POST"),
+        route("/plans/execute", app.execute_plan, "POST"),
+        route("/tool-approvals", app.approve_tool, "POST"),
+        route("/user-input", app.answer, "POST"),
+        route("/turns/cancel", app.cancel_turn, "POST"),
+        route("/events", app.events, "GET"),
+        Mount(f"{PREFIX}/assets", StaticFiles(directory=STATIC_DIRECTORY / "assets")),
+    ]
+    return Starlette(routes=routes, lifespan=lifespan)

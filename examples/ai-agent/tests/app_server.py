@@ -1,0 +1,76 @@
+"""The app served over real HTTP: uvicorn on loopback in a background thread, its
+``AgentHost`` running the embedded engine and an in-process Worker, the mock model."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine, Sequence
+from concurrent.futures import Future
+from typing import Any
+
+import uvicorn
+
+from dex_agents import AgentHost
+from dex_agents.testing import find_free_loopback_ports
+from dex_agents_ai_agent import ToolCatalog, create_ai_agent_flow, create_app
+from dex_agents_ai_agent.tools import McpServerConfig
+
+SECRET = "sk-test-secret-value-never-in-a-response"
+GROQ_SECRET = "gsk-test-secret-value-never-in-a-response"
+ENVIRON = {
+    "OPENAI_API_KEY": SECRET,
+    "GROQ_API_KEY": GROQ_SECRET,
+    "DEX_AGENT_CUSTOM_BASE_URL": "http://127.0.0.1:9/v1",
+}
+
+
+class RunningApp:
+    """The app at ``base_url``; ``call`` runs a coroutine on the server's event loop."""
+
+    def __init__(
+        self,
+        server_address: str | None = None,
+        mcp_servers: Sequence[McpServerConfig] = (),
+    ) -> None:
+        """With ``server_address``, the app runs no Worker: Worker processes serve it.
+        With ``mcp_servers``, their tools come over MCP instead of the in-process demo."""
+        catalog = ToolCatalog.build(mcp_servers, demo_servers=not mcp_servers)
+        self.catalog = catalog
+        flow = create_ai_agent_flow(catalog, retained_message_limit=4)
+        if server_address is None:
+            self.host = AgentHost(flow)
+        else:
+            self.host = AgentHost(flow, server_address=server_address, worker=False)
+        app = create_app(self.host, catalog, retained_messages=4, environ=ENVIRON)
+        (port,) = find_free_loopback_ports(1)
+        self.base_url = f"http://127.0.0.1:{port}"
+        config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
+        self.server = uvicorn.Server(config)
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+
+    def _serve(self) -> None:
+        self.loop.run_until_complete(self.server.serve())
+
+    def start(self) -> None:
+        self.thread.start()
+        ready = threading.Event()
+
+        def check() -> None:
+            if self.server.started:
+                ready.set()
+            elif self.thread.is_alive():
+                self.loop.call_later(0.05, check)
+
+        self.loop.call_soon_threadsafe(check)
+        if not ready.wait(120):
+            raise RuntimeError("the app did not start")
+
+    def call(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
+        future: Future[Any] = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+        return future.result(60)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(60)

@@ -1,0 +1,225 @@
+"""The app end to end in headless Debian Chromium (Playwright): the Portal, a chat turn,
+an approval, a reload, a plan and a question, with console errors and every response
+captured. Screenshots of both screens go to ``$DEX_AGENTS_SCREENSHOT_DIR`` (else the
+test's temporary directory)."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+from app_server import SECRET, RunningApp
+
+if TYPE_CHECKING:
+    from playwright.async_api import Page, Response
+
+CHROMIUM = os.environ.get("DEX_AGENTS_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+TIMEOUT_MS = 30_000
+
+
+def skip_reason() -> str:
+    try:
+        import playwright.async_api  # noqa: F401  # pyright: ignore[reportUnusedImport]
+    except ImportError:
+        return "playwright is not installed (it is a dev dependency: uv sync)"
+    if not Path(CHROMIUM).exists():
+        return f"no Chromium at {CHROMIUM} (CI installs the Debian chromium package)"
+    return ""
+
+
+def screenshot_directory(default: Path) -> Path:
+    directory = Path(os.environ.get("DEX_AGENTS_SCREENSHOT_DIR") or default)
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory
+
+
+pytestmark = pytest.mark.skipif(bool(skip_reason()), reason=skip_reason() or "runs")
+
+
+async def test_a_chat_with_an_approval_a_plan_and_a_question(
+    running_app: RunningApp, tmp_path: Path
+) -> None:
+    from playwright.async_api import async_playwright, expect
+
+    shots = screenshot_directory(tmp_path)
+    console_errors: list[str] = []
+    bodies: list[tuple[str, int, str]] = []
+
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(
+            executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
+        )
+        page = await browser.new_page(viewport={"width": 1180, "height": 900})
+        page.set_default_timeout(TIMEOUT_MS)
+        page.on("console", lambda m: console_errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda error: console_errors.append(str(error)))
+
+        async def record(response: Response) -> None:
+            if "/events" in response.url or 300 <= response.status < 400:
+                # An event stream stays open; a redirect has no body.
+                bodies.append((response.url, response.status, ""))
+                return
+            bodies.append((response.url, response.status, await response.text()))
+
+        page.on("response", record)
+
+        await page.goto(f"{running_app.base_url}/products/ai-agent/")
+        await check_portal(page)
+        await page.screenshot(path=str(shots / "portal.png"), full_page=True)
+        await page.get_by_role("button", name="Start AI Agent →").click()
+        await expect(page).to_have_url(re.compile(r"\?workflowId=[0-9a-f-]{36}$"))
+        status = page.get_by_test_id("status")
+        await expect(status).to_contain_text("waiting_for_user_message · mock/dex")
+        await expect(page.get_by_text("Send a message to begin.")).to_be_visible()
+
+        composer = page.get_by_placeholder(re.compile("Message the Agent"))
+        await composer.fill("hello")
+        await composer.press("Enter")  # a new line, not a send
+        await expect(composer).to_have_value("hello\n")
+        await composer.press("Control+Enter")
+        await expect(page.get_by_text("Local demo response: hello")).to_be_visible()
+
+        await composer.fill('/tool slack__post_message {"channel":"#general","message":"hi"}')
+        await composer.press("Alt+Enter")
+        approval = page.get_by_test_id("approval")
+        await expect(approval).to_contain_text("Approve tool: slack__post_message")
+        await expect(status).to_contain_text("waiting_for_tool_approval")
+        await approval.get_by_role("button", name="Approve").click()
+        await expect(page.get_by_text("Demo Slack message posted to #general: hi")).to_have_count(
+            2  # the tool bubble and the reply that quotes it
+        )
+        await expect(approval).to_have_count(0)
+
+        await page.reload()
+        await expect(page.get_by_text("Local demo response: hello")).to_be_visible()
+        await check_queue_and_steer(page)
+
+        await page.get_by_label("Plan mode").check()
+        await page.get_by_placeholder(re.compile("drafts a plan")).fill("Research Dex")
+        await page.get_by_role("button", name="Create plan").click()
+        plan = page.get_by_test_id("plan")
+        await expect(plan).to_contain_text("Plan · draft")
+        await expect(plan).to_contain_text("revision 1 · 0/2 completed")
+        # An accepted request shows as pending until its turn starts: answer the first
+        # click here, so the request never reaches the Agent, then reload and run it.
+        await page.route(
+            "**/plans/execute",
+            lambda route: route.fulfill(json={"accepted": True}),
+        )
+        await plan.get_by_role("button", name="Execute plan").click()
+        await expect(plan.get_by_test_id("execution-pending")).to_have_text(
+            "Execution request pending…"
+        )
+        await expect(plan.get_by_role("button", name="Execute plan")).to_have_count(0)
+        await page.unroute("**/plans/execute")
+        await page.reload()
+        await expect(plan.get_by_test_id("execution-pending")).to_have_count(0)
+        await plan.get_by_role("button", name="Execute plan").click()
+        await expect(plan).to_contain_text("Plan · completed")
+        await expect(plan).to_contain_text("2/2 completed")
+        await expect(page.get_by_text("I completed the approved plan.")).to_be_visible()
+
+        await composer.fill("/choose Pick a color | Red | Blue")
+        await composer.press("Control+Enter")
+        question = page.get_by_test_id("question")
+        await expect(question).to_contain_text("Agent needs your input")
+        await page.screenshot(path=str(shots / "chat.png"), full_page=False)
+        await question.get_by_role("button", name=re.compile("^Red")).click()
+        await expect(question).to_have_count(0)
+        await expect(page.get_by_test_id("bubble-user").last.locator("p")).to_have_text("Red")
+        await expect(status).to_contain_text("waiting_for_user_message")
+
+        chat_url = page.url
+        await page.get_by_role("button", name="New Agent").click()
+        await expect(page.get_by_role("heading", name="Configure your AI Agent")).to_be_visible()
+        assert "workflowId" not in page.url
+        await page.goto(chat_url)  # the old Agent still opens
+        await expect(page.get_by_text("Local demo response: hello")).to_be_visible()
+
+        await browser.close()
+
+    print(sorted({(url.split("?")[0], status) for url, status, _ in bodies}))
+    assert console_errors == []
+    assert [url for url, status, _ in bodies if status >= 500] == []
+    assert all(SECRET not in body for _, _, body in bodies)
+    assert sum(1 for url, _, _ in bodies if url.endswith("/portal")) == 2  # two Portal visits
+
+
+async def check_portal(page: Page) -> None:
+    from playwright.async_api import expect
+
+    await expect(page.get_by_role("heading", name="Configure your AI Agent")).to_be_visible()
+    options = page.locator("select option")
+    await expect(options).to_have_count(6)
+    await expect(page.locator("select option[value=anthropic]")).to_be_disabled()
+    await expect(page.locator("select option[value=anthropic]")).to_contain_text("not configured")
+    await expect(page.get_by_label("Model")).to_have_value("mock/dex")
+    await expect(page.get_by_label("Model")).to_be_disabled()
+    for server in ("google_docs", "search", "slack"):
+        await expect(page.get_by_label(server, exact=True)).to_be_checked()
+    slack_post = page.locator("[data-tool=slack__post_message]")
+    await expect(slack_post).to_contain_text("approval")
+    start = page.get_by_role("button", name="Start AI Agent →")
+    await expect(start).to_be_enabled()
+    for server in ("google_docs", "search", "slack"):
+        await page.get_by_label(server, exact=True).uncheck()
+    server_error = page.get_by_text("Select at least one MCP server, or disable MCP.")
+    await expect(server_error).to_be_visible()
+    await expect(start).to_be_disabled()
+    await page.get_by_label("Enable MCP").uncheck()
+    await expect(start).to_be_enabled()
+    await page.get_by_label("Enable MCP").check()
+    for server in ("google_docs", "search", "slack"):
+        await page.get_by_label(server, exact=True).check()
+    await expect(start).to_be_enabled()
+
+
+async def check_queue_and_steer(page: Page) -> None:
+    """A durable wait; messages queue behind it; Edit, Delete, then Steer interrupts it."""
+    from playwright.async_api import expect
+
+    composer = page.locator(".composer textarea")  # its placeholder follows Plan mode
+    await composer.fill("/wait 300 check tickets")
+    await composer.press("Control+Enter")
+    await expect(page.get_by_text("Durable timer · 300s")).to_be_visible()
+    await expect(page.get_by_test_id("status")).to_contain_text("waiting_for_timer")
+    queued = page.get_by_test_id("queued")
+    plan_mode = page.get_by_label("Plan mode")
+    for text in ("replace the objective", "drop me", "edit me"):
+        await composer.fill(text)
+        if text == "edit me":
+            await plan_mode.check()
+        await composer.press("Control+Enter")
+    await expect(queued).to_have_count(3)
+    await expect(page.get_by_text("3 queued · 0 steered")).to_be_visible()
+    await expect(page.get_by_text("Durable timer · 300s")).to_be_visible()  # not interrupted
+    await expect(plan_mode).not_to_be_checked()
+    await expect(queued.filter(has_text="edit me")).to_contain_text("Plan mode")
+
+    # Edit takes the message back into the composer with its Plan mode; re-sent, it
+    # queues again at the tail under a new ID.
+    old_id = await queued.filter(has_text="edit me").get_attribute("data-message-id")
+    await queued.filter(has_text="edit me").get_by_role("button", name="Edit").click()
+    await expect(composer).to_have_value("edit me")
+    await expect(composer).to_be_focused()
+    await expect(plan_mode).to_be_checked()
+    await expect(queued).to_have_count(2)
+    await composer.fill("edited plan")
+    await composer.press("Control+Enter")
+    await expect(queued).to_have_count(3)
+    await expect(queued.last).to_contain_text("edited plan")
+    await expect(queued.last).to_contain_text("Plan mode")
+    assert await queued.last.get_attribute("data-message-id") not in (None, old_id)
+    await queued.last.get_by_role("button", name="Delete").click()
+    await expect(queued).to_have_count(2)
+    await queued.filter(has_text="drop me").get_by_role("button", name="Delete").click()
+    await expect(queued).to_have_count(1)
+    await queued.get_by_role("button", name="Steer").click()
+    await expect(page.get_by_text("Local demo response: replace the objective")).to_be_visible()
+    await expect(page.get_by_text("Durable timer · 300s")).to_have_count(0)
+    await expect(page.get_by_text("0 queued · 0 steered")).to_be_visible()
+    await expect(page.get_by_text("drop me")).to_have_count(0)
