@@ -3,13 +3,17 @@
 import pytest
 
 from dex_agents.testing import SCRIPTED_FLOW_FACTORY
-from dex_agents_conformance import ConformanceAdapter
+from dex_agents_conformance import ALL_CAPABILITIES, Capability, ConformanceAdapter
 from dex_agents_conformance.suite import ConformanceSuite
 
 
 @pytest.fixture
 def conformance_adapter() -> ConformanceAdapter:
-    return ConformanceAdapter(factory=SCRIPTED_FLOW_FACTORY, name="core ScriptedRunner")
+    return ConformanceAdapter(
+        factory=SCRIPTED_FLOW_FACTORY,
+        name="core ScriptedRunner",
+        capabilities=ALL_CAPABILITIES | {Capability.TOOL_INPUT_REQUESTS},
+    )
 
 
 class TestScriptedRunnerConformance(ConformanceSuite):

@@ -28,10 +28,15 @@ class Capability(StrEnum):
     """The runner implements the compaction methods and the factory passes
     ``ScenarioSession.compaction_context_window_tokens``, ``retained_message_limit`` and
     ``summary_gate`` on; opt-in, so not in ``ALL_CAPABILITIES``."""
+    TOOL_INPUT_REQUESTS = "tool_input_requests"
+    """The framework's tools can return ``ToolInputRequested`` and read the answers of a
+    rerun (``scenario_tool_outcome``); opt-in, so not in ``ALL_CAPABILITIES``."""
 
 
-ALL_CAPABILITIES = frozenset(c for c in Capability if c is not Capability.COMPACTION)
-"""Every capability but the opt-in ``COMPACTION``."""
+OPT_IN_CAPABILITIES = frozenset({Capability.COMPACTION, Capability.TOOL_INPUT_REQUESTS})
+"""Capabilities an adapter names itself; ``ALL_CAPABILITIES`` leaves them out."""
+ALL_CAPABILITIES = frozenset(c for c in Capability if c not in OPT_IN_CAPABILITIES)
+"""Every capability but the opt-in ones (``COMPACTION``, ``TOOL_INPUT_REQUESTS``)."""
 
 
 @dataclass(frozen=True)

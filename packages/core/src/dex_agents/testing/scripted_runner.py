@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
 
+from dex_agents.adapter_support import resolve_declared_tool_policy
 from dex_agents.runner import (
     AgentTurnContext,
     AgentTurnOutcome,
@@ -26,6 +27,7 @@ from dex_agents.runner import (
     ToolCallsRequested,
     ToolExecutionError,
     ToolExecutionResult,
+    ToolInputRequested,
     TurnCompleted,
 )
 from dex_agents.testing.script_playback import (
@@ -38,7 +40,7 @@ from dex_agents.testing.scripts import (
     ModelScript,
     ModelTurn,
     ScenarioTool,
-    run_scenario_tool,
+    scenario_tool_outcome,
 )
 from dex_agents.texts import describe_tool_call_outcome
 from dex_agents.values import AgentUsage, FrameworkMessage, from_wire, to_wire
@@ -157,14 +159,17 @@ class ScriptedRunner:
         tool = self.tools.get(call.tool_call.tool_name)
         if tool is None:
             raise ToolExecutionError(f"unknown tool {call.tool_call.tool_name!r}")
-        output = await run_scenario_tool(
+        outcome = await scenario_tool_outcome(
             tool,
             call.tool_call.arguments,
             state_directory=self.state_directory,
             idempotency_key=call.idempotency_key,
             attempt=call.attempt,
+            input_answers=call.input_answers,
         )
-        return ToolExecutionResult(output)
+        if isinstance(outcome, ToolInputRequested):
+            return outcome
+        return ToolExecutionResult(outcome)
 
     @staticmethod
     def _restore(
@@ -217,8 +222,13 @@ class ScriptedRunner:
                     tool_call_id=scripted_tool_call_id(spec, position, index),
                     tool_name=spec.tool_name,
                     arguments=json.dumps(dict(spec.arguments), sort_keys=True),
-                    policy=turn.resolve_tool_policy(
-                        spec.tool_name, tool.effect if tool is not None else None
+                    # The scenario tool's effect and approval are this framework's own
+                    # declaration; a session ToolPolicy for the name wins over them.
+                    policy=resolve_declared_tool_policy(
+                        turn,
+                        spec.tool_name,
+                        tool.effect if tool is not None else None,
+                        tool.requires_approval if tool is not None else None,
                     ),
                 )
             )

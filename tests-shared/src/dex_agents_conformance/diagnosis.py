@@ -1,0 +1,49 @@
+"""Reading why a scenario failed: runner defects by rule, and tracebacks in Worker logs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dex_agents_conformance.rules import ContractRule
+
+TRACEBACK_START = "Traceback (most recent call last):"
+TRACEBACK_TAIL_LINES = 12
+
+# Phrases of the session's RunnerDefectError messages, by the rule each one breaks.
+_DEFECTS: tuple[tuple[str, ContractRule], ...] = (
+    ("framework_run_state", ContractRule.RUN_STATE),
+    ("already has a record", ContractRule.UNIQUE_TOOL_CALL_IDS),
+    ("appears twice in one turn", ContractRule.UNIQUE_TOOL_CALL_IDS),
+    ("empty tool call ID", ContractRule.TOOL_CALL_IDS),
+    ("tool call IDs must not contain", ContractRule.TOOL_CALL_IDS),
+)
+
+
+def defect_rule(message: str) -> ContractRule | None:
+    """The rule a runner defect message (``RunnerDefectError``) names, if it is one."""
+    if "runner defect" not in message:
+        return None
+    for phrase, rule in _DEFECTS:
+        if phrase in message:
+            return rule
+    return None
+
+
+def last_traceback(log: Path, lines: int = TRACEBACK_TAIL_LINES) -> list[str]:
+    """The last ``lines`` lines of the last traceback in a Worker log (``[]`` if none)."""
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return []
+    start = text.rfind(TRACEBACK_START)
+    if start < 0:
+        return []
+    block = text[start:].splitlines()
+    # The traceback ends at its exception line: the first line after it that is not indented.
+    end = len(block)
+    for index, line in enumerate(block[1:], start=1):
+        if line and not line.startswith(" "):
+            end = index + 1
+            break
+    block = block[:end]
+    return block if len(block) <= lines else ["...", *block[-lines:]]
