@@ -8,6 +8,10 @@ from dex_agents_conformance.rules import ContractRule
 
 TRACEBACK_START = "Traceback (most recent call last):"
 TRACEBACK_TAIL_LINES = 12
+_CHAIN_MARKERS = (
+    "The above exception was the direct cause of the following exception:",
+    "During handling of the above exception, another exception occurred:",
+)
 
 # Phrases of the session's RunnerDefectError messages, by the rule each one breaks.
 _DEFECTS: tuple[tuple[str, ContractRule], ...] = (
@@ -29,13 +33,35 @@ def defect_rule(message: str) -> ContractRule | None:
     return None
 
 
+def failure_summary(failure: str, limit: int = 600) -> str:
+    """The first line of a failed Step attempt's failure as the engine stores it.
+
+    The engine keeps the exception and its traceback as one quoted text in the
+    failure's fields; its first line names the exception (the Worker log has the rest).
+    """
+    quote = failure.find('"')
+    body = failure[quote + 1 :] if quote >= 0 else failure
+    first = body.split("\\n", 1)[0].split("\n", 1)[0].strip().rstrip('"')
+    return first if len(first) <= limit else first[:limit] + "..."
+
+
 def last_traceback(log: Path, lines: int = TRACEBACK_TAIL_LINES) -> list[str]:
-    """The last ``lines`` lines of the last traceback in a Worker log (``[]`` if none)."""
+    """The tail of the last failure in a Worker log (``[]`` if none).
+
+    When the last traceback ends a chain ("The above exception was the direct
+    cause..."), the chain's first traceback is shown: it holds the runner's own
+    frames and exception, and the wrappers after it add nothing.
+    """
     try:
         text = log.read_text(errors="replace")
     except OSError:
         return []
     start = text.rfind(TRACEBACK_START)
+    while start > 0 and text[:start].rstrip().endswith(_CHAIN_MARKERS):
+        previous = text.rfind(TRACEBACK_START, 0, start)
+        if previous < 0:
+            break
+        start = previous
     if start < 0:
         return []
     block = text[start:].splitlines()

@@ -40,7 +40,7 @@ from dex_agents.testing.history import StepOutcome
 from dex_agents.testing.scenario_flow import STATE_DIRECTORY_VARIABLE
 from dex_agents.testing.scripts import MODEL_CALL_LOG_NAME, MODEL_CALLS_LOG, TOOL_RUNS_LOG
 from dex_agents_conformance.adapter import Capability, ConformanceAdapter
-from dex_agents_conformance.diagnosis import defect_rule, last_traceback
+from dex_agents_conformance.diagnosis import defect_rule, failure_summary, last_traceback
 from dex_agents_conformance.rules import ContractRule, checking
 
 SCENARIO_WORKER_MODULE = "dex_agents.testing.scenario_worker"
@@ -146,10 +146,9 @@ class ScenarioRun:
             lines.append(f"  last_turn_error: {last_turn_error!r}")
             failed = [e for e in history if e.outcome is StepOutcome.FAILED]
             for entry in failed[-6:]:
-                message = entry.failure_message.strip().replace("\n", "\n    ")
                 lines.append(
                     f"  {entry.step_type} ({entry.method.value}) failed on attempt"
-                    f" {entry.final_attempt}: {message[-1200:]}"
+                    f" {entry.final_attempt}: {failure_summary(entry.failure_message)}"
                 )
             for text in [last_turn_error or "", *(e.failure_message for e in failed)]:
                 rule = defect_rule(text)
