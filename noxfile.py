@@ -53,6 +53,8 @@ ADAPTERS = {
     "openai-agents": "packages/openai-agents",
     "langgraph": "packages/langgraph",
     "claude-sdk": "packages/claude-sdk",
+    # The maintainer's guide's example adapter, also run from built wheels by `packaging`.
+    "minimal-adapter": "examples/minimal-adapter",
 }
 
 

@@ -99,3 +99,20 @@ def test_a_failure_names_the_rule_and_shows_the_runner_error_and_the_worker_log(
             "*dex_agents.runner.RunnerDefectError: runner defect*",
         ]
     )
+
+
+def test_a_project_configured_as_the_readme_says_runs_without_warnings(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_conformance_limited=ADAPTER_TESTS)
+    pytester.makepyprojecttoml(
+        textwrap.dedent(
+            """
+            [tool.pytest.ini_options]
+            asyncio_mode = "auto"
+            asyncio_default_fixture_loop_scope = "function"
+            """
+        )
+    )
+    result = pytester.runpytest_subprocess("-m", "conformance", "-k", "paging")
+    result.assert_outcomes(passed=1, warnings=0)
