@@ -15,14 +15,12 @@ from typing import ClassVar
 import pytest
 
 from dex_agents.testing import (
-    ALWAYS,
     ModelScript,
     ModelTurn,
     ScenarioTool,
     ToolBehaviour,
     ToolCallSpec,
 )
-from dex_agents.texts import TURN_FAILURE_NOTE_HEADER
 from dex_agents.values import AgentMessage, AgentSnapshot, AgentToolCallStatus, ToolEffect
 from dex_agents_conformance.adapter import Capability
 from dex_agents_conformance.checks import (
@@ -317,38 +315,6 @@ class ContractRuleScenarios:
             assert final_answer(snapshot) == "paint_fence: painted blue"
             [ran] = run.tool_runs.invocations("paint_fence")
             assert ran.details["input_answers"] == ["blue"]
-
-    @contract_rule(ContractRule.UNFINISHED_TURN_MESSAGES)
-    async def test_a_failed_turn_stores_a_result_for_every_stored_tool_call(
-        self, conformance_harness: ConformanceHarness
-    ) -> None:
-        """With incremental messages, ``build_unfinished_turn_messages`` ends the transcript."""
-        conformance_harness.require(Capability.FAILING_MODEL_CALLS)
-        script = ModelScript(
-            [
-                ModelTurn(tool_calls=[ToolCallSpec("lookup_order", {"order_id": "42"})]),
-                ModelTurn(text="never", fail_attempts=ALWAYS),
-                ModelTurn(text="recovered"),
-            ]
-        )
-        async with conformance_harness.run(script, [LOOKUP_ORDER]) as run:
-            await run.start_session("where is order 42?")
-            snapshot = await run.sessions.wait_for_completed_turns(run.session_id, 1)
-            assert snapshot.state is not None
-            assert snapshot.state.last_turn_error, "the scripted model call fails every attempt"
-            messages = _turn(snapshot, "turn-1")
-            note = messages[-1]
-            assert note.role == "user"
-            assert (note.text or "").startswith(TURN_FAILURE_NOTE_HEADER)
-            calls = [m.tool_call_id for m in messages if m.role == "assistant" and m.tool_call_id]
-            results = [m.tool_call_id for m in messages if m.role == "tool"]
-            assert results == calls, (
-                "every tool call the turn stored needs its result before the failure note"
-            )
-            assert await run.sessions.send_user_message(run.session_id, "try again")
-            snapshot = await run.sessions.wait_for_completed_turns(run.session_id, 2)
-            assert_turn_succeeded(snapshot)
-            assert final_answer(snapshot) == "recovered"
 
     @contract_rule(ContractRule.TOOL_ERRORS)
     async def test_tool_errors_reach_the_session_unchanged(

@@ -22,6 +22,9 @@ _DEFECTS: tuple[tuple[str, ContractRule], ...] = (
     ("tool call IDs must not contain", ContractRule.TOOL_CALL_IDS),
 )
 
+DEFECT_RULES = frozenset(rule for _, rule in _DEFECTS)
+"""Rules whose break the session itself reports, as a runner defect."""
+
 
 def defect_rule(message: str) -> ContractRule | None:
     """The rule a runner defect message (``RunnerDefectError``) names, if it is one."""

@@ -372,7 +372,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "forgets_unfinished_turn_messages",
         ContractRule.UNFINISHED_TURN_MESSAGES,
-        "test_a_failed_turn_stores_a_result_for_every_stored_tool_call",
+        "test_a_failed_model_call_fails_the_turn_with_a_note_of_the_tool_calls",
     ),
 )
 """One broken runner per rule; ``Mutant.factory`` is its scenario factory's import path."""

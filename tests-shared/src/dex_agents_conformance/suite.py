@@ -36,7 +36,7 @@ from dex_agents_conformance.checks import (
 from dex_agents_conformance.contract_rules_suite import ContractRuleScenarios
 from dex_agents_conformance.harness import ConformanceHarness
 from dex_agents_conformance.long_sessions import LongSessionScenarios
-from dex_agents_conformance.rules import ContractRule, contract_rule
+from dex_agents_conformance.rules import ContractRule, checking, contract_rule
 from dex_agents_conformance.tools import CHARGE_CARD, LOOKUP_ORDER, LOOKUP_STOCK, REFUND_ORDER
 from dex_agents_conformance.turn_control_suite import TurnControlScenarios
 
@@ -582,6 +582,12 @@ class ConformanceSuite(ContractRuleScenarios, TurnControlScenarios, LongSessionS
             [line] = [line for line in note.text.splitlines() if line.startswith("- ")]
             assert line.startswith("- lookup_order {")
             assert line.endswith("} -> succeeded: order 42 shipped")
+            with checking(ContractRule.UNFINISHED_TURN_MESSAGES):
+                # A runner that stored the call as it went also stores its result.
+                turn = [m for m in snapshot.messages if m.turn_id == "turn-1"]
+                calls = [m.tool_call_id for m in turn if m.role == "assistant" and m.tool_call_id]
+                results = [m.tool_call_id for m in turn if m.role == "tool"]
+                assert results == calls, "every stored tool call needs its result before the note"
             events = await run.sessions.read_events_through_turn(run.session_id, "turn-1")
             assert "turn_failed" in event_types(events, "turn-1")
             assert "RecordTurnFailure" in await run.step_types()

@@ -116,7 +116,7 @@ class ChatRunner:
         if name in turn.enabled_built_in_tools:
             return BUILT_IN_TOOL_POLICY
         tool = self._tools.get(name)
-        if tool is None:  # the session records the call failed, and the model reads why
+        if tool is None:  # it runs once without effect: known_tool fails it for the model
             return UNKNOWN_TOOL_POLICY
         return resolve_declared_tool_policy(turn, name, tool.effect, tool.requires_approval)
 
