@@ -3,9 +3,8 @@
     uv run python scripts/bump_version.py 0.2.0
 
 Sets the version of the workspace root and of every member's pyproject (the examples'
-too), every
-``dex-agents==`` / ``dex-local-engine==`` pin (dependencies and README install lines)
-and the version row of the root README's table, then runs ``uv lock``. ``dex-agents
+too), every ``dex-agents==`` / ``dex-local-engine==`` pin (dependencies and README
+install lines) and the version row of the root README's table, then runs ``uv lock``. ``dex-agents
 version`` and ``nox -s packaging`` then prove the line holds. Only the standard library.
 """
 
