@@ -57,6 +57,8 @@ ADAPTERS = {
     "openai-agents": "packages/openai-agents",
     "langgraph": "packages/langgraph",
     "claude-sdk": "packages/claude-sdk",
+    # The maintainer's guide's example adapter, also run from built wheels by `packaging`.
+    "minimal-adapter": "examples/minimal-adapter",
 }
 
 
@@ -148,8 +150,10 @@ def packaging(session: nox.Session) -> None:
 
     Each adapter goes into a fresh virtualenv outside the workspace with only the built core,
     engine, adapter and conformance wheels (third-party dependencies from PyPI), where a demo
-    smoke session and the adapter's conformance suite run. The script needs only the standard
-    library and uv; it prints install sizes and import times.
+    smoke session and the adapter's conformance suite run; the example adapter
+    (``examples/minimal-adapter``) runs the whole suite the same way, as a maintainer's own
+    project. The script needs only the standard library and uv; it prints install sizes and
+    import times.
     """
     session.run(sys.executable, "scripts/check_packaging.py", *session.posargs)
 

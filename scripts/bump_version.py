@@ -2,9 +2,9 @@
 
     uv run python scripts/bump_version.py 0.2.0
 
-Sets the version of the workspace root and of every member's pyproject, every
-``dex-agents==`` / ``dex-local-engine==`` pin (dependencies and README install lines)
-and the version row of the root README's table, then runs ``uv lock``. ``dex-agents
+Sets the version of the workspace root and of every member's pyproject (the examples'
+too), every ``dex-agents==`` / ``dex-local-engine==`` pin (dependencies and README
+install lines) and the version row of the root README's table, then runs ``uv lock``. ``dex-agents
 version`` and ``nox -s packaging`` then prove the line holds. Only the standard library.
 """
 
@@ -27,7 +27,11 @@ def current_version(root: Path) -> str:
 
 
 def files_to_bump(root: Path) -> list[Path]:
-    members = [*sorted(root.glob("packages/*")), root / "tests-shared"]
+    members = [
+        *sorted(root.glob("packages/*")),
+        root / "tests-shared",
+        *sorted(root.glob("examples/*")),
+    ]
     pyprojects = [root / "pyproject.toml", *(member / "pyproject.toml" for member in members)]
     readmes = [root / "README.md", *(member / "README.md" for member in members)]
     return [path for path in [*pyprojects, *readmes] if path.is_file()]

@@ -11,11 +11,15 @@ Run by ``nox -s packaging``. Steps:
    the embedded engine, and for an adapter its conformance suite through the
    ``dex-agents-conformance`` pytest plugin. The core alone also proves that a model
    client whose extra is missing fails with a message naming the extra.
-4. Print the install size and import time of the core and of each adapter.
+4. The conformance README's example adapter (``examples/minimal-adapter``), installed
+   from its directory with the built wheels in a fresh environment, runs the whole
+   suite there, as an adapter maintainer's own project would.
+5. Print the install size and import time of the core and of each adapter.
 
 Only the standard library is used, so the script runs in any interpreter that has uv on
-its PATH. ``--adapter NAME`` (repeatable) limits step 3 to some adapters; ``--keep``
-keeps the temporary directory.
+its PATH. ``--adapter NAME`` (repeatable) limits step 3 to some adapters; ``--no-example``
+skips step 4 and ``--only-example`` runs only it after the build; ``--keep`` keeps the
+temporary directory.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ LICENSE_EXPRESSION = "Apache-2.0"
 CORE = "dex-agents"
 ENGINE = "dex-local-engine"
 CONFORMANCE = "dex-agents-conformance"
+EXAMPLE_ADAPTER = ROOT / "examples" / "minimal-adapter"
 
 
 @dataclass(frozen=True)
@@ -242,13 +247,15 @@ class FreshEnvironment:
 
     def install(self, dist_dir: Path, *requirements: str) -> None:
         """Install as the README tells a user to before a release: from the built wheels,
-        found by name with ``--find-links``, third-party dependencies from PyPI."""
+        found by name with ``--find-links``, third-party dependencies from PyPI. A local
+        project's ``[tool.uv.sources]`` (the workspace) are ignored."""
         run(
             [
                 "uv",
                 "pip",
                 "install",
                 "--quiet",
+                "--no-sources",
                 "--python",
                 str(self.python),
                 "--find-links",
@@ -357,14 +364,16 @@ def check_missing_extras(environment: FreshEnvironment) -> list[str]:
     return checked
 
 
-def run_conformance(environment: FreshEnvironment, adapter: Adapter) -> str:
-    """The adapter's conformance module, copied out of the workspace, run on the plugin."""
+def run_conformance(environment: FreshEnvironment, test_module: Path) -> str:
+    """A conformance test module, copied out of the workspace, run on the plugin."""
     tests = environment.directory / "tests"
     tests.mkdir()
-    # The adapter's main conformance module; a second variant (LangGraph's prebuilt agent)
-    # runs in `nox -s conformance` only, as it proves the same wheel and doubles the time.
-    shutil.copy(ROOT / adapter.directory / "tests" / "test_conformance.py", tests)
-    (tests / "pytest.ini").write_text("[pytest]\nasyncio_mode = auto\n")
+    shutil.copy(test_module, tests)
+    # The configuration the conformance README gives maintainers; warnings are errors.
+    (tests / "pytest.ini").write_text(
+        "[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n"
+        "filterwarnings = error::pytest.PytestDeprecationWarning\n"
+    )
     # Only the plugins named here: the suite's own and pytest-asyncio, as an adapter
     # maintainer's project would load them, and nothing a framework happens to register.
     plugins = ["-p", "dex_agents_conformance.plugin", "-p", "pytest_asyncio.plugin"]
@@ -415,8 +424,26 @@ def check_adapter(work: Path, dist_dir: Path, version: str, adapter: Adapter) ->
     environment.install(dist_dir, f"{CONFORMANCE}=={version}")
     check_version_command(environment, [CORE, ENGINE, adapter.dist, CONFORMANCE], version)
     smoke_session(environment)
-    figures.note = run_conformance(environment, adapter)
+    # The adapter's main conformance module; a second variant (LangGraph's prebuilt agent)
+    # runs in `nox -s conformance` only, as it proves the same wheel and doubles the time.
+    test_module = ROOT / adapter.directory / "tests" / "test_conformance.py"
+    figures.note = run_conformance(environment, test_module)
     print(f"{adapter.dist}: {figures.note} in {time.perf_counter() - started:.0f} s")
+    return figures
+
+
+def check_example_adapter(work: Path, dist_dir: Path, version: str) -> Figures:
+    """The maintainer's guide's example: its own project, the built wheels, the whole suite."""
+    started = time.perf_counter()
+    environment = FreshEnvironment.create(work / EXAMPLE_ADAPTER.name)
+    project = environment.directory / "project"
+    shutil.copytree(EXAMPLE_ADAPTER, project, ignore=shutil.ignore_patterns("tests", "*.pyc"))
+    environment.install(dist_dir, str(project), f"{CONFORMANCE}=={version}")
+    figures = Figures(
+        EXAMPLE_ADAPTER.name, environment.size_mb(), environment.import_ms("minimal_adapter")
+    )
+    figures.note = run_conformance(environment, EXAMPLE_ADAPTER / "tests" / "test_conformance.py")
+    print(f"{EXAMPLE_ADAPTER.name}: {figures.note} in {time.perf_counter() - started:.0f} s")
     return figures
 
 
@@ -433,6 +460,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--adapter", action="append", choices=[a.dist for a in ADAPTERS])
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    example = parser.add_mutually_exclusive_group()
+    example.add_argument(
+        "--no-example", action="store_true", help="skip the example adapter's conformance run"
+    )
+    example.add_argument(
+        "--only-example", action="store_true", help="after the build, check only the example"
+    )
     args = parser.parse_args(argv)
     chosen = [a for a in ADAPTERS if not args.adapter or a.dist in args.adapter]
 
@@ -444,8 +478,12 @@ def main(argv: list[str] | None = None) -> int:
         dist_dir = work / "dist"
         build_all(dist_dir)
         check_metadata(dist_dir, projects, version)
-        figures = [check_core_alone(work, dist_dir, version)]
-        figures += [check_adapter(work, dist_dir, version, adapter) for adapter in chosen]
+        figures: list[Figures] = []
+        if not args.only_example:
+            figures.append(check_core_alone(work, dist_dir, version))
+            figures += [check_adapter(work, dist_dir, version, adapter) for adapter in chosen]
+        if not args.no_example:
+            figures.append(check_example_adapter(work, dist_dir, version))
         print_figures(figures)
     except PackagingError as error:
         print(f"packaging check failed: {error}", file=sys.stderr)

@@ -65,3 +65,54 @@ def test_an_adapter_fixture_of_the_wrong_type_is_an_error(pytester: pytest.Pytes
 def test_an_adapter_names_its_factory_by_import_path() -> None:
     with pytest.raises(ValueError, match="module:function"):
         ConformanceAdapter(factory="my_adapter.build_flow")
+
+
+def test_a_failure_names_the_rule_and_shows_the_runner_error_and_the_worker_log(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        test_conformance_broken=textwrap.dedent(
+            """
+            import pytest
+            from dex_agents_conformance import ConformanceAdapter
+            from dex_agents_conformance.suite import ConformanceSuite
+
+            @pytest.fixture
+            def conformance_adapter():
+                return ConformanceAdapter(
+                    factory="dex_agents_conformance.mutants:build_empty_run_state",
+                    name="broken runner",
+                )
+
+            class TestBroken(ConformanceSuite):
+                pass
+            """
+        )
+    )
+    result = pytester.runpytest_subprocess("-m", "conformance", "-k", "two_tool_rounds")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines_random(
+        [
+            "*contract rule run_state: ToolCallsRequested carries a non-empty framework_run_state*",
+            "*last_turn_error: *runner defect*",
+            "*Worker log: */worker-1.log",
+            "*dex_agents.runner.RunnerDefectError: runner defect*",
+        ]
+    )
+
+
+def test_a_project_configured_as_the_readme_says_runs_without_warnings(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_conformance_limited=ADAPTER_TESTS)
+    pytester.makepyprojecttoml(
+        textwrap.dedent(
+            """
+            [tool.pytest.ini_options]
+            asyncio_mode = "auto"
+            asyncio_default_fixture_loop_scope = "function"
+            """
+        )
+    )
+    result = pytester.runpytest_subprocess("-m", "conformance", "-k", "paging")
+    result.assert_outcomes(passed=1, warnings=0)

@@ -13,7 +13,8 @@ def conformance_adapter() -> ConformanceAdapter:
     return ConformanceAdapter(
         factory=STEPWISE_FLOW_FACTORY,
         name="Stepwise",
-        capabilities=ALL_CAPABILITIES | {Capability.COMPACTION, Capability.TOOL_TASKS},
+        capabilities=ALL_CAPABILITIES
+        | {Capability.COMPACTION, Capability.TOOL_TASKS, Capability.TOOL_INPUT_REQUESTS},
     )
 
 

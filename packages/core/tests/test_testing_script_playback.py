@@ -120,3 +120,11 @@ def test_the_answer_text_is_the_scripted_text_or_the_turn_tool_results() -> None
         == "lookup: order 42 shipped\ncharge: charged 5"
     )
     assert scripted_answer_text(from_results, list) == "(no tool results)"
+
+
+async def test_misused_helpers_say_what_they_take(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match=r"write_text=.*write_text_delta"):
+        await play(tmp_path, "turn-1", position=0, attempt=1, write_text="text")  # type: ignore[arg-type]
+    assert not (tmp_path / MODEL_CALLS_LOG).exists()
+    with pytest.raises(TypeError, match="function that returns"):
+        scripted_answer_text(ModelTurn(text_from_tool_results=True), [("lookup", "ok")])  # type: ignore[arg-type]

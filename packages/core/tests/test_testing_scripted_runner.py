@@ -12,9 +12,11 @@ import pytest
 from dex_agents.runner import (
     AgentTurnContext,
     DeferredToolExecution,
+    ResolvedToolPolicy,
     ToolCallsRequested,
     ToolExecutionError,
     ToolExecutionResult,
+    ToolInputRequested,
     TurnCompleted,
 )
 from dex_agents.testing import (
@@ -28,6 +30,8 @@ from dex_agents.testing import (
     ScriptedRunner,
     ToolBehaviour,
     ToolCallSpec,
+    record_model_call,
+    run_scenario_tool,
 )
 from dex_agents.testing.scripts import MODEL_CALLS_LOG, TOOL_RUNS_LOG
 from dex_agents.values import (
@@ -285,3 +289,66 @@ def test_scenarios_round_trip_through_the_state_directory(tmp_path: Path) -> Non
     )
     scenario.write(tmp_path)
     assert Scenario.read(tmp_path) == scenario
+
+
+async def test_a_scenario_tool_with_a_question_asks_first_and_runs_with_the_answer(
+    tmp_path: Path,
+) -> None:
+    paint = ScenarioTool(
+        "paint", ToolEffect.IDEMPOTENT_WRITE, text="painted {answer}", question="Which colour?"
+    )
+    runner = ScriptedRunner(SCRIPT, [paint], tmp_path)
+    asked = await runner.execute_deferred_tool_call(_execution(tmp_path, "paint"))
+    assert asked == ToolInputRequested("Which colour?")
+    runs = InvocationLog(tmp_path / TOOL_RUNS_LOG)
+    assert runs.count("paint") == 0, "a question comes before any effect"
+    answered = replace(_execution(tmp_path, "paint"), input_answers=("red", "blue"))
+    assert await runner.execute_deferred_tool_call(answered) == ToolExecutionResult("painted blue")
+    assert runs.invocations("paint")[0].details["input_answers"] == ["red", "blue"]
+    with pytest.raises(TypeError, match="scenario_tool_outcome"):
+        await run_scenario_tool(
+            paint, "{}", state_directory=tmp_path, idempotency_key=None, attempt=1
+        )
+    assert Scenario.from_json(
+        Scenario(SCRIPT, [paint], ScenarioSession("Flow")).to_json()
+    ).tools == (paint,)
+
+
+async def test_the_scripted_runner_declares_each_tools_effect_and_approval(
+    tmp_path: Path,
+) -> None:
+    """Its declaration reaches the call's policy; a session ToolPolicy would win over it."""
+    quiet_charge = ScenarioTool(
+        "lookup_order", ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False
+    )
+    runner = ScriptedRunner(SCRIPT, [quiet_charge], tmp_path)
+    requested = await runner.run_model_step(_context(runner))
+    assert isinstance(requested, ToolCallsRequested)
+    assert requested.tool_calls[0].policy == ResolvedToolPolicy(
+        ToolEffect.NON_IDEMPOTENT_WRITE, False
+    )
+
+
+@pytest.mark.parametrize(
+    ("keywords", "message"),
+    [
+        ({"position": -1}, "position="),
+        ({"attempt": 0}, "attempt="),
+        ({"history": "user: hi"}, "history="),
+        ({"tool_results": [("call-0-0", "ok")]}, "tool_results="),
+    ],
+)
+def test_record_model_call_names_the_keyword_given_the_wrong_value(
+    tmp_path: Path, keywords: dict[str, Any], message: str
+) -> None:
+    arguments: dict[str, Any] = {
+        "turn_id": "turn-1",
+        "position": 0,
+        "attempt": 1,
+        "history": [],
+        "tool_results": {},
+        **keywords,
+    }
+    with pytest.raises(TypeError, match=message):
+        record_model_call(tmp_path, **arguments)
+    assert not (tmp_path / MODEL_CALLS_LOG).exists()

@@ -9,7 +9,8 @@ plugin, and with it this package, in every run where it is installed.
 from importlib.metadata import version as _version
 
 from dex_agents_conformance.adapter import ALL_CAPABILITIES, Capability, ConformanceAdapter
+from dex_agents_conformance.rules import ContractRule
 
 __version__ = _version("dex-agents-conformance")
 
-__all__ = ["ALL_CAPABILITIES", "Capability", "ConformanceAdapter", "__version__"]
+__all__ = ["ALL_CAPABILITIES", "Capability", "ConformanceAdapter", "ContractRule", "__version__"]

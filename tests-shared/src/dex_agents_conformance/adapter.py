@@ -32,11 +32,18 @@ class Capability(StrEnum):
     """A ``STARTS_TASK`` scenario tool starts a tool task (it raises ``StartedToolTask``) and
     the factory polls it with ``ScenarioTaskPoller`` (the adapters' ``tool_tasks=``);
     opt-in, so not in ``ALL_CAPABILITIES``."""
+    TOOL_INPUT_REQUESTS = "tool_input_requests"
+    """The framework's tools can return ``ToolInputRequested`` and read the answers of a
+    rerun (``scenario_tool_outcome``); opt-in, so not in ``ALL_CAPABILITIES``."""
 
 
-OPT_IN_CAPABILITIES = frozenset({Capability.COMPACTION, Capability.TOOL_TASKS})
+OPT_IN_CAPABILITIES = frozenset(
+    {Capability.COMPACTION, Capability.TOOL_TASKS, Capability.TOOL_INPUT_REQUESTS}
+)
+"""Capabilities an adapter names itself; ``ALL_CAPABILITIES`` leaves them out."""
 ALL_CAPABILITIES = frozenset(c for c in Capability if c not in OPT_IN_CAPABILITIES)
-"""Every capability but the opt-in ``COMPACTION`` and ``TOOL_TASKS``."""
+"""Every capability but the opt-in ones (``COMPACTION``, ``TOOL_TASKS``,
+``TOOL_INPUT_REQUESTS``)."""
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dex_agents.values import AgentEvent, AgentMessage, AgentSnapshot
+from dex_agents_conformance.diagnosis import defect_rule
+from dex_agents_conformance.rules import ContractRule, checking
 
 
 def final_answer(snapshot: AgentSnapshot) -> str:
@@ -32,3 +34,18 @@ def finished_statuses(events: Sequence[AgentEvent]) -> dict[str, str]:
 
 def event_types(events: Sequence[AgentEvent], turn_id: str) -> list[str]:
     return [event.type for event in events if event.turn_id == turn_id]
+
+
+def assert_turn_succeeded(snapshot: AgentSnapshot) -> None:
+    """The latest turn ended without a turn error; a runner defect names the rule it breaks.
+
+    The failure's notes (added by the harness) carry the failed Step attempts and
+    the Worker logs' tracebacks.
+    """
+    state = snapshot.state
+    error = state.last_turn_error if state is not None else None
+    if error is None:
+        return
+    rule = defect_rule(error) or ContractRule.MODEL_FAILURES
+    with checking(rule):
+        raise AssertionError(f"the turn failed: {error}")

@@ -7,6 +7,7 @@ the adapter's factory for its Client.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import asynccontextmanager
@@ -35,9 +36,12 @@ from dex_agents.testing import (
     executed_step_types,
     read_step_history,
 )
+from dex_agents.testing.history import StepOutcome
 from dex_agents.testing.scenario_flow import STATE_DIRECTORY_VARIABLE
 from dex_agents.testing.scripts import MODEL_CALL_LOG_NAME, MODEL_CALLS_LOG, TOOL_RUNS_LOG
 from dex_agents_conformance.adapter import Capability, ConformanceAdapter
+from dex_agents_conformance.diagnosis import defect_rule, failure_summary, last_traceback
+from dex_agents_conformance.rules import ContractRule, checking
 
 SCENARIO_WORKER_MODULE = "dex_agents.testing.scenario_worker"
 
@@ -93,6 +97,24 @@ class ScenarioRun:
             and (position is None or call.details["position"] == position)
         ]
 
+    def model_call(self, turn_id: str, position: int) -> Invocation:
+        """The one recorded model call of ``turn_id`` at ``position``; a clear error otherwise."""
+        calls = self.model_calls(turn_id, position)
+        if len(calls) == 1:
+            return calls[0]
+        if not calls:
+            raise AssertionError(
+                f"no model call of {turn_id} at position {position} was recorded: the scripted"
+                " model records each call first thing (play_scripted_model_call does it)"
+            )
+        attempts = [call.details["attempt"] for call in calls]
+        raise AssertionError(
+            f"{len(calls)} model calls of {turn_id} at position {position} were recorded"
+            f" (attempts {attempts}), one expected: play_scripted_model_call records the call"
+            " itself, so do not also call record_model_call; and take the position from the"
+            " turn's state, never from process memory"
+        )
+
     async def start_session(
         self, initial_message: str | None, *, config: dex.FlowConfig | None = None
     ) -> None:
@@ -102,6 +124,44 @@ class ScenarioRun:
         """Executed Step types of the session, in history order."""
         history = await read_step_history(self.engine.server_address, self.session_id)
         return executed_step_types(history)
+
+    async def diagnosis(self) -> str:
+        """What a maintainer needs to see why a scenario failed, in a few lines.
+
+        The session's last turn error, the Step attempts that failed (the runner's
+        exception as the engine recorded it), the tail of the last traceback in each
+        Worker log, and the logs' paths. Never raises and never waits long: it runs
+        while a failure is already on its way.
+        """
+        lines = [f"what the session says ({self.adapter.name}, session {self.session_id}):"]
+        try:
+            async with asyncio.timeout(10):
+                snapshot = await self.sessions.snapshot(self.session_id)
+                history = await read_step_history(self.engine.server_address, self.session_id)
+        except Exception as error:
+            lines.append(f"  (could not read the session: {type(error).__name__}: {error})")
+        else:
+            state = snapshot.state
+            last_turn_error = state.last_turn_error if state is not None else None
+            lines.append(f"  last_turn_error: {last_turn_error!r}")
+            failed = [e for e in history if e.outcome is StepOutcome.FAILED]
+            for entry in failed[-6:]:
+                lines.append(
+                    f"  {entry.step_type} ({entry.method.value}) failed on attempt"
+                    f" {entry.final_attempt}: {failure_summary(entry.failure_message)}"
+                )
+            for text in [last_turn_error or "", *(e.failure_message for e in failed)]:
+                rule = defect_rule(text)
+                if rule is not None:
+                    lines.append(f"  that runner defect breaks {rule.note()}")
+                    break
+        for number in range(1, self._worker_count + 1):
+            log = self.state_directory / f"worker-{number}.log"
+            lines.append(f"  Worker log: {log}")
+            tail = last_traceback(log)
+            if tail:
+                lines.extend(f"    {line}" for line in tail)
+        return "\n".join(lines)
 
     async def close(self) -> None:
         await self.environment.close()
@@ -153,12 +213,13 @@ class ConformanceHarness:
             ),
         )
         scenario.write(state_directory)
-        flow: dex.Flow[Any] = build_scenario_flow(self.adapter.factory, state_directory)
-        if not isinstance(flow, AgentSessionFlow):
-            raise TypeError(
-                f"{self.adapter.factory} must return a session Flow from"
-                f" create_agent_session_flow, got {type(flow).__name__}"
-            )
+        with checking(ContractRule.FLOW_TYPE):
+            flow: dex.Flow[Any] = build_scenario_flow(self.adapter.factory, state_directory)
+            if not isinstance(flow, AgentSessionFlow):
+                raise TypeError(
+                    f"{self.adapter.factory} must return a session Flow from"
+                    f" create_agent_session_flow, got {type(flow).__name__}"
+                )
         environment = await AgentTestEnvironment.start(
             server_address=self.engine.server_address, flows=[flow]
         )
@@ -173,5 +234,8 @@ class ConformanceHarness:
             if start_worker:
                 run.start_worker()
             yield run
+        except Exception as error:
+            error.add_note(await run.diagnosis())
+            raise
         finally:
             await run.close()

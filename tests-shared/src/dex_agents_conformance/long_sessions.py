@@ -10,6 +10,7 @@ from dex_agents.values import AgentMessageIndex, from_wire_json
 from dex_agents_conformance.adapter import Capability
 from dex_agents_conformance.checks import assert_sequences_without_gaps, final_answer
 from dex_agents_conformance.harness import ConformanceHarness, ScenarioRun
+from dex_agents_conformance.rules import ContractRule, contract_rule
 from dex_agents_conformance.tools import LOOKUP_ORDER
 
 COMPACTION_WINDOW_TOKENS = 600
@@ -35,6 +36,7 @@ async def _stored_index(run: ScenarioRun) -> AgentMessageIndex | None:
 class LongSessionScenarios:
     """Message storage scenarios; ``ConformanceSuite`` includes them."""
 
+    @contract_rule(ContractRule.MESSAGE_STORAGE)
     async def test_sigkill_before_a_rollover_commit_loses_no_message(
         self, conformance_harness: ConformanceHarness
     ) -> None:
@@ -86,6 +88,7 @@ class LongSessionScenarios:
         assert index.chunks[0].first_sequence == 1
         assert index.window_first_sequence > 1
 
+    @contract_rule(ContractRule.MESSAGE_STORAGE)
     async def test_compaction_survives_sigkill_during_compact_context_and_retention_deletes(
         self, conformance_harness: ConformanceHarness
     ) -> None:

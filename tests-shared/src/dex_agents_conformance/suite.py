@@ -33,8 +33,10 @@ from dex_agents_conformance.checks import (
     final_answer,
     finished_statuses,
 )
+from dex_agents_conformance.contract_rules_suite import ContractRuleScenarios
 from dex_agents_conformance.harness import ConformanceHarness
 from dex_agents_conformance.long_sessions import LongSessionScenarios
+from dex_agents_conformance.rules import ContractRule, checking, contract_rule
 from dex_agents_conformance.tool_task_suite import ToolTaskScenarios
 from dex_agents_conformance.tools import CHARGE_CARD, LOOKUP_ORDER, LOOKUP_STOCK, REFUND_ORDER
 from dex_agents_conformance.turn_control_suite import TurnControlScenarios
@@ -59,12 +61,16 @@ FIRST_CALL = "call-0-0"
 SECOND_CALL = "call-0-1"
 
 
-class ConformanceSuite(TurnControlScenarios, LongSessionScenarios, ToolTaskScenarios):
+class ConformanceSuite(
+    ContractRuleScenarios, TurnControlScenarios, LongSessionScenarios, ToolTaskScenarios
+):
     """Every scenario of the suite; see the module docstring.
 
-    The steering, cancellation and plan scenarios come from ``TurnControlScenarios``,
-    the message storage, retention and compaction ones from ``LongSessionScenarios``, and
-    the tool task ones from ``ToolTaskScenarios``.
+    The runner contract's rules one by one come from ``ContractRuleScenarios``, the
+    steering, cancellation and plan scenarios from ``TurnControlScenarios``, the
+    message storage, retention and compaction ones from ``LongSessionScenarios``, and the
+    tool task ones from ``ToolTaskScenarios``. Every failure names the contract rule it
+    checks (``dex_agents_conformance.rules``).
     """
 
     pytestmark: ClassVar[list[pytest.MarkDecorator]] = [
@@ -74,6 +80,7 @@ class ConformanceSuite(TurnControlScenarios, LongSessionScenarios, ToolTaskScena
 
     # --- turns ---------------------------------------------------------------------
 
+    @contract_rule(ContractRule.NO_TOOL_IN_MODEL_STEP)
     async def test_read_tool_turn_runs_four_steps_and_history_replays_next_turn(
         self, conformance_harness: ConformanceHarness
     ) -> None:
@@ -98,7 +105,7 @@ class ConformanceSuite(TurnControlScenarios, LongSessionScenarios, ToolTaskScena
             snapshot = await run.sessions.wait_for_completed_turns(run.session_id, 2)
             assert final_answer(snapshot) == "you are welcome"
             assert_sequences_without_gaps(snapshot.messages)
-            [second_turn_call] = run.model_calls("turn-2", 0)
+            second_turn_call = run.model_call("turn-2", 0)
             history = "\n".join(second_turn_call.details["history"])
             assert "where is order 42?" in history
             assert "order 42 shipped" in history
@@ -125,6 +132,7 @@ class ConformanceSuite(TurnControlScenarios, LongSessionScenarios, ToolTaskScena
             }
             assert finished_statuses(events) == {FIRST_CALL: "succeeded"}
 
+    @contract_rule(ContractRule.NO_TOOL_IN_MODEL_STEP)
     async def test_tool_calls_of_one_response_run_in_parallel_steps(
         self, conformance_harness: ConformanceHarness
     ) -> None:
@@ -161,6 +169,7 @@ class ConformanceSuite(TurnControlScenarios, LongSessionScenarios, ToolTaskScena
             assert sorted(steps[2:4]) == ["CallTool", "CallTool"]
             assert steps[4:] == ["ResumeTurn", "RunModel"]
 
+    @contract_rule(ContractRule.STORED_TRANSCRIPT)
     async def test_stored_messages_show_every_tool_call_and_result_alike(
         self, conformance_harness: ConformanceHarness
     ) -> None:
@@ -210,6 +219,7 @@ class ConformanceSuite(TurnControlScenarios, LongSessionScenarios, ToolTaskScena
             assert messages[-1].text == "both found"
             assert messages[-1].tool_call_id is None
 
+    @contract_rule(ContractRule.MESSAGE_STORAGE)
     async def test_send_user_message_during_a_turn_starts_the_next_turn(
         self, conformance_harness: ConformanceHarness
     ) -> None:
@@ -240,6 +250,7 @@ class ConformanceSuite(TurnControlScenarios, LongSessionScenarios, ToolTaskScena
             assert snapshot.queued_message_count == 0
             assert_sequences_without_gaps(snapshot.messages)
 
+    @contract_rule(ContractRule.MESSAGE_STORAGE)
     async def test_snapshots_and_message_paging(
         self, conformance_harness: ConformanceHarness
     ) -> None:
@@ -285,6 +296,7 @@ class ConformanceSuite(TurnControlScenarios, LongSessionScenarios, ToolTaskScena
             one = await run.sessions.list_messages(run.session_id, limit=0)
             assert [m.sequence for m in one.messages] == [6]
 
+    @contract_rule(ContractRule.MESSAGE_STORAGE)
     async def test_an_oversized_message_is_refused_and_no_session_is_blocked(
         self, conformance_harness: ConformanceHarness
     ) -> None:
@@ -321,6 +333,7 @@ class ConformanceSuite(TurnControlScenarios, LongSessionScenarios, ToolTaskScena
 
     # --- approvals -----------------------------------------------------------------
 
+    @contract_rule(ContractRule.APPROVALS)
     async def test_a_read_runs_while_a_sibling_write_waits_for_approval(
         self, conformance_harness: ConformanceHarness
     ) -> None:
@@ -358,6 +371,7 @@ class ConformanceSuite(TurnControlScenarios, LongSessionScenarios, ToolTaskScena
             assert "AwaitToolApproval" in await run.step_types()
             assert "CallSingleAttemptTool" in await run.step_types()
 
+    @contract_rule(ContractRule.TOOL_RESULTS)
     async def test_a_rejection_reaches_the_model_with_its_message(
         self, conformance_harness: ConformanceHarness
     ) -> None:
@@ -380,6 +394,7 @@ class ConformanceSuite(TurnControlScenarios, LongSessionScenarios, ToolTaskScena
             if Capability.REJECTION_MESSAGE_TO_MODEL in conformance_harness.adapter.capabilities:
                 assert final_answer(snapshot) == "charge_card: too expensive"
 
+    @contract_rule(ContractRule.APPROVALS)
     async def test_a_duplicate_resolve_interrupt_returns_false(
         self, conformance_harness: ConformanceHarness
     ) -> None:
@@ -406,6 +421,7 @@ class ConformanceSuite(TurnControlScenarios, LongSessionScenarios, ToolTaskScena
             assert final_answer(snapshot) == "charge_card: charged 5"
             assert run.tool_runs.count("charge_card") == 1
 
+    @contract_rule(ContractRule.APPROVALS)
     async def test_an_unanswered_approval_is_rejected_at_its_deadline(
         self, conformance_harness: ConformanceHarness
     ) -> None:
@@ -432,6 +448,7 @@ class ConformanceSuite(TurnControlScenarios, LongSessionScenarios, ToolTaskScena
                 assert final_answer(snapshot) == f"charge_card: {APPROVAL_DEADLINE_PASSED}"
             assert run.tool_runs.count("charge_card") == 0
 
+    @contract_rule(ContractRule.APPROVALS)
     async def test_the_deadline_rejects_only_the_unresolved_of_two_interrupts(
         self, conformance_harness: ConformanceHarness
     ) -> None:
@@ -465,6 +482,7 @@ class ConformanceSuite(TurnControlScenarios, LongSessionScenarios, ToolTaskScena
                     f"charge_card: charged 5\ncharge_card: {APPROVAL_DEADLINE_PASSED}"
                 )
 
+    @contract_rule(ContractRule.CRASH_RECOVERY)
     async def test_an_approval_survives_a_worker_restart(
         self, conformance_harness: ConformanceHarness
     ) -> None:
@@ -488,6 +506,7 @@ class ConformanceSuite(TurnControlScenarios, LongSessionScenarios, ToolTaskScena
 
     # --- failures ------------------------------------------------------------------
 
+    @contract_rule(ContractRule.TOOL_ERRORS)
     async def test_a_tool_execution_error_is_recorded_failed_and_shown_to_the_model(
         self, conformance_harness: ConformanceHarness
     ) -> None:
@@ -504,6 +523,7 @@ class ConformanceSuite(TurnControlScenarios, LongSessionScenarios, ToolTaskScena
             assert finished_statuses(events) == {FIRST_CALL: "failed"}
             assert run.tool_runs.count("lookup_order") == 1, "a ToolExecutionError never retries"
 
+    @contract_rule(ContractRule.TOOL_ERRORS)
     async def test_exhausted_call_tool_retries_record_failed_for_a_read(
         self, conformance_harness: ConformanceHarness
     ) -> None:
@@ -518,6 +538,7 @@ class ConformanceSuite(TurnControlScenarios, LongSessionScenarios, ToolTaskScena
             assert final_answer(snapshot).startswith("lookup_order: ")
             assert OUTCOME_UNKNOWN_TOOL_RESULT not in final_answer(snapshot)
 
+    @contract_rule(ContractRule.IDEMPOTENCY_KEY)
     async def test_exhausted_call_tool_retries_record_outcome_unknown_for_a_write(
         self, conformance_harness: ConformanceHarness
     ) -> None:
@@ -538,6 +559,7 @@ class ConformanceSuite(TurnControlScenarios, LongSessionScenarios, ToolTaskScena
             assert {r.idempotency_key for r in runs} == {f"{run.session_id}/turn-1/{FIRST_CALL}"}
             assert final_answer(snapshot) == f"refund_order: {OUTCOME_UNKNOWN_TOOL_RESULT}"
 
+    @contract_rule(ContractRule.MODEL_FAILURES)
     async def test_a_failed_model_call_fails_the_turn_with_a_note_of_the_tool_calls(
         self, conformance_harness: ConformanceHarness
     ) -> None:
@@ -564,6 +586,12 @@ class ConformanceSuite(TurnControlScenarios, LongSessionScenarios, ToolTaskScena
             [line] = [line for line in note.text.splitlines() if line.startswith("- ")]
             assert line.startswith("- lookup_order {")
             assert line.endswith("} -> succeeded: order 42 shipped")
+            with checking(ContractRule.UNFINISHED_TURN_MESSAGES):
+                # A runner that stored the call as it went also stores its result.
+                turn = [m for m in snapshot.messages if m.turn_id == "turn-1"]
+                calls = [m.tool_call_id for m in turn if m.role == "assistant" and m.tool_call_id]
+                results = [m.tool_call_id for m in turn if m.role == "tool"]
+                assert results == calls, "every stored tool call needs its result before the note"
             events = await run.sessions.read_events_through_turn(run.session_id, "turn-1")
             assert "turn_failed" in event_types(events, "turn-1")
             assert "RecordTurnFailure" in await run.step_types()
@@ -573,7 +601,7 @@ class ConformanceSuite(TurnControlScenarios, LongSessionScenarios, ToolTaskScena
             assert final_answer(snapshot) == "recovered"
             assert snapshot.state is not None
             assert snapshot.state.last_turn_error is None
-            [call] = run.model_calls("turn-2", 0)
+            call = run.model_call("turn-2", 0)
             assert TURN_FAILURE_NOTE_HEADER in "\n".join(call.details["history"])
             assert run.tool_runs.count("lookup_order") == 1
 
@@ -627,11 +655,13 @@ class ConformanceSuite(TurnControlScenarios, LongSessionScenarios, ToolTaskScena
                 rerun = [e for e in deltas if e.step_execution_id == partial.step_execution_id]
                 assert max(e.attempt for e in rerun) == 2
 
+    @contract_rule(ContractRule.STATELESS_RUNNER)
     async def test_sigkill_during_run_model_before_output_reruns_only_that_call(
         self, conformance_harness: ConformanceHarness
     ) -> None:
         await self._kill_during_second_model_call(conformance_harness, after_output=False)
 
+    @contract_rule(ContractRule.STATELESS_RUNNER)
     async def test_sigkill_during_run_model_after_output_reruns_only_that_call(
         self, conformance_harness: ConformanceHarness
     ) -> None:
@@ -667,11 +697,13 @@ class ConformanceSuite(TurnControlScenarios, LongSessionScenarios, ToolTaskScena
             )
             assert "RecordToolOutcomeUnknown" in await run.step_types()
 
+    @contract_rule(ContractRule.CRASH_RECOVERY)
     async def test_sigkill_during_call_single_attempt_tool_records_outcome_unknown(
         self, conformance_harness: ConformanceHarness
     ) -> None:
         await self._kill_during_single_attempt_tool(conformance_harness, None)
 
+    @contract_rule(ContractRule.CRASH_RECOVERY)
     async def test_sigkill_during_call_single_attempt_tool_under_async_durability(
         self, conformance_harness: ConformanceHarness
     ) -> None:
@@ -679,6 +711,7 @@ class ConformanceSuite(TurnControlScenarios, LongSessionScenarios, ToolTaskScena
             conformance_harness, dex.FlowConfig(step_durability=dex.StepDurability.ASYNC)
         )
 
+    @contract_rule(ContractRule.IDEMPOTENCY_KEY)
     async def test_sigkill_during_call_tool_retries_with_the_same_idempotency_key(
         self, conformance_harness: ConformanceHarness
     ) -> None:

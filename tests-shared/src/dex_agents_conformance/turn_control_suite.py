@@ -26,6 +26,7 @@ from dex_agents_conformance.checks import (
     finished_statuses,
 )
 from dex_agents_conformance.harness import ConformanceHarness
+from dex_agents_conformance.rules import ContractRule, contract_rule
 from dex_agents_conformance.tools import CHARGE_CARD, LOOKUP_ORDER
 
 FIRST_CALL = "call-0-0"
@@ -50,6 +51,7 @@ class TurnControlScenarios:
 
     # --- steering ------------------------------------------------------------------
 
+    @contract_rule(ContractRule.TURN_CONTROL)
     async def test_a_steer_during_a_model_call_starts_the_next_turn_with_it(
         self, conformance_harness: ConformanceHarness
     ) -> None:
@@ -80,6 +82,7 @@ class TurnControlScenarios:
             assert_sequences_without_gaps(snapshot.messages)
             assert "ApplyTurnControl" in await run.step_types()
 
+    @contract_rule(ContractRule.TURN_CONTROL)
     async def test_a_steer_rejects_a_call_waiting_for_approval(
         self, conformance_harness: ConformanceHarness
     ) -> None:
@@ -111,10 +114,11 @@ class TurnControlScenarios:
             [steered] = [e.payload_data() for e in events if e.type == "turn_steered"]
             assert steered["steered_message_count"] == 1
             # The next turn's model sees what happened to the call.
-            [call] = run.model_calls("turn-2", 0)
+            call = run.model_call("turn-2", 0)
             assert TOOL_CALL_CANCELLED_BY_STEERING_RESULT in "\n".join(call.details["history"])
             assert_sequences_without_gaps(snapshot.messages)
 
+    @contract_rule(ContractRule.TURN_CONTROL)
     async def test_queue_edits_delete_and_steer_queued_messages(
         self, conformance_harness: ConformanceHarness
     ) -> None:
@@ -158,13 +162,14 @@ class TurnControlScenarios:
             assert run.tool_runs.count("lookup_order") == 1
             assert _user_texts(snapshot, "turn-2") == ["steer me"]
             assert "drop me" not in [m.text for m in snapshot.messages]
-            [call] = run.model_calls("turn-2", 0)
+            call = run.model_call("turn-2", 0)
             assert "order 1 shipped" in "\n".join(call.details["history"])
             events = await run.sessions.read_events_through_turn(run.session_id, "turn-2")
             assert finished_statuses(events)[FIRST_CALL] == "succeeded"
             assert "turn_steered" in event_types(events, "turn-1")
             assert_sequences_without_gaps(snapshot.messages)
 
+    @contract_rule(ContractRule.TURN_CONTROL)
     async def test_steering_a_consumed_message_returns_false_and_text_queues_between_turns(
         self, conformance_harness: ConformanceHarness
     ) -> None:
@@ -201,6 +206,7 @@ class TurnControlScenarios:
             assert _user_texts(snapshot, "turn-3") == ["third question"]
             assert final_answer(snapshot) == "third answer"
 
+    @contract_rule(ContractRule.TURN_CONTROL)
     async def test_a_worker_killed_after_a_steer_commits_ends_the_turn_on_restart(
         self, conformance_harness: ConformanceHarness
     ) -> None:
@@ -227,6 +233,7 @@ class TurnControlScenarios:
 
     # --- cancellation --------------------------------------------------------------
 
+    @contract_rule(ContractRule.TURN_CONTROL)
     async def test_cancel_aborts_a_model_call_that_never_answers(
         self, conformance_harness: ConformanceHarness
     ) -> None:
@@ -254,6 +261,7 @@ class TurnControlScenarios:
             assert final_answer(done) == "ok"
             assert len(run.model_calls("turn-1")) == 1
 
+    @contract_rule(ContractRule.TURN_CONTROL)
     async def test_cancel_during_a_tool_lets_it_finish_and_rejects_waiting_calls(
         self, conformance_harness: ConformanceHarness
     ) -> None:
@@ -299,10 +307,11 @@ class TurnControlScenarios:
             assert snapshot.pending_interrupts == ()
             assert await run.sessions.send_user_message(run.session_id, "again")
             await run.sessions.wait_for_completed_turns(run.session_id, 2)
-            [call] = run.model_calls("turn-2", 0)
+            call = run.model_call("turn-2", 0)
             history = "\n".join(call.details["history"])
             assert TOOL_CALL_CANCELLED_BY_TURN_CANCELLATION_RESULT in history
 
+    @contract_rule(ContractRule.TURN_CONTROL)
     async def test_cancel_ends_a_durable_wait(
         self, conformance_harness: ConformanceHarness
     ) -> None:
@@ -324,6 +333,7 @@ class TurnControlScenarios:
 
     # --- plans ---------------------------------------------------------------------
 
+    @contract_rule(ContractRule.PLANS)
     async def test_a_plan_draft_is_executed_and_completed(
         self, conformance_harness: ConformanceHarness
     ) -> None:
@@ -369,6 +379,7 @@ class TurnControlScenarios:
             turn_two = event_types(events, "turn-2")
             assert turn_two.index("plan_execution_started") > turn_two.index("turn_started")
 
+    @contract_rule(ContractRule.PLANS)
     async def test_a_planning_turn_rejects_other_tools_and_a_stale_approval_never_runs(
         self, conformance_harness: ConformanceHarness
     ) -> None:

@@ -26,7 +26,7 @@ from dex_agents.models.types import (
     TranscriptItem,
     UserTextItem,
 )
-from dex_agents.runner import AgentTurnContext, AgentTurnOutcome
+from dex_agents.runner import AgentTurnContext, AgentTurnOutcome, ToolInputRequested
 from dex_agents.session import AgentSessionFlow, create_agent_session_flow
 from dex_agents.stepwise.definition import AgentDefinition
 from dex_agents.stepwise.flow import session_options_of
@@ -46,7 +46,7 @@ from dex_agents.testing.scripts import (
     ScenarioSession,
     ScenarioTool,
     ToolBehaviour,
-    run_scenario_tool,
+    scenario_tool_outcome,
 )
 from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS
 
@@ -159,13 +159,16 @@ class _ScenarioStepwiseRunner(StepwiseRunner):
 
 
 def _scenario_function_tool(tool: ScenarioTool, state_directory: Path) -> FunctionTool:
-    async def execute(arguments: dict[str, Any], context: ToolCallContext) -> str:
-        return await run_scenario_tool(
+    async def execute(
+        arguments: dict[str, Any], context: ToolCallContext
+    ) -> str | ToolInputRequested:
+        return await scenario_tool_outcome(
             tool,
             json.dumps(arguments),
             state_directory=state_directory,
             idempotency_key=context.idempotency_key,
             attempt=context.attempt,
+            input_answers=context.input_answers,
         )
 
     return function_tool(

@@ -44,6 +44,7 @@ from dex_agents.testing.scripts import (
     UnexpectedToolFailure,
     record_model_call,
     run_scenario_tool,
+    scenario_tool_outcome,
 )
 from dex_agents.testing.session_client import TURN_END_EVENTS, AgentSessionTestClient
 from dex_agents.testing.worker_process import (
@@ -95,5 +96,6 @@ __all__ = [
     "record_model_call",
     "run_agent_worker_process",
     "run_scenario_tool",
+    "scenario_tool_outcome",
     "scenario_tool_policies",
 ]

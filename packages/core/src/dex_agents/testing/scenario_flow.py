@@ -31,7 +31,12 @@ STATE_DIRECTORY_VARIABLE = "DEX_AGENTS_TEST_STATE_DIR"
 
 
 def scenario_tool_policies(tools: Sequence[ScenarioTool]) -> dict[str, ToolPolicy]:
-    """Session tool policies that give each scenario tool its declared effect and approval."""
+    """Session tool policies that give each scenario tool its declared effect and approval.
+
+    A scenario factory should not pass these: they override the framework's own
+    declarations, which the suite's ``framework_effects`` scenario checks. They
+    suit a test that wants the session's policy on purpose.
+    """
     return {tool.name: ToolPolicy(tool.effect, tool.requires_approval) for tool in tools}
 
 
@@ -41,11 +46,15 @@ def build_scripted_flow(
     state_directory: Path,
     session: ScenarioSession,
 ) -> AgentSessionFlow:
-    """The core's scenario factory: a session Flow over ``ScriptedRunner``."""
+    """The core's scenario factory: a session Flow over ``ScriptedRunner``.
+
+    It sets no session ``tool_policies``: the runner declares each scenario tool's
+    effect and approval itself, as a framework does, and the suite checks that
+    those declarations reach the session.
+    """
     return create_agent_session_flow(
         ScriptedRunner(script, tools, state_directory),
         session.flow_type,
-        tool_policies=scenario_tool_policies(tools),
         interrupt_deadline=session.interrupt_deadline,
         built_in_tools=session.built_in_tools,
         plan_mode_enabled=session.plan_mode_enabled,

@@ -67,6 +67,11 @@ async def play_scripted_model_call(
     the scripted failing attempts it raises ``ScriptedModelFailure`` (an
     unexpected error: the session retries).
     """
+    if not callable(write_text):
+        raise TypeError(
+            "play_scripted_model_call(write_text=) is where text_before_gate goes, such as"
+            " turn.events.write_text_delta"
+        )
     directory = Path(state_directory)
     record_model_call(
         directory,
@@ -99,6 +104,11 @@ def scripted_answer_text(
     line per result of the turn so far (``turn_tool_results()``, read only then),
     or ``(no tool results)`` when there are none.
     """
+    if not callable(turn_tool_results):
+        raise TypeError(
+            "scripted_answer_text(response, turn_tool_results) takes a function that returns"
+            " the turn's (tool name, output) pairs; it is called only for text_from_tool_results"
+        )
     if not response.text_from_tool_results:
         return response.text or ""
     lines = [f"{name}: {output}" for name, output in turn_tool_results()]

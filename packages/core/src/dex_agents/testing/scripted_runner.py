@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Sequence
 from pathlib import Path
 from typing import cast
 
+from dex_agents.adapter_support import resolve_declared_tool_policy
 from dex_agents.runner import (
     AgentTurnContext,
     AgentTurnOutcome,
@@ -26,6 +27,7 @@ from dex_agents.runner import (
     ToolCallsRequested,
     ToolExecutionError,
     ToolExecutionResult,
+    ToolInputRequested,
     TurnCompleted,
 )
 from dex_agents.testing.scenario_tasks import ScenarioTaskPoller
@@ -39,7 +41,7 @@ from dex_agents.testing.scripts import (
     ModelScript,
     ModelTurn,
     ScenarioTool,
-    run_scenario_tool,
+    scenario_tool_outcome,
 )
 from dex_agents.texts import describe_tool_call_outcome
 from dex_agents.tool_task_routing import (
@@ -167,12 +169,13 @@ class ScriptedRunner(ToolTaskForwarding):
         tool = self.tools.get(call.tool_call.tool_name)
         if tool is None:
             raise ToolExecutionError(f"unknown tool {call.tool_call.tool_name!r}")
-        output = run_scenario_tool(
+        output = scenario_tool_outcome(
             tool,
             call.tool_call.arguments,
             state_directory=self.state_directory,
             idempotency_key=call.idempotency_key,
             attempt=call.attempt,
+            input_answers=call.input_answers,
         )
         return await returning_started_task(_result(output))
 
@@ -227,13 +230,19 @@ class ScriptedRunner(ToolTaskForwarding):
                     tool_call_id=scripted_tool_call_id(spec, position, index),
                     tool_name=spec.tool_name,
                     arguments=json.dumps(dict(spec.arguments), sort_keys=True),
-                    policy=turn.resolve_tool_policy(
-                        spec.tool_name, tool.effect if tool is not None else None
+                    # The scenario tool's effect and approval are this framework's own
+                    # declaration; a session ToolPolicy for the name wins over them.
+                    policy=resolve_declared_tool_policy(
+                        turn,
+                        spec.tool_name,
+                        tool.effect if tool is not None else None,
+                        tool.requires_approval if tool is not None else None,
                     ),
                 )
             )
         return calls
 
 
-async def _result(output: Awaitable[str]) -> DeferredToolOutcome:
-    return ToolExecutionResult(await output)
+async def _result(output: Awaitable[str | ToolInputRequested]) -> DeferredToolOutcome:
+    outcome = await output
+    return outcome if isinstance(outcome, ToolInputRequested) else ToolExecutionResult(outcome)

@@ -21,7 +21,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, cast
 
-from dex_agents.runner import ToolExecutionError
+from dex_agents.runner import ToolExecutionError, ToolInputRequested
 from dex_agents.testing.gates import FileGate, InvocationLog
 from dex_agents.tool_task_routing import StartedToolTask
 from dex_agents.values import ToolEffect
@@ -148,6 +148,10 @@ class ScenarioTool:
     anything else, so a test counts real runs across Worker restarts. The tool
     then passes ``gate`` when set, raises an unexpected error on its first
     ``fail_attempts`` attempts, and finally acts as ``behaviour`` says.
+
+    With ``question`` the tool first asks the user (``ToolInputRequested``) and
+    runs only once it has an answer, which ``text`` may use as ``{answer}``;
+    such a tool runs through ``scenario_tool_outcome``.
     """
 
     name: str
@@ -158,10 +162,13 @@ class ScenarioTool:
     requires_approval: bool | None = None
     gate: str | None = None
     fail_attempts: int = 0
+    question: str | None = None
 
     def __post_init__(self) -> None:
         if not self.name:
             raise ValueError("ScenarioTool.name must not be empty")
+        if self.question is not None and not self.question.strip():
+            raise ValueError("ScenarioTool.question must not be blank")
         if self.fail_attempts < 0:
             raise ValueError("ScenarioTool.fail_attempts must not be negative")
         if self.gate is not None:
@@ -178,7 +185,39 @@ async def run_scenario_tool(
 ) -> str:
     """Run ``tool`` as the scenario describes; adapters call this from their tool function.
 
-    ``arguments`` is the JSON text the model produced.
+    ``arguments`` is the JSON text the model produced. A tool with a ``question``
+    needs ``scenario_tool_outcome`` instead, which can ask it.
+    """
+    if tool.question is not None:
+        raise TypeError(
+            f"scenario tool {tool.name!r} asks the user first; call scenario_tool_outcome(...,"
+            " input_answers=call.input_answers) and return its ToolInputRequested to the session"
+        )
+    outcome = await scenario_tool_outcome(
+        tool,
+        arguments,
+        state_directory=state_directory,
+        idempotency_key=idempotency_key,
+        attempt=attempt,
+    )
+    assert isinstance(outcome, str)
+    return outcome
+
+
+async def scenario_tool_outcome(
+    tool: ScenarioTool,
+    arguments: str,
+    *,
+    state_directory: Path,
+    idempotency_key: str | None,
+    attempt: int,
+    input_answers: Sequence[str] = (),
+) -> str | ToolInputRequested:
+    """Run ``tool`` like ``run_scenario_tool``, asking its ``question`` first.
+
+    Without ``input_answers`` a tool with a question returns ``ToolInputRequested``
+    and records no run; the session asks the user and runs the call again with
+    the answers (``DeferredToolExecution.input_answers``).
     """
     try:
         parsed: object = json.loads(arguments) if arguments else {}
@@ -187,15 +226,20 @@ async def run_scenario_tool(
     if not isinstance(parsed, dict):
         raise ToolExecutionError("arguments must be a JSON object")
     values = cast(dict[str, Any], parsed)
+    if tool.question is not None and not input_answers:
+        return ToolInputRequested(tool.question)
+    details: dict[str, Any] = {"arguments": values, "attempt": attempt}
+    if tool.question is not None:
+        details["input_answers"] = list(input_answers)
     InvocationLog(state_directory / TOOL_RUNS_LOG).record(
-        tool.name,
-        idempotency_key=idempotency_key,
-        details={"arguments": values, "attempt": attempt},
+        tool.name, idempotency_key=idempotency_key, details=details
     )
     if tool.gate is not None:
         await FileGate(state_directory, tool.gate).pass_through_async()
     if attempt <= tool.fail_attempts:
         raise UnexpectedToolFailure(f"{tool.name} failed on attempt {attempt}")
+    if input_answers:
+        values = {**values, "answer": input_answers[-1]}
     text = tool.text.format(**values) if values else tool.text
     if tool.behaviour is ToolBehaviour.RAISES_TOOL_ERROR:
         raise ToolExecutionError(text)
@@ -225,7 +269,33 @@ def record_model_call(
     ``history`` is one text per stored message the call was given (any readable
     form that includes the message text or tool output), ``tool_results`` the
     result text per tool call ID that the call received for the previous response.
+    ``play_scripted_model_call`` calls it for you; call one of the two per model call.
     """
+    if type(position) is not int or position < 0:
+        raise TypeError(
+            f"record_model_call(position=) is how many model calls this turn already made"
+            f" (0 for the first), got {position!r}"
+        )
+    if type(attempt) is not int or attempt < 1:
+        raise TypeError(
+            f"record_model_call(attempt=) is the RunModel attempt (turn.attempt, from 1),"
+            f" got {attempt!r}"
+        )
+    lines = cast(Sequence[object], history)
+    if isinstance(history, (str, bytes)) or not all(isinstance(line, str) for line in lines):
+        raise TypeError(
+            "record_model_call(history=) is a list of texts, one per stored message the model"
+            f" call was given, got {type(history).__name__}"
+        )
+    results = cast(object, tool_results)
+    if not isinstance(results, Mapping) or not all(
+        isinstance(key, str) and isinstance(value, str)
+        for key, value in cast(Mapping[object, object], results).items()
+    ):
+        raise TypeError(
+            "record_model_call(tool_results=) maps each tool call ID of the previous response"
+            " to the result text this call received ({} for none)"
+        )
     InvocationLog(state_directory / MODEL_CALLS_LOG).record(
         MODEL_CALL_LOG_NAME,
         details={
@@ -376,6 +446,7 @@ def _tool_to_json(tool: ScenarioTool) -> dict[str, Any]:
         "requires_approval": tool.requires_approval,
         "gate": tool.gate,
         "fail_attempts": tool.fail_attempts,
+        "question": tool.question,
     }
 
 
@@ -389,4 +460,5 @@ def _tool_from_json(data: dict[str, Any]) -> ScenarioTool:
         requires_approval=data["requires_approval"],
         gate=data["gate"],
         fail_attempts=data["fail_attempts"],
+        question=data.get("question"),
     )
