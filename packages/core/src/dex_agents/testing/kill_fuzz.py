@@ -18,7 +18,11 @@ stored state:
   turn that ran to its end stored its three calls;
 * every session ends consistent: waiting for a user message, no active turn, no
   pending interrupt, nothing queued, every tool call record final;
-* no session is stuck: each settles once the kills stop.
+* no session is stuck: each settles once the kills stop, and then completes one more
+  turn.
+
+A turn may fail when kills take every attempt of its model call (the session then
+records the failure and goes on); the report counts such turns.
 
 ``python -m dex_agents.testing.kill_fuzz --seed 7 --seconds 1800`` runs rounds for
 that long (``nox -s fuzz`` does this); the default test suite runs a short seeded
@@ -225,6 +229,8 @@ class _Run:
             for runner in self.runners
         }
         self.sent = {sid: _Sent() for ids in self.session_ids.values() for sid in ids}
+        self.last_messages: dict[str, str] = {}
+        """The message each session got after the kills: its turn must complete."""
         self.workers: list[ForkedWorker] = []
         self.fork_server: WorkerForkServer | None = None
         self.replacements: set[asyncio.Future[None]] = set()
@@ -314,10 +320,11 @@ class _Run:
             replacement.add_done_callback(self.replacements.discard)
 
     async def _drive(self, sessions: AgentSessionTestClient, session_id: str) -> None:
-        """Send a message whenever the session is idle, approve each charge, until the
-        kills are over and the session has settled."""
+        """Send a message whenever the session is idle and approve each charge; once the
+        kills are over, send one last message and return when its turn has settled."""
         sent = self.sent[session_id]
         started = False
+        last: str | None = None
         while True:
             try:
                 if not started:
@@ -328,9 +335,11 @@ class _Run:
                 for interrupt in snapshot.pending_interrupts:
                     await sessions.resolve_interrupt(session_id, interrupt.interrupt_id, True)
                 if _settled(snapshot) and sent.caught_up(snapshot):
-                    if self.kills_done.is_set():
+                    if last is not None:
                         return
                     text = f"message {len(sent.texts) + 1}"
+                    if self.kills_done.is_set():
+                        last = self.last_messages[session_id] = text
                     sent.texts.append(text)
                     if await sessions.send_user_message(session_id, text):
                         sent.confirmed.add(text)
@@ -421,6 +430,9 @@ class _Run:
         self.report.turns_completed += len(answered_turns)
         self.report.turns_by_runner[runner] += len(answered_turns)
         self.report.turns_failed += len({m.turn_id for m in messages} - answered_turns)
+        last = self.last_messages.get(session_id)
+        if not any(m.text == last and m.turn_id in answered_turns for m in messages):
+            violations.append(f"{session_id}: no turn completed after the kills")
         for turn_id in answered_turns:
             stored = sum(count for (turn, _), count in results.items() if turn == turn_id)
             if stored != CALLS_PER_TURN:
