@@ -233,7 +233,7 @@ class _Run:
         """The message each session got after the kills: its turn must complete."""
         self.workers: list[ForkedWorker] = []
         self.fork_server: WorkerForkServer | None = None
-        self.replacements: set[asyncio.Future[None]] = set()
+        self.spawning: set[asyncio.Future[None]] = set()
         self.kills_done = asyncio.Event()
 
     def _prepare(self, name: str) -> _Runner:
@@ -244,7 +244,7 @@ class _Run:
         assert isinstance(flow, AgentSessionFlow)
         return _Runner(name, state, flow)
 
-    async def execute(self, kills: int, settle: timedelta) -> FuzzReport:
+    async def execute(self, kills: int, settle: timedelta, until: float | None) -> FuzzReport:
         with PrivateDexEngine.start() as engine:
             environment = await AgentTestEnvironment.start(
                 server_address=engine.server_address, flows=[r.flow for r in self.runners]
@@ -262,11 +262,8 @@ class _Run:
                     server_address=engine.server_address,
                     log_path=self.state / "fork-server.log",
                 )
-                self.workers = list(
-                    await asyncio.gather(
-                        *(asyncio.to_thread(self._start_worker) for _ in range(self.worker_count))
-                    )
-                )
+                for _ in range(self.worker_count):
+                    self._replace()
                 drivers = [
                     asyncio.ensure_future(
                         self._drive(AgentSessionTestClient(environment.client, runner.flow), sid)
@@ -274,35 +271,50 @@ class _Run:
                     for runner in self.runners
                     for sid in self.session_ids[runner.name]
                 ]
-                await self._kill(engine, kills)
+                await self._kill(engine, kills, until)
                 self.kills_done.set()
-                await asyncio.gather(*self.replacements)
                 try:
                     await asyncio.wait_for(asyncio.gather(*drivers), settle.total_seconds())
                 except TimeoutError:
                     self.report.violations.append("a session is stuck: it never settled")
                 await self._check(environment)
             finally:
+                for task in self.spawning:
+                    task.cancel()
                 if self.fork_server is not None:
                     self.fork_server.close()
                 await environment.close()
         return self.report
 
-    def _start_worker(self) -> ForkedWorker:
+    async def _spawn_worker(self) -> None:
+        """Fork a Worker into the pool at once; a kill may hit it while it still starts.
+
+        One that exits before it is ready without being killed (it started while the
+        engine was down) is replaced."""
         assert self.fork_server is not None
-        return self.fork_server.fork(self.state / f"worker-{time.monotonic_ns()}.log")
+        worker = await asyncio.to_thread(
+            self.fork_server.spawn, self.state / f"worker-{time.monotonic_ns()}.log"
+        )
+        self.workers.append(worker)
+        try:
+            await asyncio.to_thread(worker.wait_until_ready, timedelta(seconds=120))
+        except (RuntimeError, TimeoutError):
+            if worker in self.workers:
+                self.workers.remove(worker)
+                self._replace()
 
-    async def _replace_worker(self) -> None:
-        while True:
-            try:
-                self.workers.append(await asyncio.to_thread(self._start_worker))
-                return
-            except Exception:  # it died with the engine before it registered: start another
-                await asyncio.sleep(0.2)
+    def _replace(self) -> None:
+        if self.kills_done.is_set() and len(self.workers) >= self.worker_count:
+            return
+        task = asyncio.ensure_future(self._spawn_worker())
+        self.spawning.add(task)
+        task.add_done_callback(self.spawning.discard)
 
-    async def _kill(self, engine: PrivateDexEngine, kills: int) -> None:
+    async def _kill(self, engine: PrivateDexEngine, kills: int, until: float | None) -> None:
         for number in range(kills):
             await asyncio.sleep(self.rng.uniform(*self.interval))
+            if until is not None and time.monotonic() >= until:
+                return
             # About one kill in four takes the engine down, at least one per short run.
             if number % 4 == 2 or self.rng.random() < 0.05:
                 engine.kill()
@@ -310,14 +322,13 @@ class _Run:
                 await asyncio.sleep(self.rng.uniform(0.0, 0.3))
                 await asyncio.to_thread(engine.restart)
                 continue
-            if not self.workers:  # every Worker is still starting: kill the first one up
-                await asyncio.wait(self.replacements, return_when=asyncio.FIRST_COMPLETED)
+            if not self.workers:  # a replacement is still being forked
+                continue
+            # Any Worker, ready or still registering, so no kill waits for a start.
             victim = self.workers.pop(self.rng.randrange(len(self.workers)))
             victim.kill()
             self.report.worker_kills += 1
-            replacement = asyncio.ensure_future(self._replace_worker())
-            self.replacements.add(replacement)
-            replacement.add_done_callback(self.replacements.discard)
+            self._replace()
 
     async def _drive(self, sessions: AgentSessionTestClient, session_id: str) -> None:
         """Send a message whenever the session is idle and approve each charge; once the
@@ -469,14 +480,16 @@ async def run_kill_fuzz(
     kills: int,
     sessions: int = 2,
     runners: Sequence[str] | None = None,
-    workers: int = 3,
-    interval: tuple[float, float] = (0.3, 2.5),
+    workers: int = 5,
+    interval: tuple[float, float] = (0.2, 1.5),
     settle: timedelta = timedelta(seconds=300),
     state_directory: Path | None = None,
+    until: float | None = None,
 ) -> FuzzReport:
     """One seeded run: ``sessions`` sessions per runner (every installed runner by
     default) on ``workers`` Worker children, ``kills`` kills ``interval`` seconds
-    apart; the same seed makes the same kill schedule."""
+    apart (no kill after the ``time.monotonic()`` value ``until``); the same seed makes
+    the same kill schedule."""
     state = state_directory or Path(tempfile.mkdtemp(prefix="dex-agents-fuzz-"))
     run = _Run(
         seed=seed,
@@ -486,7 +499,7 @@ async def run_kill_fuzz(
         workers=workers,
         interval=interval,
     )
-    return await run.execute(kills, settle)
+    return await run.execute(kills, settle, until)
 
 
 def serve_worker_forks(arguments: Sequence[str]) -> int:
@@ -506,9 +519,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dex_agents.testing.kill_fuzz")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--seconds", type=float, default=60.0, help="keep running rounds this long")
-    parser.add_argument("--kills", type=int, default=100, help="kills per round")
+    parser.add_argument("--kills", type=int, default=200, help="kills per round")
     parser.add_argument("--sessions", type=int, default=2, help="sessions per runner")
-    parser.add_argument("--workers", type=int, default=3, help="Worker children at once")
+    parser.add_argument("--workers", type=int, default=5, help="Worker children at once")
     parser.add_argument(
         "--runners",
         default=",".join(available_runners()),
@@ -531,6 +544,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     sessions=args.sessions,
                     runners=runners,
                     workers=args.workers,
+                    until=started + args.seconds,
                 )
             )
         except Exception as error:  # the harness itself failed: count it, go on

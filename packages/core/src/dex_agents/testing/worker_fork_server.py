@@ -140,10 +140,8 @@ class WorkerForkServer:
             raise RuntimeError(f"the fork server did not start (said {line!r}); log {log_path}")
         return server
 
-    def fork(
-        self, log_path: Path, ready_timeout: timedelta = DEFAULT_REGISTRATION_TIMEOUT
-    ) -> ForkedWorker:
-        """Fork a Worker logging to ``log_path`` and return once it registered."""
+    def spawn(self, log_path: Path) -> ForkedWorker:
+        """Fork a Worker logging to ``log_path``; it is still starting when this returns."""
         with self._lock:
             stdin = self._process.stdin
             assert stdin is not None
@@ -151,6 +149,13 @@ class WorkerForkServer:
             stdin.flush()
             worker = ForkedWorker(int(self._read_line()), log_path)
             self._workers.append(worker)
+        return worker
+
+    def fork(
+        self, log_path: Path, ready_timeout: timedelta = DEFAULT_REGISTRATION_TIMEOUT
+    ) -> ForkedWorker:
+        """Fork a Worker logging to ``log_path`` and return once it registered."""
+        worker = self.spawn(log_path)
         worker.wait_until_ready(ready_timeout)
         return worker
 
