@@ -234,6 +234,7 @@ class _Run:
         self.workers: list[ForkedWorker] = []
         self.fork_server: WorkerForkServer | None = None
         self.spawning: set[asyncio.Future[None]] = set()
+        self.worker_forked = asyncio.Event()
         self.kills_done = asyncio.Event()
 
     def _prepare(self, name: str) -> _Runner:
@@ -296,6 +297,7 @@ class _Run:
             self.fork_server.spawn, self.state / f"worker-{time.monotonic_ns()}.log"
         )
         self.workers.append(worker)
+        self.worker_forked.set()
         try:
             await asyncio.to_thread(worker.wait_until_ready, timedelta(seconds=120))
         except (RuntimeError, TimeoutError):
@@ -322,8 +324,9 @@ class _Run:
                 await asyncio.sleep(self.rng.uniform(0.0, 0.3))
                 await asyncio.to_thread(engine.restart)
                 continue
-            if not self.workers:  # a replacement is still being forked
-                continue
+            while not self.workers:  # every replacement is still being forked
+                self.worker_forked.clear()
+                await self.worker_forked.wait()
             # Any Worker, ready or still registering, so no kill waits for a start.
             victim = self.workers.pop(self.rng.randrange(len(self.workers)))
             victim.kill()
