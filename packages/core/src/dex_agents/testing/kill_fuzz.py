@@ -35,6 +35,7 @@ import argparse
 import asyncio
 import importlib.util
 import random
+import shutil
 import sys
 import tempfile
 import time
@@ -502,7 +503,10 @@ async def run_kill_fuzz(
         workers=workers,
         interval=interval,
     )
-    return await run.execute(kills, settle, until)
+    report = await run.execute(kills, settle, until)
+    if state_directory is None and not report.violations:
+        shutil.rmtree(state, ignore_errors=True)  # kept only to look into a violation
+    return report
 
 
 def serve_worker_forks(arguments: Sequence[str]) -> int:
