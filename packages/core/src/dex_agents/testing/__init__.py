@@ -40,6 +40,7 @@ from dex_agents.testing.scripts import (
     run_scenario_tool,
 )
 from dex_agents.testing.session_client import TURN_END_EVENTS, AgentSessionTestClient
+from dex_agents.testing.worker_fork_server import ForkedWorker, WorkerForkServer, serve_forks
 from dex_agents.testing.worker_process import (
     WORKER_READY_LINE,
     KillableWorkerProcess,
@@ -55,6 +56,7 @@ __all__ = [
     "AgentSessionTestClient",
     "AgentTestEnvironment",
     "FileGate",
+    "ForkedWorker",
     "Invocation",
     "InvocationLog",
     "KillableWorkerProcess",
@@ -74,6 +76,7 @@ __all__ = [
     "ToolBehaviour",
     "ToolCallSpec",
     "UnexpectedToolFailure",
+    "WorkerForkServer",
     "build_scenario_flow",
     "build_scripted_flow",
     "executed_step_types",
@@ -86,4 +89,5 @@ __all__ = [
     "run_agent_worker_process",
     "run_scenario_tool",
     "scenario_tool_policies",
+    "serve_forks",
 ]
