@@ -228,9 +228,11 @@ def sys_python(session: nox.Session) -> str:
 
 @nox.session(venv_backend="none")
 def fuzz(session: nox.Session) -> None:
-    """Kill-anywhere fuzzing for 30 minutes (not part of the default run).
+    """Kill-anywhere fuzzing for 30 minutes on Stepwise and every adapter at once (not
+    part of the default run, which has a short seeded run in the core's tests).
 
-    Pass options after ``--``, such as ``nox -s fuzz -- --seconds 120 --seed 3``.
+    Pass options after ``--``, such as ``nox -s fuzz -- --seconds 120 --seed 3`` or
+    ``--runners stepwise,langgraph``.
     """
     sync(session)
     arguments = session.posargs or ["--seconds", "1800"]

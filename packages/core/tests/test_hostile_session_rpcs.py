@@ -296,3 +296,93 @@ def test_inputs_of_the_wrong_shape_get_a_clear_error_or_false(
             return
     assert failure.code() != grpc.StatusCode.UNKNOWN  # type: ignore[attr-defined]
     assert failure.details()  # type: ignore[attr-defined]
+
+
+def _valid_request(rpc_name: str, text: str) -> Any:
+    """A well-formed input for ``rpc_name`` (nothing it names exists)."""
+    return {
+        "send_user_message": AgentUserMessage(text=text or "hi"),
+        "resolve_interrupt": ResolveInterruptInput(interrupt_id="interrupt-1", approved=True),
+        "answer_question": AnswerQuestionInput(interrupt_id="interrupt-1", answer=text),
+        "list_agent_messages": ListAgentMessagesInput(),
+        "steer_user_message": SteerUserMessageInput(text=text or "hi"),
+        "delete_queued_message": DeleteQueuedMessageInput(message_id="message-1"),
+        "cancel_turn": CancelTurnInput(turn_id="turn-1"),
+        "execute_plan": ExecutePlanInput(revision=1),
+        "update_session_settings": UpdateSessionSettingsInput(session_settings={"a": text}),
+    }[rpc_name]
+
+
+@HOSTILE
+@given(
+    rpc_name=rpc_names,
+    session=st.sampled_from(["no-such-session", "", " ", "a/b", "x" * 300]) | st.text(max_size=30),
+    text=st.text(max_size=20),
+)
+def test_every_rpc_on_a_session_that_does_not_exist_fails_clearly(
+    harness: Harness, rpc_name: str, session: str, text: str
+) -> None:
+    if session == SESSION:
+        return
+    method = getattr(harness.flow, rpc_name)
+    with pytest.raises((dex.FlowNotFoundError, dex.DexServiceError, ValueError)) as raised:
+        harness.rpc(method, session, _valid_request(rpc_name, text))
+    assert str(raised.value)
+
+
+no_op_calls = st.sampled_from(
+    [
+        "resolve_interrupt",
+        "answer_question",
+        "delete_queued_message",
+        "cancel_turn",
+        "execute_plan",
+    ]
+)
+
+
+@HOSTILE
+@given(rpc_name=no_op_calls, copies=st.integers(2, 8), text=st.text(max_size=20))
+def test_duplicate_concurrent_calls_that_name_nothing_are_all_false(
+    harness: Harness, rpc_name: str, copies: int, text: str
+) -> None:
+    method = getattr(harness.flow, rpc_name)
+    request = _valid_request(rpc_name, text)
+
+    async def all_at_once() -> list[Any]:
+        client = harness.environment.client
+        return await asyncio.gather(
+            *(client.invoke_rpc(method, SESSION, request) for _ in range(copies)),
+            return_exceptions=True,
+        )
+
+    # A call that finds another holding the lock it needs says so; the rest say False.
+    results = harness.run(all_at_once())
+    assert all(r is False or isinstance(r, dex.RpcLockConflictError) for r in results), results
+    assert False in results
+
+
+@HOSTILE
+@given(
+    copies=st.integers(2, 8),
+    settings=st.dictionaries(st.text(max_size=10), json_values, max_size=4),
+)
+def test_duplicate_concurrent_settings_updates_all_land_the_same_value(
+    harness: Harness, copies: int, settings: dict[str, Any]
+) -> None:
+    request = UpdateSessionSettingsInput(session_settings=settings)
+
+    async def all_at_once() -> list[Any]:
+        client = harness.environment.client
+        return await asyncio.gather(
+            *(
+                client.invoke_rpc(harness.flow.update_session_settings, SESSION, request)
+                for _ in range(copies)
+            ),
+            return_exceptions=True,
+        )
+
+    results = harness.run(all_at_once())
+    assert all(r is True or isinstance(r, dex.RpcLockConflictError) for r in results), results
+    assert True in results
+    assert dict(harness.run(harness.sessions.snapshot(SESSION)).session_settings) == settings

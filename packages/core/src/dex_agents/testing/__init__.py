@@ -47,6 +47,7 @@ from dex_agents.testing.scripts import (
     scenario_tool_outcome,
 )
 from dex_agents.testing.session_client import TURN_END_EVENTS, AgentSessionTestClient
+from dex_agents.testing.worker_fork_server import ForkedWorker, WorkerForkServer, serve_forks
 from dex_agents.testing.worker_process import (
     WORKER_READY_LINE,
     KillableWorkerProcess,
@@ -65,6 +66,7 @@ __all__ = [
     "AgentSessionTestClient",
     "AgentTestEnvironment",
     "FileGate",
+    "ForkedWorker",
     "Invocation",
     "InvocationLog",
     "KillableWorkerProcess",
@@ -85,6 +87,7 @@ __all__ = [
     "ToolBehaviour",
     "ToolCallSpec",
     "UnexpectedToolFailure",
+    "WorkerForkServer",
     "build_scenario_flow",
     "build_scripted_flow",
     "executed_step_types",
@@ -98,4 +101,5 @@ __all__ = [
     "run_scenario_tool",
     "scenario_tool_outcome",
     "scenario_tool_policies",
+    "serve_forks",
 ]
