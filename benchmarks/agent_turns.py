@@ -51,6 +51,7 @@ from dex_agents import AgentHost
 from dex_agents.session import AgentSessionFlow
 
 EVENT_WAIT_SECONDS = 5.0
+WARM_UP_SECONDS = 60.0
 ORDER_TEXT = "order 42 shipped"
 
 
@@ -249,8 +250,78 @@ def _dbos_conversations(
 
 _EVENT_WAIT = __import__("datetime").timedelta(seconds=EVENT_WAIT_SECONDS)
 
+# --- every runner, through its conformance factory ----------------------------------------
+
+CONFORMANCE_FACTORIES = {
+    "stepwise": "dex_agents.stepwise.conformance:build_stepwise_flow",
+    "openai-agents": "dex_agents_openai_agents.conformance:build_conformance_flow",
+    "langgraph": "dex_agents_langgraph.conformance:build_conformance_flow",
+    "claude": "dex_agents_claude_sdk.conformance:build_conformance_flow",
+}
+SCRIPT_TURNS = 400
+
+
+def conformance_framework(name: str) -> Callable[[Path], Framework]:
+    """The runner's conformance agent (a scripted model of its framework, one read tool).
+
+    Plain is the runner driven directly on an in-memory history (``RunnerDriver``:
+    its model step, the tool, its model step again), with no session and no engine.
+    """
+
+    def build(directory: Path) -> Framework:
+        from dex_agents.testing import (
+            ModelScript,
+            ModelTurn,
+            ScenarioSession,
+            ScenarioTool,
+            ToolCallSpec,
+        )
+        from dex_agents.testing.runner_driver import RunnerDriver
+        from dex_agents.testing.scenario_flow import load_scenario_factory
+        from dex_agents.values import ToolEffect
+
+        responses: list[ModelTurn] = []
+        for _ in range(SCRIPT_TURNS):
+            responses.append(
+                ModelTurn(tool_calls=[ToolCallSpec("lookup_order", {"order_id": "42"})])
+            )
+            responses.append(ModelTurn(text_from_tool_results=True))
+        tool = ScenarioTool("lookup_order", ToolEffect.READ, text="order {order_id} shipped")
+        state = directory / name
+        state.mkdir(parents=True, exist_ok=True)
+        factory = load_scenario_factory(CONFORMANCE_FACTORIES[name])
+        flow_type = "Bench" + name.title().replace("-", "")
+        flow = factory(ModelScript(responses), [tool], state, ScenarioSession(flow_type))
+
+        class Plain:
+            def __init__(self) -> None:
+                self.driver = RunnerDriver(flow.runner, flow_id=f"plain-{uuid.uuid4().hex[:8]}")
+
+            async def turn(self, text: str) -> None:
+                driver = self.driver
+                driver.start_turn(text)
+                outcome = await driver.run_model()
+                while not _completed(outcome):
+                    await driver.run_tools()
+                    outcome = await driver.run_model()
+
+        async def plain() -> Conversation:
+            return Plain()
+
+        return Framework(name, plain, flow)
+
+    return build
+
+
+def _completed(outcome: object) -> bool:
+    from dex_agents import TurnCompleted
+
+    return isinstance(outcome, TurnCompleted)
+
+
 FRAMEWORKS: dict[str, Callable[[Path], Framework]] = {
     "pydantic-ai": pydantic_ai_framework,
+    **{name: conformance_framework(name) for name in CONFORMANCE_FACTORIES},
 }
 
 
@@ -268,9 +339,7 @@ class Mode:
     long: list[float] = field(default_factory=list[float])
 
 
-async def timed_turn(
-    conversation: Conversation, text: str, clock: CpuClock
-) -> tuple[float, float]:
+async def timed_turn(conversation: Conversation, text: str, clock: CpuClock) -> tuple[float, float]:
     cpu = clock.now()
     started = time.perf_counter()
     await conversation.turn(text)
@@ -288,7 +357,9 @@ async def latency_rounds(modes: Sequence[Mode], sessions: int, turns: int, clock
                 mode.cpu.append(cpu)
 
 
-async def throughput_rounds(modes: Sequence[Mode], concurrent: int, turns: int, rounds: int) -> None:
+async def throughput_rounds(
+    modes: Sequence[Mode], concurrent: int, turns: int, rounds: int
+) -> None:
     """``concurrent`` conversations at once, ``turns`` turns each; one mode at a time, rounds
     alternating between the modes."""
     for _ in range(rounds):
@@ -311,6 +382,20 @@ async def long_session(modes: Sequence[Mode], turns: int, clock: CpuClock) -> No
         for mode, conversation in zip(modes, conversations, strict=True):
             seconds, _ = await timed_turn(conversation, f"question {number}", clock)
             mode.long.append(seconds)
+
+
+async def working_modes(modes: Sequence[Mode], clock: CpuClock) -> list[Mode]:
+    failed: set[str] = set()
+    for mode in modes:
+        try:
+            async with asyncio.timeout(WARM_UP_SECONDS):
+                conversation = await mode.start()
+                for number in (1, 2):
+                    await timed_turn(conversation, f"question {number}", clock)
+        except Exception as error:
+            print(f"{mode.framework} {mode.name}: warm-up failed, left out: {error!r}")
+            failed.add(mode.framework)
+    return [mode for mode in modes if mode.framework not in failed]
 
 
 def ratio(value: float, base: float) -> float | None:
@@ -422,8 +507,9 @@ async def measure(arguments: argparse.Namespace) -> dict[str, Any]:
                     modes.append(Mode(framework.name, "session", session))
                     if framework.durable_rival is not None:
                         modes.append(Mode(framework.name, "dbos", framework.durable_rival))
-                # Warm every path once (imports, first-run caches), then measure.
-                await latency_rounds(modes, 1, 2, clock)
+                # Warm every path once (imports, first-run caches), then measure; a
+                # framework whose warm-up turns fail or stall is reported and left out.
+                modes = await working_modes(modes, clock)
                 for mode in modes:
                     mode.latencies.clear()
                     mode.cpu.clear()
@@ -444,9 +530,21 @@ async def measure(arguments: argparse.Namespace) -> dict[str, Any]:
             "cpu_count": os.cpu_count(),
             "load_average_at_start": [round(v, 2) for v in os.getloadavg()],
             "engine": arguments.engine,
+            "decode_caches": not arguments.no_decode_cache,
             "turn": "2 model requests + 1 read tool call",
             "figures": report(modes),
         }
+
+
+def disable_decode_caches() -> None:
+    from dex_agents.values import STORED_MESSAGE_DECODE_CACHE
+
+    STORED_MESSAGE_DECODE_CACHE.max_characters = 0
+    try:
+        from dex_agents_pydantic_ai import messages
+    except ImportError:
+        return
+    messages._DECODED_ITEMS.max_characters = 0  # pyright: ignore[reportPrivateUsage]
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -459,11 +557,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=2, help="throughput rounds per mode")
     parser.add_argument("--long-turns", type=int, default=200, help="0 skips the long session")
     parser.add_argument("--engine", choices=("thread", "child"), default="thread")
+    parser.add_argument(
+        "--no-decode-cache",
+        action="store_true",
+        help="decode every stored message on every Step (the cost before the decode caches)",
+    )
     parser.add_argument("--json", type=Path)
     arguments = parser.parse_args(argv)
+    if arguments.no_decode_cache:
+        disable_decode_caches()
     results = asyncio.run(measure(arguments))
-    print(f"python {results['python']}, {results['cpu_count']} CPUs, engine {results['engine']},"
-          f" load {results['load_average_at_start']}")
+    print(
+        f"python {results['python']}, {results['cpu_count']} CPUs, engine {results['engine']},"
+        f" load {results['load_average_at_start']}"
+    )
     print_figures(results["figures"])
     if arguments.json is not None:
         arguments.json.write_text(json.dumps(results, indent=2))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -217,3 +219,32 @@ async def test_an_unreachable_server_fails_start_with_its_address() -> None:
     )
     with pytest.raises((ConnectionError, TimeoutError), match=r"127\.0\.0\.1:1"):
         await host.start()
+
+
+MEMOIZE_SCRIPT = """
+import asyncio, sys
+import dex._server_protocol as server_protocol
+from dex_agents import AgentHost
+from test_host import _build_flow
+
+async def main(memoize):
+    async with AgentHost(_build_flow(), memoize_sdk_version=memoize) as host:
+        assert host.worker is not None
+    print(getattr(server_protocol.sdk_version, "cache_info", None) is not None)
+
+asyncio.run(main(sys.argv[1] == "on"))
+"""
+
+
+@pytest.mark.parametrize(("setting", "memoized"), [("on", "True"), ("off", "False")])
+def test_the_host_memoizes_the_sdk_version_unless_told_not_to(setting: str, memoized: str) -> None:
+    # A child process each: the patch is process-wide.
+    done = subprocess.run(
+        [sys.executable, "-c", MEMOIZE_SCRIPT, setting],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=Path(__file__).parent,
+    )
+    assert done.stdout.strip() == memoized, done.stderr
