@@ -45,12 +45,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-import dex
-
 from dex_agents import AgentHost
 from dex_agents.session import AgentSessionFlow
 
-EVENT_WAIT_SECONDS = 5.0
 WARM_UP_SECONDS = 60.0
 ORDER_TEXT = "order 42 shipped"
 
@@ -64,6 +61,21 @@ def _process_cpu(pid: int) -> float:
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _engine_child_pid() -> int | None:
+    """This process's ``dex_local_engine`` child, from ``/proc`` (Linux)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            command = (entry / "cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue
+        if parent == os.getpid() and b"dex_local_engine" in command:
+            return int(entry.name)
+    return None
 
 
 @dataclass
@@ -115,37 +127,34 @@ class SessionConversation:
 
     def __init__(self, host: AgentHost, flow: AgentSessionFlow) -> None:
         self.sessions = host.client(flow)
-        self.client = host.dex_client
-        self.flow = flow
         self.session_id = f"bench-{uuid.uuid4().hex[:12]}"
         self.token = ""
         self.turns = 0
 
     async def turn(self, text: str) -> None:
         self.turns += 1
-        if self.turns == 1:
-            await self.sessions.start_session(self.session_id, text)
-        elif not await self.sessions.send_user_message(self.session_id, text):
-            raise RuntimeError(f"{self.session_id} refused message {self.turns}")
-        turn_id = f"turn-{self.turns}"
-        while True:
-            try:
-                message = await self.client.read_stream(
-                    self.session_id,
-                    self.flow.agent_events,
-                    self.token,
-                    timeout=_EVENT_WAIT,
-                )
-            except dex.LongPollTimeoutError:
-                continue
-            self.token = message.resume_token
-            event = message.value
-            if os.environ.get("BENCH_DEBUG"):
-                print(event.turn_id, event.type, event.payload)
-            if event.turn_id == turn_id and event.type == "turn_completed":
+        if self.turns > 1:
+            # The client's own wait: send, then follow one event stream to the turn's end.
+            ended = await self.sessions.send_user_message_and_wait(
+                self.session_id, text, resume_token=self.token
+            )
+            self.token = ended.resume_token
+            _check_completed(self.session_id, ended.event)
+            return
+        await self.sessions.start_session(self.session_id, text)
+        async for ended in self.sessions.events(self.session_id, self.token):
+            self.token = ended.resume_token
+            if ended.event.turn_id == "turn-1" and ended.event.type in TURN_ENDS:
+                _check_completed(self.session_id, ended.event)
                 return
-            if event.turn_id == turn_id and event.type == "turn_failed":
-                raise RuntimeError(f"{self.session_id} {turn_id} failed: {event.payload}")
+
+
+TURN_ENDS = ("turn_completed", "turn_failed")
+
+
+def _check_completed(session_id: str, event: Any) -> None:
+    if event.type != "turn_completed":
+        raise RuntimeError(f"{session_id} {event.turn_id} failed: {event.payload}")
 
 
 # --- Pydantic AI --------------------------------------------------------------------------
@@ -247,8 +256,6 @@ def _dbos_conversations(
 
     return start
 
-
-_EVENT_WAIT = __import__("datetime").timedelta(seconds=EVENT_WAIT_SECONDS)
 
 # --- every runner, through its conformance factory ----------------------------------------
 
@@ -488,7 +495,7 @@ async def measure(arguments: argparse.Namespace) -> dict[str, Any]:
 
             engine = PrivateDexEngine.start(root / "engine")
             address = engine.server_address
-            engine_pid = engine.pid if hasattr(engine, "pid") else None
+            engine_pid = _engine_child_pid()
         try:
             async with AgentHost(
                 [f.flow for f in frameworks],

@@ -248,3 +248,25 @@ def test_the_host_memoizes_the_sdk_version_unless_told_not_to(setting: str, memo
         cwd=Path(__file__).parent,
     )
     assert done.stdout.strip() == memoized, done.stderr
+
+
+async def test_send_user_message_and_wait_follows_the_turn_that_takes_the_message() -> None:
+    flow = create_agent_session_flow(
+        ParallelToolsRunner(),
+        "HostWaitAgent",
+        tool_policies={name: ToolPolicy(ToolEffect.READ) for name in TOOLS},
+    )
+    async with AgentHost(flow) as host:
+        sessions = host.client()
+        await sessions.start_session("wait-1")
+        await sessions.wait_for_turn("wait-1", 0)
+        first = await sessions.send_user_message_and_wait("wait-1", "one")
+        assert (first.event.type, first.event.turn_id) == ("turn_completed", "turn-1")
+        second = await sessions.send_user_message_and_wait(
+            "wait-1", "two", resume_token=first.resume_token
+        )
+        assert (second.event.type, second.event.turn_id) == ("turn_completed", "turn-2")
+        snapshot = await sessions.snapshot("wait-1")
+        assert snapshot.messages[-1].text == EXPECTED_REPLY
+        with pytest.raises(ValueError, match="refused"):
+            await sessions.send_user_message_and_wait("wait-1", "  ")
