@@ -341,9 +341,7 @@ class AgentSessionClient:
         refuses the message, ``SessionWaitTimeoutError`` after ``within``; a turn
         waiting on an approval or a question has not ended yet.
         """
-        token = (
-            await self.latest_event_token(session_id) if resume_token is None else resume_token
-        )
+        token = await self.latest_event_token(session_id) if resume_token is None else resume_token
         if not await self.send_user_message(session_id, text):
             raise ValueError(f"{session_id} refused the user message (blank text)")
         turn_id: str | None = None
