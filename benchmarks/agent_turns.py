@@ -344,6 +344,7 @@ class Mode:
     cpu: list[float] = field(default_factory=list[float])
     throughput: list[float] = field(default_factory=list[float])
     long: list[float] = field(default_factory=list[float])
+    long_cpu: list[float] = field(default_factory=list[float])
 
 
 async def timed_turn(conversation: Conversation, text: str, clock: CpuClock) -> tuple[float, float]:
@@ -387,8 +388,9 @@ async def long_session(modes: Sequence[Mode], turns: int, clock: CpuClock) -> No
     conversations = [await mode.start() for mode in modes]
     for number in range(1, turns + 1):
         for mode, conversation in zip(modes, conversations, strict=True):
-            seconds, _ = await timed_turn(conversation, f"question {number}", clock)
+            seconds, cpu = await timed_turn(conversation, f"question {number}", clock)
             mode.long.append(seconds)
+            mode.long_cpu.append(cpu)
 
 
 async def working_modes(modes: Sequence[Mode], clock: CpuClock) -> list[Mode]:
@@ -422,6 +424,11 @@ def report(modes: Sequence[Mode]) -> dict[str, Any]:
             entry["long_first_50_mean_ms"] = round(head, 2)
             entry["long_last_50_mean_ms"] = round(tail, 2)
             entry["long_growth"] = round(tail / head, 2)
+            cpu_head = statistics.fmean(mode.long_cpu[:50]) * 1000
+            cpu_tail = statistics.fmean(mode.long_cpu[-50:]) * 1000
+            entry["long_cpu_first_50_ms"] = round(cpu_head, 2)
+            entry["long_cpu_last_50_ms"] = round(cpu_tail, 2)
+            entry["long_cpu_growth"] = round(cpu_tail / cpu_head, 2)
         figures.setdefault(mode.framework, {})[mode.name] = entry
     for per_mode in figures.values():
         plain = per_mode.get("plain")
@@ -450,6 +457,9 @@ def print_figures(figures: dict[str, Any]) -> None:
         "long_first_50_mean_ms",
         "long_last_50_mean_ms",
         "long_growth",
+        "long_cpu_first_50_ms",
+        "long_cpu_last_50_ms",
+        "long_cpu_growth",
         "added_p50_ms_over_plain",
     )
     print(f"{'framework':<14}{'mode':<9}" + "".join(f"{c:>14}" for c in _short(columns)))
@@ -469,6 +479,9 @@ def _short(columns: Sequence[str]) -> list[str]:
         "long_first_50_mean_ms": "t1-50 ms",
         "long_last_50_mean_ms": "t151-200 ms",
         "long_growth": "growth",
+        "long_cpu_first_50_ms": "cpu t1-50",
+        "long_cpu_last_50_ms": "cpu t151-200",
+        "long_cpu_growth": "cpu growth",
         "added_p50_ms_over_plain": "+p50 ms",
         "cpu_ms_per_turn": "cpu ms",
     }
