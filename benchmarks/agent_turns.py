@@ -354,15 +354,25 @@ async def timed_turn(conversation: Conversation, text: str, clock: CpuClock) -> 
     return time.perf_counter() - started, clock.now() - cpu
 
 
+async def interleaved_turns(
+    modes: Sequence[Mode], turns: int, clock: CpuClock
+) -> list[list[tuple[float, float]]]:
+    """One fresh conversation per mode, ``turns`` turns, interleaved turn by turn; each
+    mode's (seconds, CPU seconds) per turn."""
+    conversations = [await mode.start() for mode in modes]
+    timings: list[list[tuple[float, float]]] = [[] for _ in modes]
+    for number in range(1, turns + 1):
+        for index, conversation in enumerate(conversations):
+            timings[index].append(await timed_turn(conversation, f"question {number}", clock))
+    return timings
+
+
 async def latency_rounds(modes: Sequence[Mode], sessions: int, turns: int, clock: CpuClock) -> None:
     """``sessions`` fresh conversations of ``turns`` turns per mode, interleaved turn by turn."""
     for _ in range(sessions):
-        conversations = [await mode.start() for mode in modes]
-        for number in range(1, turns + 1):
-            for mode, conversation in zip(modes, conversations, strict=True):
-                seconds, cpu = await timed_turn(conversation, f"question {number}", clock)
-                mode.latencies.append(seconds)
-                mode.cpu.append(cpu)
+        for mode, timings in zip(modes, await interleaved_turns(modes, turns, clock), strict=True):
+            mode.latencies.extend(seconds for seconds, _ in timings)
+            mode.cpu.extend(cpu for _, cpu in timings)
 
 
 async def throughput_rounds(
@@ -385,12 +395,9 @@ async def throughput_rounds(
 
 async def long_session(modes: Sequence[Mode], turns: int, clock: CpuClock) -> None:
     """One conversation of ``turns`` turns per mode, interleaved turn by turn."""
-    conversations = [await mode.start() for mode in modes]
-    for number in range(1, turns + 1):
-        for mode, conversation in zip(modes, conversations, strict=True):
-            seconds, cpu = await timed_turn(conversation, f"question {number}", clock)
-            mode.long.append(seconds)
-            mode.long_cpu.append(cpu)
+    for mode, timings in zip(modes, await interleaved_turns(modes, turns, clock), strict=True):
+        mode.long.extend(seconds for seconds, _ in timings)
+        mode.long_cpu.extend(cpu for _, cpu in timings)
 
 
 async def working_modes(modes: Sequence[Mode], clock: CpuClock) -> list[Mode]:
