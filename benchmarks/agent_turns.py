@@ -288,10 +288,10 @@ def conformance_framework(name: str) -> Callable[[Path], Framework]:
         from dex_agents.values import ToolEffect
 
         responses: list[ModelTurn] = []
-        for _ in range(SCRIPT_TURNS):
-            responses.append(
-                ModelTurn(tool_calls=[ToolCallSpec("lookup_order", {"order_id": "42"})])
-            )
+        for number in range(1, SCRIPT_TURNS + 1):
+            # One call ID per turn: frameworks match results to calls by ID across the history.
+            call = ToolCallSpec("lookup_order", {"order_id": "42"}, tool_call_id=f"call-{number}")
+            responses.append(ModelTurn(tool_calls=[call]))
             responses.append(ModelTurn(text_from_tool_results=True))
         tool = ScenarioTool("lookup_order", ToolEffect.READ, text="order {order_id} shipped")
         state = directory / name
