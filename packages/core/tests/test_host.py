@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -217,3 +219,54 @@ async def test_an_unreachable_server_fails_start_with_its_address() -> None:
     )
     with pytest.raises((ConnectionError, TimeoutError), match=r"127\.0\.0\.1:1"):
         await host.start()
+
+
+MEMOIZE_SCRIPT = """
+import asyncio, sys
+import dex._server_protocol as server_protocol
+from dex_agents import AgentHost
+from test_host import _build_flow
+
+async def main(memoize):
+    async with AgentHost(_build_flow(), memoize_sdk_version=memoize) as host:
+        assert host.worker is not None
+    print(getattr(server_protocol.sdk_version, "cache_info", None) is not None)
+
+asyncio.run(main(sys.argv[1] == "on"))
+"""
+
+
+@pytest.mark.parametrize(("setting", "memoized"), [("on", "True"), ("off", "False")])
+def test_the_host_memoizes_the_sdk_version_unless_told_not_to(setting: str, memoized: str) -> None:
+    # A child process each: the patch is process-wide.
+    done = subprocess.run(
+        [sys.executable, "-c", MEMOIZE_SCRIPT, setting],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=Path(__file__).parent,
+    )
+    assert done.stdout.strip() == memoized, done.stderr
+
+
+async def test_send_user_message_and_wait_follows_the_turn_that_takes_the_message() -> None:
+    flow = create_agent_session_flow(
+        ParallelToolsRunner(),
+        "HostWaitAgent",
+        tool_policies={name: ToolPolicy(ToolEffect.READ) for name in TOOLS},
+    )
+    async with AgentHost(flow) as host:
+        sessions = host.client()
+        await sessions.start_session("wait-1")
+        await sessions.wait_for_turn("wait-1", 0)
+        first = await sessions.send_user_message_and_wait("wait-1", "one")
+        assert (first.event.type, first.event.turn_id) == ("turn_completed", "turn-1")
+        second = await sessions.send_user_message_and_wait(
+            "wait-1", "two", resume_token=first.resume_token
+        )
+        assert (second.event.type, second.event.turn_id) == ("turn_completed", "turn-2")
+        snapshot = await sessions.snapshot("wait-1")
+        assert snapshot.messages[-1].text == EXPECTED_REPLY
+        with pytest.raises(ValueError, match="refused"):
+            await sessions.send_user_message_and_wait("wait-1", "  ")

@@ -49,6 +49,7 @@ DEFAULT_WAIT = timedelta(seconds=60)
 LOCK_CONFLICT_RETRIES = 20
 _LOCK_CONFLICT_BACKOFF_SECONDS = 0.05
 _EVENT_LONG_POLL = timedelta(seconds=5)
+_TURN_END_EVENTS = frozenset({"turn_completed", "turn_failed"})
 _ACTIVE_RECHECK_SECONDS = 0.05
 """Re-check interval while events come: the commit they announce is near."""
 _ACTIVE_WINDOW_SECONDS = 2.0
@@ -320,6 +321,44 @@ class AgentSessionClient:
             else f"{turn_count} finished turns",
             within=within,
         )
+
+    async def send_user_message_and_wait(
+        self,
+        session_id: str,
+        text: str,
+        *,
+        resume_token: str | None = None,
+        within: timedelta = DEFAULT_WAIT,
+    ) -> SessionEvent:
+        """Send ``text`` and follow the event stream until the turn that takes it ends.
+
+        Returns that turn's ``turn_completed`` or ``turn_failed`` event; keep its
+        ``resume_token`` and pass it to the next call to skip the lookup of the
+        newest token. The turn is the first one to start after ``resume_token``
+        (after the newest event when ``None``), so send through one client at a
+        time per session. This is one stream followed per turn, no snapshot reads:
+        the cheapest wait for the next reply. Raises ``ValueError`` when the session
+        refuses the message, ``SessionWaitTimeoutError`` after ``within``; a turn
+        waiting on an approval or a question has not ended yet.
+        """
+        token = await self.latest_event_token(session_id) if resume_token is None else resume_token
+        if not await self.send_user_message(session_id, text):
+            raise ValueError(f"{session_id} refused the user message (blank text)")
+        turn_id: str | None = None
+        try:
+            async with asyncio.timeout(within.total_seconds()):
+                async for event in self.events(session_id, token):
+                    value = event.event
+                    if turn_id is None and value.type == "turn_started":
+                        turn_id = value.turn_id
+                    elif value.turn_id == turn_id and value.type in _TURN_END_EVENTS:
+                        return event
+        except TimeoutError:
+            raise SessionWaitTimeoutError(
+                f"{session_id}: timed out after {within.total_seconds():g}s waiting for"
+                f" {turn_id or 'the turn that takes the message'} to end"
+            ) from None
+        raise AssertionError("unreachable: the event stream does not end")
 
     async def wait_for_interrupt(
         self, session_id: str, tool_name: str | None = None, *, within: timedelta = DEFAULT_WAIT

@@ -64,6 +64,14 @@ class AgentHost:
     their RPCs); ``client=False`` runs no Client (a Worker-only process, usually
     with ``await host.serve()``).
 
+    ``session_codecs`` (default on) decodes with ``session_codec_registry()``: tolerant
+    session codecs that decode each stored message once per process.
+    ``memoize_sdk_version`` (default on) applies ``dex_local_engine.sdk_patches.
+    memoize_sdk_version()`` before the Worker starts: dex-python-sdk 1.23.0 reads its
+    package metadata each time a pull stream registers, about once per Step; the
+    patch computes it once per process, leaves any other SDK release alone, and
+    logs when it applied. Pass ``False`` to run the SDK unpatched.
+
     Use ``async with AgentHost(flow) as host:`` in async code. In sync code, ``with
     AgentHost(flow) as host:`` runs the host on a background event loop and
     ``host.call(coroutine)`` runs a coroutine there and returns its result.
@@ -79,6 +87,7 @@ class AgentHost:
         client: bool = True,
         max_concurrent_tasks: int = DEFAULT_MAX_CONCURRENT_TASKS,
         session_codecs: bool = True,
+        memoize_sdk_version: bool = True,
         blob_cache_directory: str | os.PathLike[str] | None = None,
         registration_timeout: timedelta = DEFAULT_REGISTRATION_TIMEOUT,
     ) -> None:
@@ -100,6 +109,7 @@ class AgentHost:
         self.runs_client = client
         self.max_concurrent_tasks = max_concurrent_tasks
         self.registration_timeout = registration_timeout
+        self.memoize_sdk_version = memoize_sdk_version
         self.registry = dex.Registry(
             list(self.flows),
             session_codec_registry() if session_codecs else None,
@@ -237,6 +247,8 @@ class AgentHost:
             raise RuntimeError("the host's Worker is already running")
         if self._blob_cache is None or self._address is None:
             raise RuntimeError("start the host before its Worker")
+        if self.memoize_sdk_version:
+            _memoize_sdk_version()
         worker = dex.AsyncWorker(
             self.registry,
             self._blob_cache,
@@ -393,6 +405,14 @@ class AgentHost:
         loop.call_soon_threadsafe(loop.stop)
         thread.join()
         loop.close()
+
+
+def _memoize_sdk_version() -> None:
+    """Apply ``dex_local_engine.sdk_patches.memoize_sdk_version`` (see ``memoize_sdk_version``)."""
+    from dex_local_engine.sdk_patches import memoize_sdk_version
+
+    if memoize_sdk_version():
+        _LOG.info("the dex SDK's version lookup is memoized (AgentHost memoize_sdk_version)")
 
 
 async def _as_coroutine(awaitable: Awaitable[_T]) -> _T:

@@ -16,12 +16,14 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal, cast
 
-from dex import CodecRegistry, JsonCodec
+from dex import CodecRegistry, JsonCodec, Value, WireKind
 
+from dex_agents.decode_cache import DecodeCache
 from dex_agents.wire import WireValue, from_wire, from_wire_json, to_wire, to_wire_json
 
 __all__ = [
     "FINAL_TOOL_CALL_STATUSES",
+    "STORED_MESSAGE_DECODE_CACHE",
     "AgentEvent",
     "AgentInterrupt",
     "AgentInterruptResolution",
@@ -745,13 +747,51 @@ def _interrupt_list_codec() -> JsonCodec[Any]:
     return JsonCodec("PendingInterrupts", decode, to_wire, tuple[AgentInterrupt, ...])
 
 
+@dataclass(frozen=True)
+class _DecodeOnceCodec:
+    """A ``JsonCodec`` whose decoded values are kept by their JSON text (``DecodeCache``).
+
+    Only for values that are stored once and never rewritten, so a text always
+    means the same value: stored messages and message chunks, which every model
+    Step reads again.
+    """
+
+    codec: JsonCodec[Any]
+    cache: DecodeCache[Any]
+
+    @property
+    def type_name(self) -> str:
+        return self.codec.type_name
+
+    @property
+    def wire_kind(self) -> WireKind:
+        return self.codec.wire_kind
+
+    def encode(self, value: Any) -> Value:
+        return self.codec.encode(value)
+
+    def decode(self, value: Value) -> Any:
+        text = value.data
+        if value.kind is not WireKind.JSON or not isinstance(text, str):
+            return self.codec.decode(value)
+        return self.cache.get_or_decode(text, lambda _: self.codec.decode(value))
+
+
+STORED_MESSAGE_DECODE_CACHE: DecodeCache[Any] = DecodeCache()
+"""Decoded ``AgentMessage`` and ``AgentMessageChunk`` values of this process, by JSON text."""
+
+
 def session_codec_registry() -> CodecRegistry:
-    """A ``CodecRegistry`` whose session values decode tolerantly.
+    """A ``CodecRegistry`` whose session values decode tolerantly, and messages once.
 
     Dex's automatic dataclass codec needs every field in the stored JSON. These
     codecs write the same JSON but fill a missing field with its default, so a
     Worker reads values that another version or core wrote without a field it
-    knows. Pass it as ``dex.Registry([...], session_codec_registry(), ...)``.
+    knows. Stored messages and message chunks are immutable, so each stored text
+    is decoded once per process (``STORED_MESSAGE_DECODE_CACHE``) instead of on
+    every model Step: a long session's turn no longer pays for its whole history.
+    ``AgentHost`` uses this registry unless told otherwise; with your own Registry
+    pass it as ``dex.Registry([...], session_codec_registry(), ...)``.
     """
     classes: tuple[type[WireValue], ...] = (
         AgentUsage,
@@ -791,5 +831,7 @@ def session_codec_registry() -> CodecRegistry:
         ExecutePlanInput,
     )
     codecs: dict[object, Any] = {cls: _wire_codec(cls) for cls in classes}
+    for immutable in (AgentMessage, AgentMessageChunk):
+        codecs[immutable] = _DecodeOnceCodec(codecs[immutable], STORED_MESSAGE_DECODE_CACHE)
     codecs[tuple[AgentInterrupt, ...]] = _interrupt_list_codec()
     return CodecRegistry(codecs)

@@ -27,7 +27,7 @@ def engine() -> Iterator[LocalEngine]:
 async def harness_factory(engine: LocalEngine) -> AsyncIterator[Callable[..., Harness]]:
     opened: list[Harness] = []
 
-    def make(*flows: dex.Flow[Any], session_codecs: bool = False) -> Harness:
+    def make(*flows: dex.Flow[Any], session_codecs: bool = True) -> Harness:
         harness = Harness(engine.address, flows, session_codecs=session_codecs)
         opened.append(harness)
         return harness

@@ -144,7 +144,7 @@ class Harness:
     session calls these tests make."""
 
     def __init__(
-        self, address: str, flows: Sequence[dex.Flow[Any]], *, session_codecs: bool = False
+        self, address: str, flows: Sequence[dex.Flow[Any]], *, session_codecs: bool = True
     ) -> None:
         self.address = address
         self.flows = list(flows)

@@ -173,14 +173,16 @@ async def test_session_without_initial_message_waits(harness_factory) -> None:
     assert [m.text for m in snapshot.messages] == ["hi", "hello"]
 
 
-async def test_a_registry_with_the_session_codecs_runs_the_same_session(harness_factory) -> None:
+async def test_a_registry_with_dex_default_codecs_runs_the_same_session(harness_factory) -> None:
+    # The harness decodes with session_codec_registry() (as AgentHost does); Dex's own
+    # dataclass codecs read and write the same session too.
 
     runner = ScriptRunner(one_tool_then_answer("lookup_order"), {"lookup_order": _lookup})
     flow = create_agent_session_flow(
         runner, "CodecAgent", tool_policies={"lookup_order": ToolPolicy(ToolEffect.READ)}
     )
     sid = session_id()
-    async with harness_factory(flow, session_codecs=True) as harness:
+    async with harness_factory(flow, session_codecs=False) as harness:
         await harness.start(flow, sid, "Where is order 42?")
         snapshot = await harness.wait_for_turns(flow, sid, 1)
     assert snapshot.messages[-1].text == "answer: shipped"

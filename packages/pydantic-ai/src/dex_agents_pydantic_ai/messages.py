@@ -12,6 +12,7 @@ the concatenation of every stored item, in sequence order, replayed unchanged
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any, Literal, cast
@@ -30,6 +31,7 @@ from pydantic_ai.messages import (
 from pydantic_core import to_json
 
 from dex_agents import AgentMessage, FrameworkMessage
+from dex_agents.decode_cache import DecodeCache
 from dex_agents.texts import OUTCOME_UNKNOWN_TOOL_RESULT
 
 __all__ = [
@@ -54,18 +56,39 @@ def encode_framework_item(message: ModelMessage) -> str:
     return ModelMessagesTypeAdapter.dump_json([message]).decode()
 
 
+_DECODED_ITEMS: DecodeCache[tuple[ModelMessage, ...]] = DecodeCache()
+"""Decoded framework items of this process by their JSON: every model Step reads the
+whole history again, and a stored item never changes."""
+
+
 def decode_history(messages: Iterable[AgentMessage]) -> list[ModelMessage]:
-    """The Pydantic AI history stored in ``messages``, from their framework items only."""
+    """The Pydantic AI history stored in ``messages``, from their framework items only.
+
+    Each item is decoded once per process; the caller gets its own copy of every
+    message (Pydantic AI fills run metadata into the history it is given).
+    """
     history: list[ModelMessage] = []
     for message in messages:
         try:
-            history.extend(ModelMessagesTypeAdapter.validate_json(message.framework_item))
+            decoded = _DECODED_ITEMS.get_or_decode(message.framework_item, _decode_item)
         except ValueError as error:
             raise ValueError(
                 f"stored message {message.sequence} is not Pydantic AI message JSON; this"
                 f" session was not written by the Pydantic AI runner ({error})"
             ) from error
+        history.extend(_own_copy(item) for item in decoded)
     return history
+
+
+def _decode_item(framework_item: str) -> tuple[ModelMessage, ...]:
+    return tuple(ModelMessagesTypeAdapter.validate_json(framework_item))
+
+
+def _own_copy(message: ModelMessage) -> ModelMessage:
+    """A copy whose fields and parts list can be replaced without touching the cached one."""
+    copied = copy.copy(message)
+    copied.parts = list(message.parts)  # pyright: ignore[reportAttributeAccessIssue]
+    return copied
 
 
 def answer_orphaned_tool_calls(history: Sequence[ModelMessage]) -> list[ModelMessage]:

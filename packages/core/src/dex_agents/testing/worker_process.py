@@ -31,7 +31,8 @@ from dex_agents.testing.processes import ChildProcess
 
 WORKER_READY_LINE = "dex-agents test Worker ready"
 SESSION_CODECS_VARIABLE = "DEX_AGENTS_TEST_SESSION_CODECS"
-"""Set to ``1`` for a Worker child that decodes with ``session_codec_registry()``."""
+"""Set to ``0`` for a Worker child that decodes with Dex's default codecs instead of
+``session_codec_registry()`` (the default, as in ``AgentHost``)."""
 
 
 def load_object(import_path: str) -> object:
@@ -64,7 +65,7 @@ async def serve_until_signalled(
     *,
     max_concurrent_tasks: int = DEFAULT_MAX_CONCURRENT_TASKS,
     registration_timeout: timedelta = DEFAULT_REGISTRATION_TIMEOUT,
-    session_codecs: bool = False,
+    session_codecs: bool = True,
 ) -> None:
     """Serve ``flows`` with a Worker-only ``AgentHost`` until SIGTERM or SIGINT, then drain."""
     host = AgentHost(
@@ -89,7 +90,8 @@ def run_agent_worker_process(
     """Body of a Worker child process: serve ``flows`` until terminated.
 
     The server address comes from ``server_address`` or ``DEX_SERVER_ADDRESS``.
-    ``DEX_AGENTS_TEST_SESSION_CODECS=1`` decodes with ``session_codec_registry()``.
+    It decodes with ``session_codec_registry()``; ``DEX_AGENTS_TEST_SESSION_CODECS=0``
+    uses Dex's default codecs instead.
     Prints ``dex-agents test Worker ready`` once every pull queue registered.
     """
     if not flows:
@@ -102,7 +104,7 @@ def run_agent_worker_process(
             flows,
             address,
             max_concurrent_tasks=max_concurrent_tasks,
-            session_codecs=os.environ.get(SESSION_CODECS_VARIABLE) == "1",
+            session_codecs=os.environ.get(SESSION_CODECS_VARIABLE) != "0",
         )
     )
 

@@ -1,0 +1,607 @@
+"""A durable agent turn per framework: plain, as a dex-agents session, and under DBOS.
+
+One turn is the issue's "read tool" turn: the scripted model asks for one
+``lookup_order`` call, the tool answers, and the model answers with the tool's
+text (two model requests and one read tool call). The same scripted agent runs:
+
+- **plain**: the framework's own loop with the history kept in memory (the floor);
+- **session**: the same agent under a dex-agents session on the embedded engine
+  (``AgentHost``; the engine runs in this process, or as a child process with
+  ``--engine child``), the client sending the message and following the event
+  stream until ``turn_completed``;
+- **dbos** (Pydantic AI only): ``agent.run`` inside a ``@DBOS.workflow`` with
+  Pydantic AI's ``DBOSDurability`` capability, on SQLite.
+
+Modes run interleaved (turn by turn, round by round) in one process, so machine
+noise falls on all of them alike; the ratios are the figures to read. Printed:
+p50/p99 latency, CPU per turn (this process plus the engine child), turns per
+second with 10 sessions at once, and the mean cost of turns 1-50 vs 151-200 of
+one long session.
+
+Usage::
+
+    uv run --group bench python benchmarks/agent_turns.py [--frameworks pydantic-ai,...]
+        [--turns N] [--long-turns 200] [--concurrent 10] [--engine thread|child]
+        [--json PATH]
+
+Nothing here asserts a time; it measures and prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from dex_agents import AgentHost
+from dex_agents.session import AgentSessionFlow
+
+WARM_UP_SECONDS = 60.0
+ORDER_TEXT = "order 42 shipped"
+
+
+# --- measuring ---------------------------------------------------------------------------
+
+
+def _process_cpu(pid: int) -> float:
+    try:
+        fields = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _engine_child_pid() -> int | None:
+    """This process's ``dex_local_engine`` child, from ``/proc`` (Linux)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            command = (entry / "cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue
+        if parent == os.getpid() and b"dex_local_engine" in command:
+            return int(entry.name)
+    return None
+
+
+@dataclass
+class CpuClock:
+    """CPU seconds of this process (every thread) plus the engine child, when there is one."""
+
+    child_pid: int | None = None
+
+    def now(self) -> float:
+        own = time.process_time()
+        return own + (_process_cpu(self.child_pid) if self.child_pid else 0.0)
+
+
+def percentile(values: Sequence[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+
+
+def summary(seconds: Sequence[float]) -> dict[str, float]:
+    ms = [value * 1000 for value in seconds]
+    return {
+        "p50_ms": round(statistics.median(ms), 2),
+        "p99_ms": round(percentile(ms, 0.99), 2),
+        "mean_ms": round(statistics.fmean(ms), 2),
+    }
+
+
+# --- what a mode is ----------------------------------------------------------------------
+
+
+class Conversation(Protocol):
+    async def turn(self, text: str) -> None: ...
+
+
+ConversationFactory = Callable[[], Awaitable[Conversation]]
+
+
+@dataclass
+class Framework:
+    name: str
+    plain: ConversationFactory
+    flow: AgentSessionFlow
+    durable_rival: ConversationFactory | None = None  # DBOS, for Pydantic AI
+    closers: list[Callable[[], None]] = field(default_factory=list[Callable[[], None]])
+
+
+class SessionConversation:
+    """A dex-agents session: send the message, follow the event stream to the turn's end."""
+
+    def __init__(self, host: AgentHost, flow: AgentSessionFlow) -> None:
+        self.sessions = host.client(flow)
+        self.session_id = f"bench-{uuid.uuid4().hex[:12]}"
+        self.token = ""
+        self.turns = 0
+
+    async def turn(self, text: str) -> None:
+        self.turns += 1
+        if self.turns > 1:
+            # The client's own wait: send, then follow one event stream to the turn's end.
+            ended = await self.sessions.send_user_message_and_wait(
+                self.session_id, text, resume_token=self.token
+            )
+            self.token = ended.resume_token
+            _check_completed(self.session_id, ended.event)
+            return
+        await self.sessions.start_session(self.session_id, text)
+        async for ended in self.sessions.events(self.session_id, self.token):
+            self.token = ended.resume_token
+            if ended.event.turn_id == "turn-1" and ended.event.type in TURN_ENDS:
+                _check_completed(self.session_id, ended.event)
+                return
+
+
+TURN_ENDS = ("turn_completed", "turn_failed")
+
+
+def _check_completed(session_id: str, event: Any) -> None:
+    if event.type != "turn_completed":
+        raise RuntimeError(f"{session_id} {event.turn_id} failed: {event.payload}")
+
+
+# --- Pydantic AI --------------------------------------------------------------------------
+
+
+def pydantic_ai_framework(directory: Path) -> Framework:
+    from pydantic_ai import Agent, Tool
+    from pydantic_ai.messages import (
+        ModelMessage,
+        ModelRequest,
+        ModelResponse,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+    )
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    from dex_agents import ToolEffect
+    from dex_agents_pydantic_ai import create_pydantic_ai_session_flow, dex_tool_metadata
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        last = messages[-1]
+        returns = [p for p in last.parts if isinstance(p, ToolReturnPart)]
+        if isinstance(last, ModelRequest) and returns:
+            return ModelResponse(parts=[TextPart(f"Your {returns[0].model_response_str()}")])
+        call_id = f"call-{uuid.uuid4().hex[:8]}"
+        return ModelResponse(
+            parts=[ToolCallPart("lookup_order", {"order_id": "42"}, tool_call_id=call_id)]
+        )
+
+    def lookup_order(order_id: str) -> str:
+        """Look an order up."""
+        return f"order {order_id} shipped"
+
+    def build(name: str, **kwargs: Any) -> Agent[None, str]:
+        tool = Tool(lookup_order, metadata=dex_tool_metadata(ToolEffect.READ))
+        return Agent(FunctionModel(respond), tools=[tool], name=name, **kwargs)
+
+    class Plain:
+        def __init__(self, agent: Agent[None, str]) -> None:
+            self.agent = agent
+            self.history: list[ModelMessage] = []
+
+        async def turn(self, text: str) -> None:
+            result = await self.agent.run(text, message_history=self.history)
+            self.history = result.all_messages()
+
+    plain_agent = build("plain")
+
+    async def plain() -> Conversation:
+        return Plain(plain_agent)
+
+    framework = Framework(
+        "pydantic-ai",
+        plain,
+        create_pydantic_ai_session_flow(build("session"), "BenchPydanticAI"),
+    )
+    if not os.environ.get("BENCH_NO_DBOS"):
+        framework.durable_rival = _dbos_conversations(directory, build, framework)
+    return framework
+
+
+def _dbos_conversations(
+    directory: Path, build: Callable[..., Any], framework: Framework
+) -> ConversationFactory | None:
+    try:
+        from dbos import DBOS, DBOSConfig
+        from pydantic_ai.durable_exec.dbos import DBOSDurability
+    except ImportError:
+        print("dbos is not installed (uv run --group bench ...): no DBOS figures")
+        return None
+    logging.getLogger("dbos").setLevel(logging.WARNING)
+    agent = build("dbos_bench", capabilities=[DBOSDurability()])
+    config: DBOSConfig = {
+        "name": "dex-agents-bench",
+        "system_database_url": f"sqlite:///{directory / 'dbos.sqlite'}",
+        "log_level": "WARNING",
+    }
+    dbos = DBOS(config=config)
+
+    @DBOS.workflow()
+    async def dbos_turn(text: str, history: list[Any]) -> list[Any]:
+        result = await agent.run(text, message_history=history)
+        return result.all_messages()
+
+    DBOS.launch()
+    framework.closers.append(lambda: DBOS.destroy(destroy_registry=True))
+    del dbos
+
+    class DbosConversation:
+        def __init__(self) -> None:
+            self.history: list[Any] = []
+
+        async def turn(self, text: str) -> None:
+            self.history = await dbos_turn(text, self.history)
+
+    async def start() -> Conversation:
+        return DbosConversation()
+
+    return start
+
+
+# --- every runner, through its conformance factory ----------------------------------------
+
+CONFORMANCE_FACTORIES = {
+    "stepwise": "dex_agents.stepwise.conformance:build_stepwise_flow",
+    "openai-agents": "dex_agents_openai_agents.conformance:build_conformance_flow",
+    "langgraph": "dex_agents_langgraph.conformance:build_conformance_flow",
+    "claude": "dex_agents_claude_sdk.conformance:build_conformance_flow",
+}
+SCRIPT_TURNS = 400
+
+
+def conformance_framework(name: str) -> Callable[[Path], Framework]:
+    """The runner's conformance agent (a scripted model of its framework, one read tool).
+
+    Plain is the runner driven directly on an in-memory history (``RunnerDriver``:
+    its model step, the tool, its model step again), with no session and no engine.
+    """
+
+    def build(directory: Path) -> Framework:
+        from dex_agents.testing import (
+            ModelScript,
+            ModelTurn,
+            ScenarioSession,
+            ScenarioTool,
+            ToolCallSpec,
+        )
+        from dex_agents.testing.runner_driver import RunnerDriver
+        from dex_agents.testing.scenario_flow import load_scenario_factory
+        from dex_agents.values import ToolEffect
+
+        responses: list[ModelTurn] = []
+        for number in range(1, SCRIPT_TURNS + 1):
+            # One call ID per turn: frameworks match results to calls by ID across the history.
+            call = ToolCallSpec("lookup_order", {"order_id": "42"}, tool_call_id=f"call-{number}")
+            responses.append(ModelTurn(tool_calls=[call]))
+            responses.append(ModelTurn(text_from_tool_results=True))
+        tool = ScenarioTool("lookup_order", ToolEffect.READ, text="order {order_id} shipped")
+        state = directory / name
+        state.mkdir(parents=True, exist_ok=True)
+        factory = load_scenario_factory(CONFORMANCE_FACTORIES[name])
+        flow_type = "Bench" + name.title().replace("-", "")
+        flow = factory(ModelScript(responses), [tool], state, ScenarioSession(flow_type))
+
+        class Plain:
+            def __init__(self) -> None:
+                self.driver = RunnerDriver(flow.runner, flow_id=f"plain-{uuid.uuid4().hex[:8]}")
+
+            async def turn(self, text: str) -> None:
+                driver = self.driver
+                driver.start_turn(text)
+                outcome = await driver.run_model()
+                while not _completed(outcome):
+                    await driver.run_tools()
+                    outcome = await driver.run_model()
+
+        async def plain() -> Conversation:
+            return Plain()
+
+        return Framework(name, plain, flow)
+
+    return build
+
+
+def _completed(outcome: object) -> bool:
+    from dex_agents import TurnCompleted
+
+    return isinstance(outcome, TurnCompleted)
+
+
+FRAMEWORKS: dict[str, Callable[[Path], Framework]] = {
+    "pydantic-ai": pydantic_ai_framework,
+    **{name: conformance_framework(name) for name in CONFORMANCE_FACTORIES},
+}
+
+
+# --- the runs -----------------------------------------------------------------------------
+
+
+@dataclass
+class Mode:
+    framework: str
+    name: str
+    start: ConversationFactory
+    latencies: list[float] = field(default_factory=list[float])
+    cpu: list[float] = field(default_factory=list[float])
+    throughput: list[float] = field(default_factory=list[float])
+    long: list[float] = field(default_factory=list[float])
+    long_cpu: list[float] = field(default_factory=list[float])
+
+
+async def timed_turn(conversation: Conversation, text: str, clock: CpuClock) -> tuple[float, float]:
+    cpu = clock.now()
+    started = time.perf_counter()
+    await conversation.turn(text)
+    return time.perf_counter() - started, clock.now() - cpu
+
+
+async def interleaved_turns(
+    modes: Sequence[Mode], turns: int, clock: CpuClock
+) -> list[list[tuple[float, float]]]:
+    """One fresh conversation per mode, ``turns`` turns, interleaved turn by turn; each
+    mode's (seconds, CPU seconds) per turn."""
+    conversations = [await mode.start() for mode in modes]
+    timings: list[list[tuple[float, float]]] = [[] for _ in modes]
+    for number in range(1, turns + 1):
+        for index, conversation in enumerate(conversations):
+            timings[index].append(await timed_turn(conversation, f"question {number}", clock))
+    return timings
+
+
+async def latency_rounds(modes: Sequence[Mode], sessions: int, turns: int, clock: CpuClock) -> None:
+    """``sessions`` fresh conversations of ``turns`` turns per mode, interleaved turn by turn."""
+    for _ in range(sessions):
+        for mode, timings in zip(modes, await interleaved_turns(modes, turns, clock), strict=True):
+            mode.latencies.extend(seconds for seconds, _ in timings)
+            mode.cpu.extend(cpu for _, cpu in timings)
+
+
+async def throughput_rounds(
+    modes: Sequence[Mode], concurrent: int, turns: int, rounds: int
+) -> None:
+    """``concurrent`` conversations at once, ``turns`` turns each; one mode at a time, rounds
+    alternating between the modes."""
+    for _ in range(rounds):
+        for mode in modes:
+            conversations = [await mode.start() for _ in range(concurrent)]
+
+            async def run(conversation: Conversation) -> None:
+                for number in range(1, turns + 1):
+                    await conversation.turn(f"question {number}")
+
+            started = time.perf_counter()
+            await asyncio.gather(*(run(c) for c in conversations))
+            mode.throughput.append(concurrent * turns / (time.perf_counter() - started))
+
+
+async def long_session(modes: Sequence[Mode], turns: int, clock: CpuClock) -> None:
+    """One conversation of ``turns`` turns per mode, interleaved turn by turn."""
+    for mode, timings in zip(modes, await interleaved_turns(modes, turns, clock), strict=True):
+        mode.long.extend(seconds for seconds, _ in timings)
+        mode.long_cpu.extend(cpu for _, cpu in timings)
+
+
+async def working_modes(modes: Sequence[Mode], clock: CpuClock) -> list[Mode]:
+    failed: set[str] = set()
+    for mode in modes:
+        try:
+            async with asyncio.timeout(WARM_UP_SECONDS):
+                conversation = await mode.start()
+                for number in (1, 2):
+                    await timed_turn(conversation, f"question {number}", clock)
+        except Exception as error:
+            print(f"{mode.framework} {mode.name}: warm-up failed, left out: {error!r}")
+            failed.add(mode.framework)
+    return [mode for mode in modes if mode.framework not in failed]
+
+
+def ratio(value: float, base: float) -> float | None:
+    return round(value / base, 2) if base else None
+
+
+def report(modes: Sequence[Mode]) -> dict[str, Any]:
+    figures: dict[str, Any] = {}
+    for mode in modes:
+        entry: dict[str, Any] = {**summary(mode.latencies)}
+        entry["cpu_ms_per_turn"] = round(statistics.median(mode.cpu) * 1000, 2)
+        if mode.throughput:
+            entry["turns_per_second_concurrent"] = round(statistics.median(mode.throughput), 1)
+        if len(mode.long) >= 100:
+            head = statistics.fmean(mode.long[:50]) * 1000
+            tail = statistics.fmean(mode.long[-50:]) * 1000
+            entry["long_first_50_mean_ms"] = round(head, 2)
+            entry["long_last_50_mean_ms"] = round(tail, 2)
+            entry["long_growth"] = round(tail / head, 2)
+            cpu_head = statistics.fmean(mode.long_cpu[:50]) * 1000
+            cpu_tail = statistics.fmean(mode.long_cpu[-50:]) * 1000
+            entry["long_cpu_first_50_ms"] = round(cpu_head, 2)
+            entry["long_cpu_last_50_ms"] = round(cpu_tail, 2)
+            entry["long_cpu_growth"] = round(cpu_tail / cpu_head, 2)
+        figures.setdefault(mode.framework, {})[mode.name] = entry
+    for per_mode in figures.values():
+        plain = per_mode.get("plain")
+        session = per_mode.get("session")
+        rival = per_mode.get("dbos")
+        if plain and session:
+            session["added_p50_ms_over_plain"] = round(session["p50_ms"] - plain["p50_ms"], 2)
+        if session and rival:
+            per_mode["session_vs_dbos"] = {
+                "p50": ratio(session["p50_ms"], rival["p50_ms"]),
+                "cpu_per_turn": ratio(session["cpu_ms_per_turn"], rival["cpu_ms_per_turn"]),
+                "throughput": ratio(
+                    session.get("turns_per_second_concurrent", 0),
+                    rival.get("turns_per_second_concurrent", 0),
+                ),
+            }
+    return figures
+
+
+def print_figures(figures: dict[str, Any]) -> None:
+    columns = (
+        "p50_ms",
+        "p99_ms",
+        "cpu_ms_per_turn",
+        "turns_per_second_concurrent",
+        "long_first_50_mean_ms",
+        "long_last_50_mean_ms",
+        "long_growth",
+        "long_cpu_first_50_ms",
+        "long_cpu_last_50_ms",
+        "long_cpu_growth",
+        "added_p50_ms_over_plain",
+    )
+    print(f"{'framework':<14}{'mode':<9}" + "".join(f"{c:>14}" for c in _short(columns)))
+    for framework, per_mode in figures.items():
+        for mode, entry in per_mode.items():
+            if mode == "session_vs_dbos":
+                continue
+            cells = "".join(f"{_cell(entry.get(c)):>14}" for c in columns)
+            print(f"{framework:<14}{mode:<9}{cells}")
+        if "session_vs_dbos" in per_mode:
+            print(f"{framework:<14}session/dbos ratios: {per_mode['session_vs_dbos']}")
+
+
+def _short(columns: Sequence[str]) -> list[str]:
+    names = {
+        "turns_per_second_concurrent": "turns/s@N",
+        "long_first_50_mean_ms": "t1-50 ms",
+        "long_last_50_mean_ms": "t151-200 ms",
+        "long_growth": "growth",
+        "long_cpu_first_50_ms": "cpu t1-50",
+        "long_cpu_last_50_ms": "cpu t151-200",
+        "long_cpu_growth": "cpu growth",
+        "added_p50_ms_over_plain": "+p50 ms",
+        "cpu_ms_per_turn": "cpu ms",
+    }
+    return [names.get(c, c) for c in columns]
+
+
+def _cell(value: object) -> str:
+    return "-" if value is None else str(value)
+
+
+async def measure(arguments: argparse.Namespace) -> dict[str, Any]:
+    names = [name.strip() for name in arguments.frameworks.split(",") if name.strip()]
+    unknown = [name for name in names if name not in FRAMEWORKS]
+    if unknown:
+        raise SystemExit(f"unknown frameworks {unknown}; known: {', '.join(FRAMEWORKS)}")
+    with tempfile.TemporaryDirectory(prefix="dex-agents-agent-turns-") as temporary:
+        root = Path(temporary)
+        frameworks = [FRAMEWORKS[name](root) for name in names]
+        engine_pid: int | None = None
+        engine: Any = None
+        address: str | None = None
+        if arguments.engine == "child":
+            from dex_agents.testing import PrivateDexEngine
+
+            engine = PrivateDexEngine.start(root / "engine")
+            address = engine.server_address
+            engine_pid = _engine_child_pid()
+        try:
+            async with AgentHost(
+                [f.flow for f in frameworks],
+                server_address=address,
+                database=root / "engine.sqlite",
+            ) as host:
+                clock = CpuClock(engine_pid)
+                modes: list[Mode] = []
+                for framework in frameworks:
+                    flow = framework.flow
+
+                    async def session(flow: AgentSessionFlow = flow) -> Conversation:
+                        return SessionConversation(host, flow)
+
+                    modes.append(Mode(framework.name, "plain", framework.plain))
+                    modes.append(Mode(framework.name, "session", session))
+                    if framework.durable_rival is not None:
+                        modes.append(Mode(framework.name, "dbos", framework.durable_rival))
+                # Warm every path once (imports, first-run caches), then measure; a
+                # framework whose warm-up turns fail or stall is reported and left out.
+                modes = await working_modes(modes, clock)
+                for mode in modes:
+                    mode.latencies.clear()
+                    mode.cpu.clear()
+                await latency_rounds(modes, arguments.sessions, arguments.turns, clock)
+                await throughput_rounds(
+                    modes, arguments.concurrent, arguments.concurrent_turns, arguments.rounds
+                )
+                if arguments.long_turns:
+                    await long_session(modes, arguments.long_turns, clock)
+        finally:
+            if engine is not None:
+                engine.close()
+            for framework in frameworks:
+                for close in framework.closers:
+                    close()
+        return {
+            "python": platform.python_version(),
+            "cpu_count": os.cpu_count(),
+            "load_average_at_start": [round(v, 2) for v in os.getloadavg()],
+            "engine": arguments.engine,
+            "decode_caches": not arguments.no_decode_cache,
+            "turn": "2 model requests + 1 read tool call",
+            "figures": report(modes),
+        }
+
+
+def disable_decode_caches() -> None:
+    from dex_agents.values import STORED_MESSAGE_DECODE_CACHE
+
+    STORED_MESSAGE_DECODE_CACHE.max_characters = 0
+    try:
+        from dex_agents_pydantic_ai import messages
+    except ImportError:
+        return
+    messages._DECODED_ITEMS.max_characters = 0  # pyright: ignore[reportPrivateUsage]
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--frameworks", default=",".join(FRAMEWORKS))
+    parser.add_argument("--sessions", type=int, default=4, help="fresh sessions per mode")
+    parser.add_argument("--turns", type=int, default=10, help="turns per fresh session")
+    parser.add_argument("--concurrent", type=int, default=10)
+    parser.add_argument("--concurrent-turns", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=2, help="throughput rounds per mode")
+    parser.add_argument("--long-turns", type=int, default=200, help="0 skips the long session")
+    parser.add_argument("--engine", choices=("thread", "child"), default="thread")
+    parser.add_argument(
+        "--no-decode-cache",
+        action="store_true",
+        help="decode every stored message on every Step (the cost before the decode caches)",
+    )
+    parser.add_argument("--json", type=Path)
+    arguments = parser.parse_args(argv)
+    if arguments.no_decode_cache:
+        disable_decode_caches()
+    results = asyncio.run(measure(arguments))
+    print(
+        f"python {results['python']}, {results['cpu_count']} CPUs, engine {results['engine']},"
+        f" load {results['load_average_at_start']}"
+    )
+    print_figures(results["figures"])
+    if arguments.json is not None:
+        arguments.json.write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
