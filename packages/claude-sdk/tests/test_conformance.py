@@ -3,13 +3,17 @@
 import pytest
 
 from dex_agents_claude_sdk.conformance import CONFORMANCE_FACTORY
-from dex_agents_conformance import ConformanceAdapter
+from dex_agents_conformance import ALL_CAPABILITIES, Capability, ConformanceAdapter
 from dex_agents_conformance.suite import ConformanceSuite
 
 
 @pytest.fixture
 def conformance_adapter() -> ConformanceAdapter:
-    return ConformanceAdapter(factory=CONFORMANCE_FACTORY, name="Claude (anthropic SDK)")
+    return ConformanceAdapter(
+        factory=CONFORMANCE_FACTORY,
+        name="Claude (anthropic SDK)",
+        capabilities=ALL_CAPABILITIES | {Capability.COMPACTION},
+    )
 
 
 class TestClaudeConformance(ConformanceSuite):

@@ -13,7 +13,8 @@ def conformance_adapter() -> ConformanceAdapter:
         factory=CONFORMANCE_FACTORY,
         name="openai-agents",
         # The SDK fails a model call that calls a tool it did not offer.
-        capabilities=ALL_CAPABILITIES - {Capability.UNOFFERED_TOOL_CALLS},
+        capabilities=(ALL_CAPABILITIES - {Capability.UNOFFERED_TOOL_CALLS})
+        | {Capability.COMPACTION},
     )
 
 

@@ -22,6 +22,7 @@ from dex_agents.testing.scripts import ModelScript, ModelTurn, ToolCallSpec, rec
 __all__ = [
     "ScriptedModelFailure",
     "play_scripted_model_call",
+    "play_scripted_summary",
     "scripted_answer_text",
     "scripted_tool_call_id",
     "scripted_turn_number",
@@ -88,6 +89,17 @@ async def play_scripted_model_call(
             f"scripted model call {position + 1} of {turn_id} failed on attempt {attempt}"
         )
     return response
+
+
+async def play_scripted_summary(
+    state_directory: Path, summary_gate: str | None, lines: Sequence[str]
+) -> str:
+    """The answer of a scripted summary call (``summarize_context``): ``summary of`` and the
+    lines it was given, so a scenario can check what it summarized; with ``summary_gate``
+    (``ScenarioSession.summary_gate``) it waits at that gate first."""
+    if summary_gate is not None:
+        await FileGate(Path(state_directory), summary_gate).pass_through_async()
+    return "summary of " + " | ".join(lines)
 
 
 def scripted_answer_text(
