@@ -8,9 +8,9 @@ model call was cancelled) or records each call whose wait was cancelled as
 
 from __future__ import annotations
 
-from dex import AsyncContext, Step, StepDecision, StepDurability, StepOptions, dead_end, go_to
+from dex import AsyncContext, Step, StepDecision, StepDurability, StepOptions, dead_end
 
-from dex_agents.session.steering import ApplyTurnControl
+from dex_agents.session.steering import go_to_apply_turn_control
 from dex_agents.session.store import (
     SessionDefinition,
     commit_changes,
@@ -58,5 +58,5 @@ class FinishTurnCancellation(Step[str]):
         )
         commit_changes(context, persistence, outcome.changes, turn_id=input)
         if outcome.apply_turn_control:
-            return go_to(ApplyTurnControl, None)
+            return go_to_apply_turn_control(self._session, context)
         return dead_end()

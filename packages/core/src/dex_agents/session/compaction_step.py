@@ -58,7 +58,7 @@ class CompactContext(_SessionStep, Step[CompactContextInput]):
         turn_id = state.active_turn_id
         if read_turn_control(context, persistence, turn_id).reason is not None:
             # Steered or cancelled at a safe boundary: end the turn without summarizing.
-            return route(session, TurnRouting(apply_turn_control=True))
+            return route(session, TurnRouting(apply_turn_control=True), context)
         messages = [
             message
             for message in read_messages(context, persistence, after_sequence=after)
