@@ -101,6 +101,16 @@ async def test_compaction_summarizes_and_retention_deletes_old_chunks(harness_fa
         page = await harness.client.invoke_rpc(
             flow.list_agent_messages, sid, ListAgentMessagesInput(None, 200)
         )
+        pages = []
+        before = None
+        while True:
+            small = await harness.client.invoke_rpc(
+                flow.list_agent_messages, sid, ListAgentMessagesInput(before, 3)
+            )
+            pages.append(small)
+            if small.next_before_sequence is None:
+                break
+            before = small.next_before_sequence
 
     summary = snapshot.context_summary
     assert summary is not None
@@ -117,6 +127,12 @@ async def test_compaction_summarizes_and_retention_deletes_old_chunks(harness_fa
     assert [m.sequence for m in snapshot.messages] == list(range(snapshot.messages[0].sequence, 25))
     assert page.deleted_before_sequence == snapshot.messages[0].sequence
     assert page.next_before_sequence is None
+    # Paged back in threes: every page says what was deleted, and paging ends at the
+    # oldest kept message.
+    assert len(pages) >= 2
+    assert all(p.deleted_before_sequence == snapshot.messages[0].sequence for p in pages)
+    paged = [m.sequence for p in reversed(pages) for m in p.messages]
+    assert paged == [m.sequence for m in snapshot.messages]
     types = [event.type for event in events]
     assert types.count("compaction_started") == types.count("compaction_finished") >= 2
     finished = [json.loads(e.payload) for e in events if e.type == "compaction_finished"]
