@@ -14,12 +14,10 @@ from dex import (
     Step,
     StepDecision,
     StepDurability,
-    StepMovement,
     StepOptions,
     Wait,
     dead_end,
     go_to,
-    go_to_many,
 )
 
 from dex_agents.plans import interaction_mode_for_turn
@@ -29,7 +27,6 @@ from dex_agents.session.store import (
     SessionDefinition,
     commit_changes,
     read_context_summary,
-    read_message_index,
     read_messages,
     read_pending_interrupts,
     read_records,
@@ -40,8 +37,8 @@ from dex_agents.session.turn import (
     RECORD_RETRY,
     AwaitUserMessage,
     SessionStep,
+    go_to_model_input_step,
     go_to_run_model,
-    model_input_chunk_keys,
     model_input_start,
 )
 from dex_agents.session.turn_control_rules import (
@@ -95,16 +92,7 @@ def go_to_apply_turn_control(
     input needs (after this commit), else every chunk."""
     if context is None:
         return go_to(ApplyTurnControl, None)
-    persistence = session.persistence
-    keys = model_input_chunk_keys(
-        session,
-        read_message_index(context, persistence),
-        read_context_summary(context, persistence),
-    )
-    if keys is None:
-        return go_to(ApplyTurnControl, None)
-    options = apply_turn_control_options(session, keys)
-    return go_to_many(StepMovement[None](ApplyTurnControl, None, options))
+    return go_to_model_input_step(session, context, ApplyTurnControl, apply_turn_control_options)
 
 
 class ApplyTurnControl(SessionStep, Step[None]):

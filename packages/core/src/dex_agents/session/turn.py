@@ -156,8 +156,14 @@ def model_step_options(session: SessionDefinition, chunk_keys: Sequence[str] | N
     )
 
 
-def go_to_run_model(session: SessionDefinition, context: AsyncContext) -> StepDecision:
-    """Move to ``RunModel`` loading only the chunks its input needs (after this commit)."""
+def go_to_model_input_step(
+    session: SessionDefinition,
+    context: AsyncContext,
+    step: type[Step[None]],
+    options: Callable[[SessionDefinition, Sequence[str]], StepOptions],
+) -> StepDecision:
+    """Move to ``step``, a Step that reads the model input, loading only the chunks that
+    input needs (after this commit), with ``options(session, chunk_keys)``."""
     persistence = session.persistence
     keys = model_input_chunk_keys(
         session,
@@ -165,8 +171,13 @@ def go_to_run_model(session: SessionDefinition, context: AsyncContext) -> StepDe
         read_context_summary(context, persistence),
     )
     if keys is None:
-        return go_to(RunModel, None)
-    return go_to_many(StepMovement[None](RunModel, None, model_step_options(session, keys)))
+        return go_to(step, None)
+    return go_to_many(StepMovement[None](step, None, options(session, keys)))
+
+
+def go_to_run_model(session: SessionDefinition, context: AsyncContext) -> StepDecision:
+    """Move to ``RunModel`` loading only the chunks its input needs (after this commit)."""
+    return go_to_model_input_step(session, context, RunModel, model_step_options)
 
 
 def route(
