@@ -149,3 +149,43 @@ async def test_compaction_summarizes_and_retention_deletes_old_chunks(harness_fa
 
 def runner_input_sizes(runner: ScriptRunner) -> list[int]:
     return [len(call.messages) for call in runner.model_calls]
+
+
+async def test_a_runner_without_compaction_after_retention_warns_and_reads_what_is_kept(
+    harness_factory, caplog
+) -> None:
+    """The same Flow type redeployed with a runner that cannot read the summary: its
+    input starts at the oldest kept message, and each model call logs why."""
+    options = {"message_window_size": 4, "message_chunk_size": 2, "retained_message_limit": 4}
+    compacting = create_agent_session_flow(
+        CompactingRunner(echo),
+        "RedeployedAgent",
+        compaction=CompactionPolicy(
+            context_window_tokens=10, trigger_ratio=0.8, retained_ratio=0.3
+        ),
+        **options,
+    )
+    sid = session_id()
+    async with harness_factory(compacting) as harness:
+        await _send_turns(harness, compacting, sid, 12)
+        before = await harness.snapshot(compacting, sid)
+    first_kept = before.messages[0].sequence
+    assert first_kept > 1
+
+    plain_runner = ScriptRunner(echo)
+    plain = create_agent_session_flow(plain_runner, "RedeployedAgent", **options)
+    with caplog.at_level("WARNING", logger="dex_agents.session.turn"):
+        async with harness_factory(plain) as harness:
+            await harness.client.invoke_rpc(plain.send_user_message, sid, _message("m13"))
+            await harness.wait_for_turns(plain, sid, 13)
+            after = await harness.snapshot(plain, sid)
+
+    assert after.state is not None
+    assert after.state.last_turn_error is None
+    assert after.messages[-1].text == "echo m13"
+    given = plain_runner.model_calls[-1].messages
+    assert given[0].sequence == first_kept
+    assert any(
+        f"retention deleted the messages before {first_kept}" in record.getMessage()
+        for record in caplog.records
+    )
