@@ -34,6 +34,20 @@ async def _send_turns(harness, flow, sid: str, count: int) -> None:
         await harness.wait_for_turns(flow, sid, turn)
 
 
+async def _pages_of_three(harness, flow, sid: str) -> list:
+    """Every ``list_agent_messages`` page of three, newest first."""
+    pages = []
+    before = None
+    while True:
+        page = await harness.client.invoke_rpc(
+            flow.list_agent_messages, sid, ListAgentMessagesInput(before, 3)
+        )
+        pages.append(page)
+        if page.next_before_sequence is None:
+            return pages
+        before = page.next_before_sequence
+
+
 def _message(text: str):
     from dex_agents import AgentUserMessage
 
@@ -50,16 +64,7 @@ async def test_rolled_over_messages_read_back_complete(harness_factory) -> None:
         await _send_turns(harness, flow, sid, 7)
         snapshot = await harness.snapshot(flow, sid)
         stored = await read_stored_attributes(harness.address, sid)
-        pages = []
-        before = None
-        while True:
-            page = await harness.client.invoke_rpc(
-                flow.list_agent_messages, sid, ListAgentMessagesInput(before, 3)
-            )
-            pages.append(page)
-            if page.next_before_sequence is None:
-                break
-            before = page.next_before_sequence
+        pages = await _pages_of_three(harness, flow, sid)
 
     assert [m.sequence for m in snapshot.messages] == list(range(1, 15))
     assert [m.text for m in snapshot.messages[:2]] == ["m1", "echo m1"]
@@ -101,16 +106,7 @@ async def test_compaction_summarizes_and_retention_deletes_old_chunks(harness_fa
         page = await harness.client.invoke_rpc(
             flow.list_agent_messages, sid, ListAgentMessagesInput(None, 200)
         )
-        pages = []
-        before = None
-        while True:
-            small = await harness.client.invoke_rpc(
-                flow.list_agent_messages, sid, ListAgentMessagesInput(before, 3)
-            )
-            pages.append(small)
-            if small.next_before_sequence is None:
-                break
-            before = small.next_before_sequence
+        pages = await _pages_of_three(harness, flow, sid)
 
     summary = snapshot.context_summary
     assert summary is not None
