@@ -1,29 +1,38 @@
-"""A 2,000-turn session, with and without compaction: is the per-turn cost flat?
+"""A 2,000-turn session on every runner, with and without compaction: is the per-turn
+cost flat?
 
-A Stepwise agent with a scripted model whose messages have realistic sizes (a
-user message of about 400 characters, an answer of about 1,500) runs N turns
-(default 2,000) on an embedded local engine. The Worker runs on its own thread
-with its own event loop, so that thread's CPU time is the Worker's. The script
-queues the messages up to each checkpoint (turns 100, 1,000 and N), waits for the
-session to finish them, and measures at the checkpoint:
+Each runner's agent answers from a scripted model whose messages have realistic
+sizes (a user message of about 400 characters, an answer of about 1,500) for N turns
+(default 2,000) on an embedded local engine: Stepwise with a ``ScriptedModelClient``,
+each adapter through its conformance factory (its framework's own test model over
+the neutral ``ModelScript``; a summary call answers with at most 4,000 characters).
+The Worker runs on its own thread with its own event loop, so that thread's CPU
+clock is the Worker's. The script queues the messages up to each checkpoint (turns
+100, 1,000 and N), then sends the last ``--sample`` turns before it one at a time
+and measures after each:
 
-* bytes loaded by the next ``RunModel``: the ``AgentMessages`` window plus the
-  chunks its input needs (after the summary with compaction; every chunk without);
-* the model input: messages and their JSON bytes, in the last ``RunModel``;
-* Worker CPU per turn, averaged over the 20 turns before the checkpoint, measured
-  between consecutive ``RunModel`` starts (one turn is ``AwaitUserMessage`` plus
-  ``RunModel``, and ``CompactContext`` when it compacts);
-* the Flow's stored bytes (every Attribute).
+* bytes the next ``RunModel`` loads: the ``AgentMessages`` window plus the chunks
+  its input needs (after the summary with compaction; every chunk without);
+* the model input: the stored messages after the summary;
+* Worker CPU per turn, over the sampled turns;
+* the Flow's stored bytes (every Attribute), at the checkpoint.
 
-Without compaction the model input, and so the ``RunModel`` task, grows with the
-session: at these message sizes it passes the Worker's 4 MiB gRPC message limit
-near turn 700 and the session stalls, so that run stops at ``--plain-turns``
-(default 600).
+A checkpoint prints the mean over the sampled turns. Two cycles make single turns
+jump: the window fills from 33 to 64 messages before its oldest 32 roll into a chunk,
+and compaction lets the input grow from the retained tail (30% of the window) to the
+trigger (85%) before it summarizes again. A sample of 40 turns spans both cycles, so
+its mean compares checkpoints; one turn's figure does not.
+
+Without compaction (Stepwise only) the model input, and so the ``RunModel`` task,
+grows with the session: at these message sizes it passes the Worker's 4 MiB gRPC
+message limit near turn 700 and the session stalls, so that run stops at
+``--plain-turns`` (default 600).
 
 Usage::
 
-    uv run python benchmarks/long_session.py [--turns N] [--context-window TOKENS]
-        [--plain-turns N] [--skip-without-compaction] [--json PATH]
+    uv run python benchmarks/long_session.py [--turns N] [--runners NAMES]
+        [--context-window TOKENS] [--sample TURNS] [--plain-turns N]
+        [--skip-without-compaction] [--json PATH]
 
 Nothing here asserts a time; it measures and prints.
 """
@@ -33,10 +42,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import statistics
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -46,8 +56,6 @@ import dex
 from dex_agents import (
     AgentMessageIndex,
     AgentSessionStartInput,
-    AgentTurnContext,
-    AgentTurnOutcome,
     AgentUserMessage,
     CompactionPolicy,
     ContextSummary,
@@ -56,9 +64,9 @@ from dex_agents import (
 from dex_agents.models import ModelRequest, ScriptedModelClient, UserTextItem
 from dex_agents.session import AgentSessionFlow, create_agent_session_flow
 from dex_agents.stepwise import AgentDefinition, StepwiseRunner, session_options_of
+from dex_agents.testing import ModelScript, ModelTurn, ScenarioSession
 from dex_agents.testing.attributes import read_stored_attributes, stored_attribute_bytes
 from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS
-from dex_agents.values import to_wire_json
 from dex_local_engine import LocalEngine
 
 USER_TEXT = (
@@ -71,7 +79,9 @@ ANSWER = (
     "carrier picks them up this afternoon, so tracking updates by tonight. Delivery "
     "is expected within three business days. If anything changes I will tell you. "
 ) * 6
-CPU_WINDOW = 20
+RUNNERS = ("stepwise", "openai-agents", "pydantic-ai", "langgraph", "claude-sdk")
+
+FlowBuilder = Callable[[CompactionPolicy | None, str, Path, int], AgentSessionFlow]
 
 
 def last_user_text(request: ModelRequest) -> str:
@@ -79,36 +89,63 @@ def last_user_text(request: ModelRequest) -> str:
     return texts[-1] if texts else ""
 
 
-def script(request: ModelRequest) -> str:
+def stepwise_script(request: ModelRequest) -> str:
     if request.instructions == CONTEXT_SUMMARY_INSTRUCTIONS:
         # A summary of a realistic, bounded size.
         return "Summary: the user asks about orders; every order was answered. " * 20
     return f"{ANSWER} (re: {last_user_text(request)[-8:]})"
 
 
-class MeasuredRunner(StepwiseRunner):
-    """Records, per ``RunModel``, the Worker thread's CPU clock and the model input size."""
+def build_stepwise(
+    compaction: CompactionPolicy | None, flow_type: str, directory: Path, turns: int
+) -> AgentSessionFlow:
+    del directory, turns
+    definition = AgentDefinition(
+        name="bench",
+        instructions="You answer questions about orders.",
+        model=ScriptedModelClient(stepwise_script, max_recorded_requests=0),
+        compaction=compaction,
+    )
+    return create_agent_session_flow(
+        StepwiseRunner(definition), flow_type, session_options_of(definition)
+    )
 
-    def __init__(self, definition: AgentDefinition) -> None:
-        super().__init__(definition)
-        self.cpu_at_model_step: list[float] = []
-        self.input_messages: list[int] = []
-        self.input_bytes: list[int] = []
 
-    async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
-        self.cpu_at_model_step.append(time.thread_time())
-        self.input_messages.append(len(turn.messages))
-        self.input_bytes.append(sum(len(to_wire_json(message)) for message in turn.messages))
-        return await super().run_model_step(turn)
+def adapter_builder(name: str) -> FlowBuilder:
+    """A builder over the adapter's conformance factory and its scripted test model."""
+
+    def build(
+        compaction: CompactionPolicy | None, flow_type: str, directory: Path, turns: int
+    ) -> AgentSessionFlow:
+        script = ModelScript([ModelTurn(text=ANSWER) for _ in range(turns)])
+        window = compaction.context_window_tokens if compaction is not None else None
+        if name == "openai-agents":
+            from dex_agents_openai_agents.conformance import build_conformance_flow
+        elif name == "pydantic-ai":
+            from dex_agents_pydantic_ai.conformance import build_conformance_flow
+        elif name == "langgraph":
+            from dex_agents_langgraph.conformance import TEXT_TO_JSON_TOKENS, build_conformance_flow
+
+            # The factory scales a scenario's window to LangChain's text count for short
+            # scripted messages; undo that, so the model's window is the one asked for.
+            window = window * TEXT_TO_JSON_TOKENS if window is not None else None
+        elif name == "claude-sdk":
+            from dex_agents_claude_sdk.conformance import build_conformance_flow
+        else:
+            raise ValueError(f"unknown runner {name!r}")
+        session = ScenarioSession(flow_type, compaction_context_window_tokens=window)
+        return build_conformance_flow(script, [], directory, session)
+
+    return build
 
 
 @dataclass
 class Checkpoint:
     turn: int
-    loaded_bytes: int
-    loaded_messages: int
-    input_messages: int
-    input_bytes: int
+    loaded_bytes: float
+    loaded_messages: float
+    input_messages: float
+    loaded_bytes_max: int
     worker_cpu_ms_per_turn: float
     stored_bytes: int
     summary_generation: int | None
@@ -129,6 +166,12 @@ class WorkerThread:
     def start(self) -> None:
         self._thread.start()
         self._ready.wait(60)
+
+    def cpu_seconds(self) -> float:
+        """The Worker thread's CPU clock."""
+        ident = self._thread.ident
+        assert ident is not None
+        return time.clock_gettime(time.pthread_getcpuclockid(ident))
 
     def _run(self) -> None:
         asyncio.run(self._serve())
@@ -155,22 +198,23 @@ class WorkerThread:
 
 
 async def wait_for_turn(
-    client: dex.AsyncClient, flow: AgentSessionFlow, session_id: str, target: int
+    client: dex.AsyncClient, flow: AgentSessionFlow, session_id: str, target: int, poll: float
 ) -> None:
     """Return once ``turn-<target>`` completed, reading only the newest events."""
     turn_id = f"turn-{target}"
     while True:
         page = await client.list_stream_messages(session_id, flow.agent_events, 20, "")
-        if any(
-            message.value.type == "turn_completed" and message.value.turn_id == turn_id
-            for message in page.messages
-        ):
-            return
-        await asyncio.sleep(0.5)
+        for message in page.messages:
+            if message.value.turn_id == turn_id and message.value.type == "turn_failed":
+                raise RuntimeError(f"{turn_id} failed: {message.value}")
+            if message.value.turn_id == turn_id and message.value.type == "turn_completed":
+                return
+        await asyncio.sleep(poll)
 
 
-def loaded_by_next_model_step(stored: dict[str, Any], compaction: bool) -> tuple[int, int]:
-    """Bytes and messages ``RunModel`` loads: the window and the chunks its input needs."""
+def loaded_by_next_model_step(stored: dict[str, Any], compaction: bool) -> tuple[int, int, int]:
+    """Bytes and messages ``RunModel`` loads (the window and the chunks its input needs),
+    and the messages of its input (those after the summary)."""
     summary_value = stored.get("ContextSummary")
     summary = (
         from_wire_json(ContextSummary, summary_value.obj_value.payload)
@@ -186,35 +230,36 @@ def loaded_by_next_model_step(stored: dict[str, Any], compaction: bool) -> tuple
     after = summary.last_sequence if (compaction and summary is not None) else 0
     total = 0
     messages = 0
+    model_input = 0
     for key, value in stored.items():
         if key.startswith("AgentMessages/"):
             total += value.ByteSize()
             messages += 1
+            model_input += int(key.partition("/")[2]) > after
     if index is not None:
         for chunk in index.chunks:
             if chunk.last_sequence > after:
                 value = stored.get(f"AgentMessageChunks/{chunk.first_sequence:012d}")
                 if value is not None:
                     total += value.ByteSize()
-                    messages += chunk.last_sequence - chunk.first_sequence + 1
-    return total, messages
+                    count = chunk.last_sequence - chunk.first_sequence + 1
+                    messages += count
+                    model_input += min(count, chunk.last_sequence - after)
+    return total, messages, model_input
 
 
 async def run_session(
-    engine: LocalEngine, *, turns: int, compaction: CompactionPolicy | None, label: str
+    engine: LocalEngine,
+    build: FlowBuilder,
+    *,
+    turns: int,
+    sample: int,
+    compaction: CompactionPolicy | None,
+    label: str,
 ) -> list[Checkpoint]:
-    definition = AgentDefinition(
-        name="bench",
-        instructions="You answer questions about orders.",
-        model=ScriptedModelClient(script, max_recorded_requests=0),
-        compaction=compaction,
-    )
-    runner = MeasuredRunner(definition)
-    flow: AgentSessionFlow = create_agent_session_flow(
-        runner, f"LongBench{label}", session_options_of(definition)
-    )
-    registry = dex.Registry([flow], allow_async_handlers=True)
     with tempfile.TemporaryDirectory(prefix="long-session-") as directory:
+        flow = build(compaction, f"LongBench{label}", Path(directory), turns)
+        registry = dex.Registry([flow], allow_async_handlers=True)
         worker = WorkerThread(registry, engine.address, str(Path(directory) / "worker"))
         worker.start()
         cache = dex.open_blob_cache(
@@ -229,35 +274,45 @@ async def run_session(
         )
         session_id = f"long-{label.lower()}"
         checkpoints: list[Checkpoint] = []
+
+        async def send(turn: int) -> None:
+            await client.invoke_rpc(
+                flow.send_user_message, session_id, AgentUserMessage(f"{USER_TEXT} {turn}")
+            )
+
         try:
             await client.start_flow(
                 flow, session_id, AgentSessionStartInput(initial_message=f"{USER_TEXT} 1")
             )
             sent = 1
             for target in sorted({min(100, turns), min(1000, turns), turns}):
-                while sent < target:
-                    sent += 1
-                    await client.invoke_rpc(
-                        flow.send_user_message, session_id, AgentUserMessage(f"{USER_TEXT} {sent}")
-                    )
                 started = time.monotonic()
+                first_sampled = max(sent + 1, target - sample + 1)
+                while sent < first_sampled - 1:
+                    sent += 1
+                    await send(sent)
                 # Wait on the latest turn_completed event: a snapshot loads every kept
                 # message, and polling it would compete with the Worker for the GIL.
-                await wait_for_turn(client, flow, session_id, target)
+                await wait_for_turn(client, flow, session_id, sent, 0.5)
+                cpu_before = worker.cpu_seconds()
+                loads: list[tuple[int, int, int]] = []
+                stored: dict[str, Any] = {}
+                while sent < target:
+                    sent += 1
+                    await send(sent)
+                    await wait_for_turn(client, flow, session_id, sent, 0.02)
+                    stored = await read_stored_attributes(engine.address, session_id)
+                    loads.append(loaded_by_next_model_step(stored, compaction is not None))
+                cpu = (worker.cpu_seconds() - cpu_before) / max(len(loads), 1)
                 snapshot = await client.invoke_rpc(flow.get_agent_snapshot, session_id)
-                stored = await read_stored_attributes(engine.address, session_id)
-                loaded, loaded_messages = loaded_by_next_model_step(stored, compaction is not None)
-                cpu = runner.cpu_at_model_step
-                window = cpu[-CPU_WINDOW:]
-                per_turn = (window[-1] - window[0]) / (len(window) - 1) if len(window) > 1 else 0.0
                 checkpoints.append(
                     Checkpoint(
                         turn=target,
-                        loaded_bytes=loaded,
-                        loaded_messages=loaded_messages,
-                        input_messages=runner.input_messages[-1],
-                        input_bytes=runner.input_bytes[-1],
-                        worker_cpu_ms_per_turn=per_turn * 1000,
+                        loaded_bytes=statistics.fmean(load[0] for load in loads),
+                        loaded_messages=statistics.fmean(load[1] for load in loads),
+                        input_messages=statistics.fmean(load[2] for load in loads),
+                        loaded_bytes_max=max(load[0] for load in loads),
+                        worker_cpu_ms_per_turn=cpu * 1000,
                         stored_bytes=stored_attribute_bytes(stored),
                         summary_generation=(
                             snapshot.context_summary.generation
@@ -278,16 +333,17 @@ async def run_session(
 
 
 def print_table(label: str, checkpoints: Sequence[Checkpoint]) -> None:
-    print(f"\n{label}")
+    print(f"\n{label} (means over the sampled turns)")
     print(
-        f"{'turn':>6} {'loaded KiB':>11} {'loaded msgs':>12} {'input msgs':>11} "
-        f"{'input KiB':>10} {'CPU ms/turn':>12} {'stored KiB':>11} {'summary gen':>12}"
+        f"{'turn':>6} {'loaded KiB':>11} {'max KiB':>8} {'loaded msgs':>12} {'input msgs':>11} "
+        f"{'CPU ms/turn':>12} {'stored KiB':>11} {'summary gen':>12}"
     )
     for point in checkpoints:
         print(
-            f"{point.turn:>6} {point.loaded_bytes / 1024:>11.1f} {point.loaded_messages:>12} "
-            f"{point.input_messages:>11} {point.input_bytes / 1024:>10.1f} "
-            f"{point.worker_cpu_ms_per_turn:>12.2f} {point.stored_bytes / 1024:>11.1f} "
+            f"{point.turn:>6} {point.loaded_bytes / 1024:>11.1f} "
+            f"{point.loaded_bytes_max / 1024:>8.1f} {point.loaded_messages:>12.1f} "
+            f"{point.input_messages:>11.1f} {point.worker_cpu_ms_per_turn:>12.2f} "
+            f"{point.stored_bytes / 1024:>11.1f} "
             f"{point.summary_generation if point.summary_generation is not None else '-':>12}"
         )
     first, last = checkpoints[0], checkpoints[-1]
@@ -299,37 +355,63 @@ def print_table(label: str, checkpoints: Sequence[Checkpoint]) -> None:
         )
 
 
+def builder_for(name: str) -> FlowBuilder:
+    return build_stepwise if name == "stepwise" else adapter_builder(name)
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description="A long session, with and without compaction.")
     parser.add_argument("--turns", type=int, default=2000)
+    parser.add_argument(
+        "--runners", default=",".join(RUNNERS), help=f"comma-separated, of {', '.join(RUNNERS)}"
+    )
     parser.add_argument("--context-window", type=int, default=32_000)
+    parser.add_argument(
+        "--sample", type=int, default=40, help="turns measured one by one before a checkpoint"
+    )
     parser.add_argument("--skip-without-compaction", action="store_true")
     parser.add_argument(
         "--plain-turns",
         type=int,
         default=600,
-        help="turns of the run without compaction; at these message sizes it stalls near"
-        " turn 700, when the RunModel task passes the Worker's 4 MiB gRPC message limit",
+        help="turns of the Stepwise run without compaction; at these message sizes it stalls"
+        " near turn 700, when the RunModel task passes the Worker's 4 MiB gRPC message limit",
     )
     parser.add_argument("--json", type=Path, default=None)
     arguments = parser.parse_args()
+    names = [name.strip() for name in arguments.runners.split(",") if name.strip()]
+    unknown = sorted(set(names) - set(RUNNERS))
+    if unknown:
+        parser.error(f"unknown runners: {', '.join(unknown)}")
     results: dict[str, list[dict[str, Any]]] = {}
     with LocalEngine(database=":memory:", port=0) as engine:
         policy = CompactionPolicy(context_window_tokens=arguments.context_window)
-        with_compaction = await run_session(
-            engine, turns=arguments.turns, compaction=policy, label="Compaction"
-        )
-        print_table(
-            f"with compaction (context window {arguments.context_window} tokens)",
-            with_compaction,
-        )
-        results["with_compaction"] = [asdict(point) for point in with_compaction]
-        if not arguments.skip_without_compaction:
-            without = await run_session(
-                engine, turns=arguments.plain_turns, compaction=None, label="Plain"
+        for name in names:
+            label = "".join(part.title() for part in name.split("-"))
+            points = await run_session(
+                engine,
+                builder_for(name),
+                turns=arguments.turns,
+                sample=arguments.sample,
+                compaction=policy,
+                label=label,
             )
-            print_table("without compaction", without)
-            results["without_compaction"] = [asdict(point) for point in without]
+            print_table(
+                f"{name} with compaction (context window {arguments.context_window} tokens)",
+                points,
+            )
+            results[f"{name}_with_compaction"] = [asdict(point) for point in points]
+        if not arguments.skip_without_compaction and "stepwise" in names:
+            without = await run_session(
+                engine,
+                build_stepwise,
+                turns=arguments.plain_turns,
+                sample=arguments.sample,
+                compaction=None,
+                label="Plain",
+            )
+            print_table("stepwise without compaction", without)
+            results["stepwise_without_compaction"] = [asdict(point) for point in without]
     if arguments.json is not None:
         arguments.json.write_text(json.dumps(results, indent=2))
 

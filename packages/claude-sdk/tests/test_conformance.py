@@ -3,8 +3,7 @@
 import pytest
 
 from dex_agents_claude_sdk.conformance import CONFORMANCE_FACTORY
-from dex_agents_conformance import ConformanceAdapter
-from dex_agents_conformance.adapter import ALL_CAPABILITIES, Capability
+from dex_agents_conformance import ALL_CAPABILITIES, Capability, ConformanceAdapter
 from dex_agents_conformance.suite import ConformanceSuite
 
 
@@ -13,7 +12,7 @@ def conformance_adapter() -> ConformanceAdapter:
     return ConformanceAdapter(
         factory=CONFORMANCE_FACTORY,
         name="Claude (anthropic SDK)",
-        capabilities=ALL_CAPABILITIES | {Capability.TOOL_TASKS},
+        capabilities=ALL_CAPABILITIES | {Capability.TOOL_TASKS, Capability.COMPACTION},
     )
 
 

@@ -200,3 +200,65 @@ async def test_cancel_turn_stops_a_summary_call_and_ends_the_turn(open_sessions)
     )
     await asyncio.wait_for(summary_cancelled.wait(), timeout=30)
     assert (await sessions.snapshot("hung-1")).context_summary == compacting.context_summary
+
+
+async def test_a_steered_turn_longer_than_the_window_keeps_every_tool_result(
+    open_sessions,
+) -> None:
+    """The response with the calls rolls into a chunk while the calls run; ending the
+    steered turn must still read it and store every call's result."""
+    from dex_agents.models import ScriptedModelReply, ScriptedToolCall, ToolResultItem
+    from dex_agents.stepwise import function_tool
+    from dex_agents.values import ToolEffect
+
+    calls = 6
+    blocked = asyncio.Event()
+    release = asyncio.Event()
+    requests: list[ModelRequest] = []
+
+    async def lookup(arguments: dict[str, Any], context: Any) -> str:
+        del context
+        if arguments["n"] == calls:
+            blocked.set()
+            await release.wait()
+        return f"result {arguments['n']}"
+
+    def script(request: ModelRequest) -> ScriptedModelReply | str:
+        requests.append(request)
+        if last_user_text(request) == "look everything up":
+            return ScriptedModelReply(
+                tool_calls=[
+                    ScriptedToolCall("lookup", {"n": n}, call_id=f"c{n}")
+                    for n in range(1, calls + 1)
+                ]
+            )
+        return "done"
+
+    definition = AgentDefinition(
+        name="steered",
+        instructions="Use the tool.",
+        model=ScriptedModelClient(script),
+        tools=[
+            function_tool(
+                name="lookup",
+                description="Looks one thing up.",
+                parameters={"type": "object"},
+                execute=lookup,
+                effect=ToolEffect.READ,
+            )
+        ],
+    )
+    sessions = await open_sessions(definition, message_window_size=2, message_chunk_size=2)
+    await sessions.start_session("steer-long", "look everything up")
+    await asyncio.wait_for(blocked.wait(), 60)
+    assert await sessions.steer_user_message("steer-long", text="something else")
+    release.set()
+    snapshot = await sessions.wait_for_completed_turns("steer-long", 2)
+    first_turn = [m for m in snapshot.messages if m.turn_id == "turn-1"]
+    # More messages than the window holds: the calls' response lies in a chunk.
+    assert len(first_turn) > 2
+    results = [m for m in first_turn if m.role == "tool"]
+    assert sorted(m.tool_call_id or "" for m in results) == [f"c{n}" for n in range(1, calls + 1)]
+    # The steered turn's model call saw every call answered.
+    answered = [item for item in requests[-1].items if isinstance(item, ToolResultItem)]
+    assert len(answered) == calls

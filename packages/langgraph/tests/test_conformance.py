@@ -13,7 +13,8 @@ def conformance_adapter() -> ConformanceAdapter:
         factory=CONFORMANCE_FACTORY,
         name="LangGraph",
         # No plan mode: see the README's "Steering, cancellation and plans".
-        capabilities=(ALL_CAPABILITIES - {Capability.PLAN_MODE}) | {Capability.TOOL_TASKS},
+        capabilities=(ALL_CAPABILITIES - {Capability.PLAN_MODE})
+        | {Capability.TOOL_TASKS, Capability.COMPACTION},
     )
 
 

@@ -14,7 +14,7 @@ def conformance_adapter() -> ConformanceAdapter:
         name="openai-agents",
         # The SDK fails a model call that calls a tool it did not offer.
         capabilities=(ALL_CAPABILITIES - {Capability.UNOFFERED_TOOL_CALLS})
-        | {Capability.TOOL_TASKS},
+        | {Capability.TOOL_TASKS, Capability.COMPACTION},
     )
 
 

@@ -141,3 +141,29 @@ class LongSessionScenarios:
         assert not any(
             line.removeprefix("user: ") == "question 1" for line in last.details["history"]
         )
+
+    async def test_session_settings_start_update_and_refuse_past_the_limit(
+        self, conformance_harness: ConformanceHarness
+    ) -> None:
+        script = ModelScript([ModelTurn(text="answer 1"), ModelTurn(text="answer 2")])
+        async with conformance_harness.run(script) as run:
+            await run.sessions.start_session(
+                run.session_id, "question 1", session_settings={"tier": "small"}
+            )
+            first = await run.sessions.wait_for_completed_turns(run.session_id, 1)
+            assert await run.sessions.update_session_settings(run.session_id, {"tier": "large"})
+            refused_null = await run.sessions.update_session_settings(run.session_id, None)
+            refused_big = await run.sessions.update_session_settings(
+                run.session_id, {"x": "y" * 20_000}
+            )
+            assert await run.sessions.send_user_message(run.session_id, "question 2")
+            second = await run.sessions.wait_for_completed_turns(run.session_id, 2)
+
+        assert first.session_settings == {"tier": "small"}
+        assert not refused_null
+        assert not refused_big
+        # A refused update changes nothing; the accepted one holds for the next turn.
+        assert second.session_settings == {"tier": "large"}
+        assert second.state is not None
+        assert second.state.last_turn_error is None
+        assert final_answer(second) == "answer 2"

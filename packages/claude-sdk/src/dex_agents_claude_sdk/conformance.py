@@ -25,6 +25,7 @@ from dex_agents_claude_sdk.testing import (
 __all__ = ["CONFORMANCE_FACTORY", "build_conformance_flow"]
 
 CONFORMANCE_FACTORY = "dex_agents_claude_sdk.conformance:build_conformance_flow"
+SCRIPTED_MAX_TOKENS = 128
 
 
 def build_conformance_flow(
@@ -39,9 +40,15 @@ def build_conformance_flow(
         SCRIPTED_MODEL,
         session.flow_type,
         tools=[scenario_tool(tool, directory) for tool in tools],
-        client_factory=mock_client_factory(ScriptedMessagesEndpoint(script, directory)),
+        client_factory=mock_client_factory(
+            ScriptedMessagesEndpoint(script, directory, session.summary_gate)
+        ),
         tool_tasks=ScenarioTaskPoller(tools, directory),
         interrupt_deadline=session.interrupt_deadline,
         built_in_tools=session.built_in_tools,
         plan_mode_enabled=session.plan_mode_enabled,
+        # The scripted answers are short; a summary call's input budget is the context
+        # window less max_tokens, so the scenarios' small windows need a small reply.
+        max_tokens=SCRIPTED_MAX_TOKENS,
+        **session.storage_options(),
     )

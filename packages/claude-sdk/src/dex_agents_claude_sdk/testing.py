@@ -24,6 +24,7 @@ from dex_agents.adapter_support import (
     decode_model_call_count,
     get_deferred_tool_execution,
 )
+from dex_agents.compaction_support import estimate_text_tokens
 from dex_agents.testing import (
     ModelScript,
     ModelTurn,
@@ -33,9 +34,11 @@ from dex_agents.testing import (
 )
 from dex_agents.testing.script_playback import (
     play_scripted_model_call,
+    play_scripted_summary,
     scripted_answer_text,
     scripted_tool_call_id,
 )
+from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS
 from dex_agents_claude_sdk import ClaudeTool
 from dex_agents_claude_sdk.runner import ClientFactory
 
@@ -179,16 +182,29 @@ class ScriptedMessagesEndpoint:
     failing attempt answers HTTP 500, which the SDK raises as an API error.
     """
 
-    def __init__(self, script: ModelScript, state_directory: Path) -> None:
+    def __init__(
+        self, script: ModelScript, state_directory: Path, summary_gate: str | None = None
+    ) -> None:
         self.script = script
         self.state_directory = Path(state_directory)
+        self.summary_gate = summary_gate
 
     async def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        body: JsonObject = json.loads(request.content)
+        if request.url.path.endswith("/count_tokens"):
+            # The scripted endpoint counts one token per four characters of the request.
+            return httpx2.Response(
+                200, json={"input_tokens": estimate_text_tokens(request.content.decode())}
+            )
+        if body.get("system") == CONTEXT_SUMMARY_INSTRUCTIONS:
+            # The summary call of summarize_context, which runs outside a model step.
+            lines = [_content_text(m) for m in cast(list[JsonObject], body["messages"])]
+            text = await play_scripted_summary(self.state_directory, self.summary_gate, lines)
+            return httpx2.Response(200, json=response_message([{"type": "text", "text": text}]))
         turn = current_model_step_context()
         if turn is None:
             raise RuntimeError("ScriptedMessagesEndpoint answers only requests of ClaudeRunner")
         position = decode_model_call_count(turn.framework_run_state)
-        body: JsonObject = json.loads(request.content)
         messages = cast(list[JsonObject], body["messages"])
         try:
             response = await play_scripted_model_call(
@@ -216,6 +232,10 @@ def _blocks(message: Mapping[str, Any]) -> list[JsonObject]:
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
     return [b for b in cast(list[Any], content) if isinstance(b, dict)]
+
+
+def _content_text(message: Mapping[str, Any]) -> str:
+    return "".join(str(block.get("text", "")) for block in _blocks(message))
 
 
 def _result_text(block: Mapping[str, Any]) -> str:

@@ -34,6 +34,20 @@ async def _send_turns(harness, flow, sid: str, count: int) -> None:
         await harness.wait_for_turns(flow, sid, turn)
 
 
+async def _pages_of_three(harness, flow, sid: str) -> list:
+    """Every ``list_agent_messages`` page of three, newest first."""
+    pages = []
+    before = None
+    while True:
+        page = await harness.client.invoke_rpc(
+            flow.list_agent_messages, sid, ListAgentMessagesInput(before, 3)
+        )
+        pages.append(page)
+        if page.next_before_sequence is None:
+            return pages
+        before = page.next_before_sequence
+
+
 def _message(text: str):
     from dex_agents import AgentUserMessage
 
@@ -50,16 +64,7 @@ async def test_rolled_over_messages_read_back_complete(harness_factory) -> None:
         await _send_turns(harness, flow, sid, 7)
         snapshot = await harness.snapshot(flow, sid)
         stored = await read_stored_attributes(harness.address, sid)
-        pages = []
-        before = None
-        while True:
-            page = await harness.client.invoke_rpc(
-                flow.list_agent_messages, sid, ListAgentMessagesInput(before, 3)
-            )
-            pages.append(page)
-            if page.next_before_sequence is None:
-                break
-            before = page.next_before_sequence
+        pages = await _pages_of_three(harness, flow, sid)
 
     assert [m.sequence for m in snapshot.messages] == list(range(1, 15))
     assert [m.text for m in snapshot.messages[:2]] == ["m1", "echo m1"]
@@ -101,6 +106,7 @@ async def test_compaction_summarizes_and_retention_deletes_old_chunks(harness_fa
         page = await harness.client.invoke_rpc(
             flow.list_agent_messages, sid, ListAgentMessagesInput(None, 200)
         )
+        pages = await _pages_of_three(harness, flow, sid)
 
     summary = snapshot.context_summary
     assert summary is not None
@@ -117,6 +123,12 @@ async def test_compaction_summarizes_and_retention_deletes_old_chunks(harness_fa
     assert [m.sequence for m in snapshot.messages] == list(range(snapshot.messages[0].sequence, 25))
     assert page.deleted_before_sequence == snapshot.messages[0].sequence
     assert page.next_before_sequence is None
+    # Paged back in threes: every page says what was deleted, and paging ends at the
+    # oldest kept message.
+    assert len(pages) >= 2
+    assert all(p.deleted_before_sequence == snapshot.messages[0].sequence for p in pages)
+    paged = [m.sequence for p in reversed(pages) for m in p.messages]
+    assert paged == [m.sequence for m in snapshot.messages]
     types = [event.type for event in events]
     assert types.count("compaction_started") == types.count("compaction_finished") >= 2
     finished = [json.loads(e.payload) for e in events if e.type == "compaction_finished"]
@@ -133,3 +145,43 @@ async def test_compaction_summarizes_and_retention_deletes_old_chunks(harness_fa
 
 def runner_input_sizes(runner: ScriptRunner) -> list[int]:
     return [len(call.messages) for call in runner.model_calls]
+
+
+async def test_a_runner_without_compaction_after_retention_warns_and_reads_what_is_kept(
+    harness_factory, caplog
+) -> None:
+    """The same Flow type redeployed with a runner that cannot read the summary: its
+    input starts at the oldest kept message, and each model call logs why."""
+    options = {"message_window_size": 4, "message_chunk_size": 2, "retained_message_limit": 4}
+    compacting = create_agent_session_flow(
+        CompactingRunner(echo),
+        "RedeployedAgent",
+        compaction=CompactionPolicy(
+            context_window_tokens=10, trigger_ratio=0.8, retained_ratio=0.3
+        ),
+        **options,
+    )
+    sid = session_id()
+    async with harness_factory(compacting) as harness:
+        await _send_turns(harness, compacting, sid, 12)
+        before = await harness.snapshot(compacting, sid)
+    first_kept = before.messages[0].sequence
+    assert first_kept > 1
+
+    plain_runner = ScriptRunner(echo)
+    plain = create_agent_session_flow(plain_runner, "RedeployedAgent", **options)
+    with caplog.at_level("WARNING", logger="dex_agents.session.turn"):
+        async with harness_factory(plain) as harness:
+            await harness.client.invoke_rpc(plain.send_user_message, sid, _message("m13"))
+            await harness.wait_for_turns(plain, sid, 13)
+            after = await harness.snapshot(plain, sid)
+
+    assert after.state is not None
+    assert after.state.last_turn_error is None
+    assert after.messages[-1].text == "echo m13"
+    given = plain_runner.model_calls[-1].messages
+    assert given[0].sequence == first_kept
+    assert any(
+        f"retention deleted the messages before {first_kept}" in record.getMessage()
+        for record in caplog.records
+    )

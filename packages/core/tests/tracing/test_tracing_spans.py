@@ -148,3 +148,62 @@ async def test_a_failed_model_attempt_is_an_error_span_and_the_retry_its_own(eng
     assert retried.attributes["dex.step.attempt"] == 2
     same_execution = failed.attributes["dex.step.execution_id"]
     assert retried.attributes["dex.step.execution_id"] == same_execution
+
+
+async def test_the_compaction_summary_call_is_a_chat_span_of_compact_context(engine) -> None:
+    from dex_agents import CompactionPolicy
+    from dex_agents.models import ModelRequest, ScriptedModelClient
+    from dex_agents.stepwise import AgentDefinition, StepwiseRunner, session_options_of
+    from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS
+
+    def script(request: ModelRequest) -> str:
+        if request.instructions == CONTEXT_SUMMARY_INSTRUCTIONS:
+            return "the user asked questions"
+        return "answer " + "lorem ipsum " * 20
+
+    definition = AgentDefinition(
+        name="long",
+        instructions="Answer.",
+        model=ScriptedModelClient(script),
+        compaction=CompactionPolicy(context_window_tokens=400),
+    )
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing = TracingOptions(
+        tracer_provider=provider, agent_name="Long", capture_message_content=True
+    )
+    from dex_agents import create_agent_session_flow
+
+    flow = create_agent_session_flow(
+        StepwiseRunner(definition),
+        "TracedCompaction",
+        replace(session_options_of(definition), tracing=tracing),
+    )
+    sid = new_session_id()
+    async with AgentHost(flow, server_address=engine.address) as host:
+        sessions = host.client()
+        await sessions.start_session(sid, "question 1")
+        for turn in range(2, 5):
+            assert await sessions.send_user_message(sid, f"question {turn}")
+        snapshot = await sessions.wait_for_turn(sid, 4)
+    assert snapshot.context_summary is not None
+    spans = exporter.get_finished_spans()
+    summaries = [s for s in spans if s.attributes["dex.step.type"] == "CompactContext"]
+    assert summaries
+    summary = summaries[0]
+    assert summary.name.startswith("chat")
+    assert summary.attributes["gen_ai.operation.name"] == "chat"
+    assert summary.attributes["gen_ai.conversation.id"] == sid
+    assert summary.attributes["gen_ai.usage.input_tokens"] > 0
+    assert "question 1" in summary.attributes["gen_ai.input.messages"]
+    assert "the user asked questions" in summary.attributes["gen_ai.output.messages"]
+    assert "dex.agent.output_messages.keys" not in summary.attributes
+    # The summary call joins its turn's activation, like the turn's model calls.
+    roots = {s.context.span_id: s for s in spans if s.name == "invoke_agent Long"}
+    assert summary.parent is not None
+    assert summary.parent.span_id in roots
+    assert (
+        roots[summary.parent.span_id].attributes["dex.agent.turn.id"]
+        == (summary.attributes["dex.agent.turn.id"])
+    )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from dex_agents.session import AgentSessionFlow
@@ -37,14 +38,33 @@ def build_conformance_flow(
 ) -> AgentSessionFlow:
     """A session Flow over a scripted LangChain chat model and the scenario's tools."""
     directory = Path(state_directory)
+    session = _scaled_to_text_tokens(session)
     return create_langgraph_session_flow(
-        ScriptedChatModel(script=script, state_directory=directory),
+        ScriptedChatModel(
+            script=script, state_directory=directory, summary_gate=session.summary_gate
+        ),
         session.flow_type,
         tools=[scenario_tool(tool, directory) for tool in tools],
         interrupt_deadline=session.interrupt_deadline,
         built_in_tools=session.built_in_tools,
         tool_tasks=ScenarioTaskPoller(tools, directory),
+        **session.storage_options(),
     )
+
+
+TEXT_TO_JSON_TOKENS = 3
+"""About how many times more tokens the stored JSON of a short scripted message counts
+(the estimate of Stepwise, which sizes the scenarios' context windows) than LangChain's
+``count_tokens_approximately`` of its text does."""
+
+
+def _scaled_to_text_tokens(session: ScenarioSession) -> ScenarioSession:
+    """The scenario's context window in the tokens LangChain counts, so the same few short
+    turns fill it."""
+    window = session.compaction_context_window_tokens
+    if window is None:
+        return session
+    return replace(session, compaction_context_window_tokens=max(1, window // TEXT_TO_JSON_TOKENS))
 
 
 def build_prebuilt_conformance_flow(

@@ -39,9 +39,11 @@ from dex_agents.testing import (
 )
 from dex_agents.testing.script_playback import (
     play_scripted_model_call,
+    play_scripted_summary,
     scripted_answer_text,
     scripted_tool_call_id,
 )
+from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS
 from dex_agents_langgraph import declare_tool_effect, idempotency_key_of, tool_execution_of
 
 __all__ = ["SCRIPTED_USAGE_METADATA", "ScriptedChatModel", "scenario_tool"]
@@ -61,6 +63,8 @@ class ScriptedChatModel(BaseChatModel):
 
     script: ModelScript
     state_directory: Path
+    summary_gate: str | None = None
+    """The ``FileGate`` a summary call (``summarize_context``) waits at first."""
 
     @property
     def _llm_type(self) -> str:
@@ -92,6 +96,12 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
+        if messages and _content_text(messages[0]) == CONTEXT_SUMMARY_INSTRUCTIONS:
+            # The summary call of summarize_context, which runs outside a model step.
+            lines = [_content_text(m) for m in messages[1:]]
+            text = await play_scripted_summary(self.state_directory, self.summary_gate, lines)
+            summary = AIMessage(content=text, usage_metadata=cast(Any, SCRIPTED_USAGE_METADATA))
+            return ChatResult(generations=[ChatGeneration(message=summary)])
         metadata: Mapping[str, Any] = run_manager.metadata if run_manager is not None else {}
         try:
             turn_id = str(metadata["dex_turn_id"])

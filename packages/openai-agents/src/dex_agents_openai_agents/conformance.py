@@ -34,9 +34,11 @@ from dex_agents.testing import (
 )
 from dex_agents.testing.script_playback import (
     play_scripted_model_call,
+    play_scripted_summary,
     scripted_answer_text,
     scripted_tool_call_id,
 )
+from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS
 from dex_agents_openai_agents import create_openai_agents_session_flow, declare_tool_effect
 from dex_agents_openai_agents.items import message_text
 
@@ -64,7 +66,7 @@ def build_conformance_flow(
     agent = Agent[Any](
         name="conformance_agent",
         instructions="Answer the user; use the tools when they help.",
-        model=ScenarioModel(script, Path(state_directory)),
+        model=ScenarioModel(script, Path(state_directory), session.summary_gate),
         tools=[scenario_function_tool(tool, Path(state_directory)) for tool in tools],
     )
     return create_openai_agents_session_flow(
@@ -74,6 +76,7 @@ def build_conformance_flow(
             interrupt_deadline=session.interrupt_deadline,
             built_in_tools=session.built_in_tools,
             plan_mode_enabled=session.plan_mode_enabled,
+            **session.storage_options(),
         ),
         tool_tasks=ScenarioTaskPoller(tools, Path(state_directory)),
     )
@@ -119,17 +122,27 @@ def _readable(item: Mapping[str, Any], names: Mapping[str, str]) -> str:
 class ScenarioModel(Model):
     """Plays a ``ModelScript``; see the module docstring."""
 
-    def __init__(self, script: ModelScript, state_directory: Path) -> None:
+    def __init__(
+        self, script: ModelScript, state_directory: Path, summary_gate: str | None = None
+    ) -> None:
         self.script = script
         self.state_directory = state_directory
+        self.summary_gate = summary_gate
 
-    async def _step(self, model_input: str | list[TResponseInputItem]) -> ModelStep:
-        turn = get_model_step_context()
+    async def _step(
+        self, system_instructions: str | None, model_input: str | list[TResponseInputItem]
+    ) -> ModelStep:
         items: list[dict[str, Any]] = (
             [{"role": "user", "content": model_input}]
             if isinstance(model_input, str)
             else [cast(dict[str, Any], item) for item in model_input]
         )
+        if system_instructions == CONTEXT_SUMMARY_INSTRUCTIONS:
+            # The summarizer agent of summarize_context, which runs outside a model step.
+            lines = [message_text(item) or "" for item in items]
+            text = await play_scripted_summary(self.state_directory, self.summary_gate, lines)
+            return ModelStep(output=[assistant_message(text)], usage=SCENARIO_USAGE)
+        turn = get_model_step_context()
         names = {
             str(item.get("call_id")): str(item.get("name"))
             for item in items
@@ -196,7 +209,7 @@ class ScenarioModel(Model):
         conversation_id: str | None,
         prompt: ResponsePromptParam | None,
     ) -> ModelResponse:
-        step = await self._step(input)
+        step = await self._step(system_instructions, input)
         return await ScriptedModel([step]).get_response(
             system_instructions,
             input,
@@ -224,7 +237,7 @@ class ScenarioModel(Model):
         conversation_id: str | None,
         prompt: ResponsePromptParam | None,
     ) -> AsyncIterator[TResponseStreamEvent]:
-        step = await self._step(input)
+        step = await self._step(system_instructions, input)
         async for event in ScriptedModel([step]).stream_response(
             system_instructions,
             input,

@@ -46,9 +46,11 @@ from dex_agents.testing import (
 )
 from dex_agents.testing.script_playback import (
     play_scripted_model_call,
+    play_scripted_summary,
     scripted_answer_text,
     scripted_tool_call_id,
 )
+from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS
 from dex_agents_pydantic_ai import create_pydantic_ai_session_flow, dex_tool_metadata
 
 __all__ = ["CONFORMANCE_FACTORY", "build_conformance_flow"]
@@ -62,11 +64,21 @@ _SCRIPTED_USAGE = RequestUsage(input_tokens=10, output_tokens=5)
 class _ScriptedModel:
     """Plays the script's response for the current turn and position."""
 
-    def __init__(self, script: ModelScript, state_directory: Path) -> None:
+    def __init__(
+        self, script: ModelScript, state_directory: Path, summary_gate: str | None = None
+    ) -> None:
         self.script = script
         self.state_directory = state_directory
+        self.summary_gate = summary_gate
 
     async def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if info.instructions == CONTEXT_SUMMARY_INSTRUCTIONS:
+            # The summarizer agent of summarize_context, which runs outside a model step.
+            lines = [line.removeprefix("user: ") for line in _readable_history(messages)]
+            text = await play_scripted_summary(self.state_directory, self.summary_gate, lines)
+            return ModelResponse(
+                parts=[TextPart(text)], usage=_SCRIPTED_USAGE, model_name="conformance-script"
+            )
         turn = get_model_step_context()
         position = _position_in_turn(turn)
         received = _received_tool_results(messages)
@@ -111,7 +123,7 @@ def build_conformance_flow(
     """The suite's scenario factory over ``PydanticAIRunner``; see the module docstring."""
     state_directory = Path(state_directory)
     agent = Agent(
-        FunctionModel(_ScriptedModel(script, state_directory)),
+        FunctionModel(_ScriptedModel(script, state_directory, session.summary_gate)),
         tools=[_pydantic_ai_tool(tool, state_directory) for tool in tools],
         name="conformance",
     )
@@ -121,6 +133,7 @@ def build_conformance_flow(
         tool_tasks=ScenarioTaskPoller(tools, Path(state_directory)),
         interrupt_deadline=session.interrupt_deadline,
         built_in_tools=session.built_in_tools,
+        **session.storage_options(),
     )
 
 

@@ -15,11 +15,10 @@ from dex import (
     StepDurability,
     StepOptions,
     dead_end,
-    go_to,
     go_to_many,
 )
 
-from dex_agents.session.steering import ApplyTurnControl
+from dex_agents.session.steering import go_to_apply_turn_control
 from dex_agents.session.store import (
     SessionDefinition,
     commit_changes,
@@ -68,7 +67,7 @@ class FinishTurnCancellation(Step[str]):
         )
         commit_changes(context, persistence, outcome.changes, turn_id=input)
         if outcome.apply_turn_control:
-            return go_to(ApplyTurnControl, None)
+            return go_to_apply_turn_control(self._session, context)
         if outcome.abandoned_tasks:
             session = self._session
             return go_to_many(

@@ -21,6 +21,7 @@ from dex_agents.session.store import (
     store_messages,
 )
 from dex_agents.session.tools import ContextCancellation
+from dex_agents.session.tracing_hooks import model_call_span, read_trace_context
 from dex_agents.session.turn import (
     MODEL_METHOD_TIMEOUT,
     AwaitUserMessage,
@@ -57,7 +58,7 @@ class CompactContext(_SessionStep, Step[CompactContextInput]):
         turn_id = state.active_turn_id
         if read_turn_control(context, persistence, turn_id).reason is not None:
             # Steered or cancelled at a safe boundary: end the turn without summarizing.
-            return route(session, TurnRouting(apply_turn_control=True))
+            return route(session, TurnRouting(apply_turn_control=True), context)
         messages = [
             message
             for message in read_messages(context, persistence, after_sequence=after)
@@ -66,7 +67,9 @@ class CompactContext(_SessionStep, Step[CompactContextInput]):
         events = self._writer(context, turn_id)
         try:
             events.write_event("compaction_started", {"through_sequence": input.through_sequence})
-            async with BackgroundHeartbeats(context) as heartbeats:
+            parent = read_trace_context(context, session)
+            span = model_call_span(context, session, turn_id, messages, parent, "CompactContext")
+            async with span, BackgroundHeartbeats(context) as heartbeats:
                 await heartbeats.beat()
                 policy = session.options.compaction
                 request = ContextSummaryRequest(
@@ -85,6 +88,7 @@ class CompactContext(_SessionStep, Step[CompactContextInput]):
                     heartbeat=heartbeats.beat,
                 )
                 result = await runner.summarize_context(request)
+                span.outcome = result
             summary, new_state, usage, finished = record_summary(
                 state,
                 previous,

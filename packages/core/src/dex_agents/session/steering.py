@@ -9,13 +9,24 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from dex import AsyncContext, Step, StepDecision, StepDurability, StepOptions, Wait, dead_end, go_to
+from dex import (
+    AsyncContext,
+    Step,
+    StepDecision,
+    StepDurability,
+    StepOptions,
+    Wait,
+    dead_end,
+    go_to,
+)
 
 from dex_agents.plans import interaction_mode_for_turn
 from dex_agents.runner import SupportsUnfinishedTurnMessages
 from dex_agents.session.control_reads import read_plan, read_turn_control
 from dex_agents.session.store import (
+    SessionDefinition,
     commit_changes,
+    read_context_summary,
     read_messages,
     read_pending_interrupts,
     read_records,
@@ -26,7 +37,9 @@ from dex_agents.session.turn import (
     RECORD_RETRY,
     AwaitUserMessage,
     SessionStep,
+    go_to_model_input_step,
     go_to_run_model,
+    model_input_start,
 )
 from dex_agents.session.turn_control_rules import (
     TurnControl,
@@ -42,7 +55,12 @@ from dex_agents.values import (
     FrameworkMessage,
 )
 
-__all__ = ["MAX_STEERED_MESSAGES", "ApplyTurnControl"]
+__all__ = [
+    "MAX_STEERED_MESSAGES",
+    "ApplyTurnControl",
+    "apply_turn_control_options",
+    "go_to_apply_turn_control",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -50,18 +68,40 @@ MAX_STEERED_MESSAGES = 1000
 """At most this many steered messages (and stale wakes) are consumed at once."""
 
 
+def apply_turn_control_options(
+    session: SessionDefinition, chunk_keys: Sequence[str] | None
+) -> StepOptions:
+    """``ApplyTurnControl`` loads the window, the turn's records and the chunks
+    ``chunk_keys`` names (every chunk for ``None``), as ``RunModel`` does."""
+    persistence = session.persistence
+    maps = (persistence.agent_tool_calls, persistence.agent_messages)
+    chunks = persistence.agent_message_chunks
+    return StepOptions(
+        execute_retry=RECORD_RETRY,
+        execute_load_attribute_maps=maps if chunk_keys is not None else (*maps, chunks),
+        execute_load_attribute_map_instances=tuple(chunks.load(key) for key in chunk_keys or ()),
+        execute_durability=StepDurability.SYNC,
+        wait_for_durability=StepDurability.SYNC,
+    )
+
+
+def go_to_apply_turn_control(
+    session: SessionDefinition, context: AsyncContext | None = None
+) -> StepDecision:
+    """Move to ``ApplyTurnControl``; with ``context`` it loads only the chunks the model
+    input needs (after this commit), else every chunk."""
+    if context is None:
+        return go_to(ApplyTurnControl, None)
+    return go_to_model_input_step(session, context, ApplyTurnControl, apply_turn_control_options)
+
+
 class ApplyTurnControl(SessionStep, Step[None]):
     """Consumes every steered message and stale wake, ends a steered or cancelled turn,
     then starts a turn with the steered messages."""
 
     def get_step_options(self) -> StepOptions | None:
-        persistence = self._session.persistence
-        return StepOptions(
-            execute_retry=RECORD_RETRY,
-            execute_load_attribute_maps=(persistence.agent_tool_calls, persistence.agent_messages),
-            execute_durability=StepDurability.SYNC,
-            wait_for_durability=StepDurability.SYNC,
-        )
+        # A movement without options (such as from an older Worker) loads every chunk.
+        return apply_turn_control_options(self._session, None)
 
     async def wait_for(self, context: AsyncContext, input: None) -> Wait:  # pyright: ignore[reportIncompatibleMethodOverride]
         persistence = self._session.persistence
@@ -85,7 +125,12 @@ class ApplyTurnControl(SessionStep, Step[None]):
                 # Another path owns this turn (it was never steered or cancelled).
                 return dead_end()
             records = read_records(context, persistence)
-            messages = read_messages(context, persistence)
+            # The unfinished turn as RunModel reads it: the window and the chunks after the
+            # summary, so a turn longer than the window reaches the runner whole.
+            summary = read_context_summary(context, persistence)
+            messages = read_messages(
+                context, persistence, after_sequence=model_input_start(session, summary)
+            )
             changes = end_controlled_turn(
                 state,
                 control,

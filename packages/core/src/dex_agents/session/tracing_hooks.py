@@ -54,10 +54,14 @@ def model_call_span(
     turn_id: str,
     messages: tuple[AgentMessage, ...] | list[AgentMessage],
     parent: str | None,
+    step_type: str = "RunModel",
 ) -> ModelCallSpan:
-    identity = StepIdentity.of(context, "RunModel", turn_id)
+    """The ``chat`` span of a ``RunModel`` attempt, or of ``CompactContext``'s summary call
+    (which stores no messages, so its span names none as output)."""
+    identity = StepIdentity.of(context, step_type, turn_id)
     span = _tracer(session).model_call(identity, parent, messages)
-    span.first_output_sequence = (messages[-1].sequence + 1) if messages else 1
+    if step_type == "RunModel":
+        span.first_output_sequence = (messages[-1].sequence + 1) if messages else 1
     return span
 
 

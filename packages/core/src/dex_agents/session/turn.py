@@ -128,6 +128,14 @@ def model_input_chunk_keys(
     return chunk_keys_after(index, summary.last_sequence)
 
 
+def model_input_start(session: SessionDefinition, summary: ContextSummary | None) -> int | None:
+    """The sequence the model input starts after: the summary's last, for a runner that
+    reads the summary; ``None`` (every stored message) otherwise."""
+    if summary is None or not isinstance(session.runner, SupportsCompaction):
+        return None
+    return summary.last_sequence
+
+
 def model_step_options(session: SessionDefinition, chunk_keys: Sequence[str] | None) -> StepOptions:
     """Options of ``RunModel`` and ``CompactContext``: the window, the turn's records, and
     the chunks ``chunk_keys`` names (every chunk for ``None``)."""
@@ -148,8 +156,14 @@ def model_step_options(session: SessionDefinition, chunk_keys: Sequence[str] | N
     )
 
 
-def go_to_run_model(session: SessionDefinition, context: AsyncContext) -> StepDecision:
-    """Move to ``RunModel`` loading only the chunks its input needs (after this commit)."""
+def go_to_model_input_step(
+    session: SessionDefinition,
+    context: AsyncContext,
+    step: type[Step[None]],
+    options: Callable[[SessionDefinition, Sequence[str]], StepOptions],
+) -> StepDecision:
+    """Move to ``step``, a Step that reads the model input, loading only the chunks that
+    input needs (after this commit), with ``options(session, chunk_keys)``."""
     persistence = session.persistence
     keys = model_input_chunk_keys(
         session,
@@ -157,8 +171,13 @@ def go_to_run_model(session: SessionDefinition, context: AsyncContext) -> StepDe
         read_context_summary(context, persistence),
     )
     if keys is None:
-        return go_to(RunModel, None)
-    return go_to_many(StepMovement[None](RunModel, None, model_step_options(session, keys)))
+        return go_to(step, None)
+    return go_to_many(StepMovement[None](step, None, options(session, keys)))
+
+
+def go_to_run_model(session: SessionDefinition, context: AsyncContext) -> StepDecision:
+    """Move to ``RunModel`` loading only the chunks its input needs (after this commit)."""
+    return go_to_model_input_step(session, context, RunModel, model_step_options)
 
 
 def route(
@@ -168,9 +187,9 @@ def route(
     chunks its input needs."""
     if routing.apply_turn_control:
         # Imported here: steering.py builds on this module's Steps.
-        from dex_agents.session.steering import ApplyTurnControl
+        from dex_agents.session.steering import go_to_apply_turn_control
 
-        return go_to(ApplyTurnControl, None)
+        return go_to_apply_turn_control(session, context)
     if routing.tool_steps or routing.resume_count:
         # Every call may be final already (write_todos, a planning turn): ResumeTurn still runs.
         movements: list[StepMovement[Any]] = []
@@ -339,7 +358,7 @@ class AwaitUserMessage(_SessionStep, Step[None]):
     async def execute(self, context: AsyncContext, input: None) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
         persistence = self._session.persistence
         if persistence.turn_control_requests.results(context):
-            return route(self._session, TurnRouting(apply_turn_control=True))
+            return route(self._session, TurnRouting(apply_turn_control=True), context)
         messages = persistence.queued_user_messages.results(context)
         state = read_state(context, persistence) or AgentState()
         plan = read_plan(context, persistence)
@@ -394,13 +413,11 @@ class RunModel(_SessionStep, Step[None]):
         turn_id = state.active_turn_id
         if read_turn_control(context, persistence, turn_id).reason is not None:
             # Steered or cancelled at a safe boundary: end the turn without a model call.
-            return route(session, TurnRouting(apply_turn_control=True))
+            return route(session, TurnRouting(apply_turn_control=True), context)
         summary = read_context_summary(context, persistence)
         compacting = isinstance(session.runner, SupportsCompaction)
         messages = read_messages(
-            context,
-            persistence,
-            after_sequence=summary.last_sequence if compacting and summary is not None else None,
+            context, persistence, after_sequence=model_input_start(session, summary)
         )
         self._warn_about_deleted_input(context, compacting)
         records = read_records(context, persistence)
@@ -541,7 +558,7 @@ class ResumeTurn(_SessionStep, Step[int]):
         if state is None or state.active_turn_id is None:
             return go_to(AwaitUserMessage, None)
         if read_turn_control(context, persistence, state.active_turn_id).reason is not None:
-            return route(self._session, TurnRouting(apply_turn_control=True))
+            return route(self._session, TurnRouting(apply_turn_control=True), context)
         if state.status is not AgentStatus.RUNNING_MODEL:
             persistence.agent_state.set(context, replace(state, status=AgentStatus.RUNNING_MODEL))
         return go_to_run_model(self._session, context)

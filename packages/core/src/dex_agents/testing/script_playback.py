@@ -20,12 +20,17 @@ from dex_agents.testing.gates import FileGate
 from dex_agents.testing.scripts import ModelScript, ModelTurn, ToolCallSpec, record_model_call
 
 __all__ = [
+    "SCRIPTED_SUMMARY_MAX_CHARACTERS",
     "ScriptedModelFailure",
     "play_scripted_model_call",
+    "play_scripted_summary",
     "scripted_answer_text",
     "scripted_tool_call_id",
     "scripted_turn_number",
 ]
+
+SCRIPTED_SUMMARY_MAX_CHARACTERS = 4000
+"""The longest answer of a scripted summary call, about 1,000 tokens."""
 
 TextWriter = Callable[[str], Awaitable[None] | None]
 
@@ -93,6 +98,18 @@ async def play_scripted_model_call(
             f"scripted model call {position + 1} of {turn_id} failed on attempt {attempt}"
         )
     return response
+
+
+async def play_scripted_summary(
+    state_directory: Path, summary_gate: str | None, lines: Sequence[str]
+) -> str:
+    """The answer of a scripted summary call (``summarize_context``): ``summary of`` and the
+    lines it was given (its first ``SCRIPTED_SUMMARY_MAX_CHARACTERS``, so a long session's
+    summary stays the size of a real one), so a scenario can check what it summarized; with
+    ``summary_gate`` (``ScenarioSession.summary_gate``) it waits at that gate first."""
+    if summary_gate is not None:
+        await FileGate(Path(state_directory), summary_gate).pass_through_async()
+    return ("summary of " + " | ".join(lines))[:SCRIPTED_SUMMARY_MAX_CHARACTERS]
 
 
 def scripted_answer_text(

@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 
+from dex_agents.compaction import CompactionPolicy
 from dex_agents.runner import ToolExecutionError, ToolInputRequested
 from dex_agents.testing.gates import FileGate, InvocationLog
 from dex_agents.tool_task_routing import StartedToolTask
@@ -308,6 +309,15 @@ def record_model_call(
     )
 
 
+class ScenarioStorageOptions(TypedDict):
+    """The compaction and message storage session options of a scenario, by their names."""
+
+    compaction: CompactionPolicy | None
+    retained_message_limit: int | None
+    message_window_size: int
+    message_chunk_size: int
+
+
 @dataclass(frozen=True)
 class ScenarioSession:
     """Session options a scenario asks the factory for, and the Flow type to register."""
@@ -327,6 +337,17 @@ class ScenarioSession:
     def __post_init__(self) -> None:
         if not self.flow_type:
             raise ValueError("ScenarioSession.flow_type must not be empty")
+
+    def storage_options(self) -> ScenarioStorageOptions:
+        """The compaction and message storage session options this scenario asks for, as
+        keywords of a ``create_<framework>_session_flow`` factory."""
+        window = self.compaction_context_window_tokens
+        return {
+            "compaction": CompactionPolicy(context_window_tokens=window) if window else None,
+            "retained_message_limit": self.retained_message_limit,
+            "message_window_size": self.message_window_size,
+            "message_chunk_size": self.message_chunk_size,
+        }
 
 
 @dataclass(frozen=True)

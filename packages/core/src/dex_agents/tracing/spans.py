@@ -289,6 +289,10 @@ class ModelCallSpan(_SyncAndAsync):
                 [_message_json(m) for m in self.messages], ensure_ascii=False
             )
             output = [_message_json(m) for m in produced]
+            summary = getattr(self.outcome, "summary", None)
+            if isinstance(summary, str):  # CompactContext's summary call
+                text = {"type": "text", "content": summary}
+                output.append({"role": "assistant", "parts": [text]})
             output += [
                 {
                     "role": "assistant",
