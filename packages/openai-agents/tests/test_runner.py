@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from agents import (
     Agent,
+    MaxTurnsExceeded,
     RunContextWrapper,
     ToolGuardrailFunctionOutput,
     ToolInputGuardrailData,
@@ -550,3 +551,30 @@ async def test_a_call_id_the_session_cannot_key_fails_the_model_step() -> None:
     with pytest.raises(RuntimeError, match="non-empty ID without '/'"):
         await session.run_model()
     assert ran == []
+
+
+async def test_max_turns_bounds_the_model_calls_of_one_session_turn() -> None:
+    # A model that never stops calling tools must not loop forever: the SDK's bound
+    # is carried in the run state across the turn's model steps.
+    model = ScriptedModel(
+        [
+            ModelStep(output=[function_call("lookup_order", {"order_id": str(n)}, call_id=f"m{n}")])
+            for n in range(5)
+        ]
+    )
+    session = Session(OpenAIAgentsRunner(agent_with(model, lookup_order), max_turns=3))
+    session.start_turn("loop")
+    for _ in range(3):
+        assert isinstance(await session.run_model(), ToolCallsRequested)
+        await session.run_tools()
+    with pytest.raises(MaxTurnsExceeded):
+        await session.run_model()
+    assert len(model.calls) == 3
+
+
+def test_max_turns_must_be_a_positive_integer_or_none() -> None:
+    agent = agent_with(ScriptedModel([]), lookup_order)
+    for bad in (0, -1, True, 2.5, "3"):
+        with pytest.raises(ValueError, match="max_turns"):
+            OpenAIAgentsRunner(agent, max_turns=bad)  # pyright: ignore[reportArgumentType]
+    assert OpenAIAgentsRunner(agent, max_turns=None).max_turns is None

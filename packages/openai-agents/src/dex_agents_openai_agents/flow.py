@@ -12,6 +12,7 @@ from dex_agents.session import (
     AgentSessionOptionValues,
     create_agent_session_flow,
 )
+from dex_agents.stepwise import DEFAULT_MAX_MODEL_CALLS_PER_TURN
 from dex_agents.tool_task_routing import ToolTaskPollers, ToolTasksOption
 from dex_agents_openai_agents.runner import ContextFactory, OpenAIAgentsRunner
 
@@ -26,6 +27,7 @@ def create_openai_agents_session_flow(
     run_config: RunConfig | None = None,
     context_factory: ContextFactory | None = None,
     sdk_tracing: bool = False,
+    max_turns: int | None = DEFAULT_MAX_MODEL_CALLS_PER_TURN,
     tool_tasks: ToolTasksOption = None,
     **session_options: Unpack[AgentSessionOptionValues],
 ) -> AgentSessionFlow:
@@ -34,12 +36,17 @@ def create_openai_agents_session_flow(
     ``options`` (or the same fields as keywords, such as ``tool_policies=``) are
     the session options (tool policies, default effect, interrupt deadline,
     built-in tools, event stream capacity). ``run_config``,
-    ``context_factory`` and ``sdk_tracing`` (the runner's ``tracing``: the OpenAI Agents
-    SDK's own traces) go to the runner; SDK tracing is off unless you turn it on. The
-    session's OpenTelemetry spans are the ``tracing`` session option.
+    ``context_factory``, ``max_turns`` (model calls per session turn) and ``sdk_tracing``
+    (the runner's ``tracing``: the OpenAI Agents SDK's own traces) go to the runner; SDK
+    tracing is off unless you turn it on. The session's OpenTelemetry spans are the
+    ``tracing`` session option.
     """
     runner = OpenAIAgentsRunner(
-        agent, run_config=run_config, context_factory=context_factory, tracing=sdk_tracing
+        agent,
+        run_config=run_config,
+        context_factory=context_factory,
+        tracing=sdk_tracing,
+        max_turns=max_turns,
     )
     runner.tool_tasks = ToolTaskPollers(tool_tasks)
     return create_agent_session_flow(runner, flow_type, options, **session_options)

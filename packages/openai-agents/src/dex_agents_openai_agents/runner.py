@@ -74,6 +74,7 @@ from dex_agents.compaction_support import (
     summary_input_text,
 )
 from dex_agents.runner import AgentTurnOutcome, DeferredToolOutcome, model_call_metadata
+from dex_agents.stepwise import DEFAULT_MAX_MODEL_CALLS_PER_TURN
 from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS, unknown_tool_error
 from dex_agents.tool_task_routing import ToolTaskForwarding, returning_started_task
 from dex_agents.values import AgentToolCallStatus, InteractionMode
@@ -117,6 +118,12 @@ class OpenAIAgentsRunner(ToolTaskForwarding):
     settings, ...). Tracing is off unless ``tracing=True``: the SDK would
     otherwise export traces to OpenAI. ``context_factory`` builds the run
     context value given to tools, instructions and guardrails in each step.
+    ``max_turns`` bounds the model calls of one session turn (the SDK's ``max_turns``,
+    carried across the turn's model steps in its run state): past it the SDK raises
+    ``MaxTurnsExceeded`` and the turn fails, so a model that keeps calling tools cannot
+    run forever. It defaults to Stepwise's ``max_model_calls_per_turn`` (100), not the
+    SDK's 10, because every tool round of a session turn is a model call; ``None``
+    removes the bound.
     """
 
     supports_plan_mode = True
@@ -129,6 +136,7 @@ class OpenAIAgentsRunner(ToolTaskForwarding):
         run_config: RunConfig | None = None,
         context_factory: ContextFactory | None = None,
         tracing: bool = False,
+        max_turns: int | None = DEFAULT_MAX_MODEL_CALLS_PER_TURN,
     ) -> None:
         if not isinstance(agent, Agent):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"agent must be an agents.Agent, got {type(agent).__name__}")
@@ -138,7 +146,12 @@ class OpenAIAgentsRunner(ToolTaskForwarding):
             raise TypeError("context_factory must be callable")
         if not isinstance(tracing, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"tracing must be a bool, got {tracing!r}")
+        if max_turns is not None and (
+            isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1  # pyright: ignore[reportUnnecessaryIsInstance]
+        ):
+            raise ValueError(f"max_turns must be a positive integer or None, got {max_turns!r}")
         self.agent = agent
+        self.max_turns = max_turns
         self.run_config = dataclasses.replace(
             run_config if run_config is not None else RunConfig(), tracing_disabled=not tracing
         )
@@ -214,7 +227,8 @@ class OpenAIAgentsRunner(ToolTaskForwarding):
             graph.root,
             run_input,
             context=context_value,
-            max_turns=cast(int, None),  # No SDK turn limit: the session bounds turns.
+            # A resumed run keeps the bound and the count of its run state.
+            max_turns=self.max_turns,
             run_config=self.run_config,
         )
         await _forward_stream(result, turn)
