@@ -41,6 +41,14 @@ def parallel() -> list[str]:
     return ["-n", str(TEST_PROCESSES), "--dist", "load"]
 
 
+def has_own_tests(tests_dir: Path) -> bool:
+    """Whether ``tests_dir`` has tests besides conformance ones (the example adapter's
+    are all conformance, which the ``conformance`` session runs)."""
+    return any(
+        not path.name.startswith("test_conformance") for path in tests_dir.rglob("test_*.py")
+    )
+
+
 PACKAGE_TESTS = sorted(
     str(path.relative_to(ROOT))
     for path in [
@@ -48,6 +56,7 @@ PACKAGE_TESTS = sorted(
         ROOT / "tests-shared/tests",
         *ROOT.glob("examples/*/tests"),
     ]
+    if has_own_tests(path)
 )
 # Each runner proves the session contract with the shared suite, one session each,
 # so a failure names the runner. "core" is the scripted runner and Stepwise.
