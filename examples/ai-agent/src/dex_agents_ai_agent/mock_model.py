@@ -50,7 +50,7 @@ def mock_reply(request: ModelRequest) -> ScriptedModelReply:
     plan_note = _plan_note(request)
     results = ScriptedModelClient.tool_results(request)
     if plan_note is not None and "execution:" in plan_note.splitlines()[0]:
-        return _execute_plan(plan_note, _asked_this_turn(request))
+        return _execute_plan(plan_note, _asked_this_turn(request), _moved_this_turn(request))
     if results:
         return _after_tool_results(results)
     text = _last_user_text(request)
@@ -74,7 +74,7 @@ def _plan(text: str) -> ScriptedModelReply:
     )
 
 
-def _execute_plan(plan_note: str, asked: bool) -> ScriptedModelReply:
+def _execute_plan(plan_note: str, asked: bool, moved: bool) -> ScriptedModelReply:
     # The note is rebuilt for every model call, so it shows what the last write_todos stored.
     tasks = [
         {"content": match.group(2), "status": match.group(1)}
@@ -84,7 +84,9 @@ def _execute_plan(plan_note: str, asked: bool) -> ScriptedModelReply:
     unfinished = [task for task in tasks if task["status"] != "completed"]
     if not unfinished:
         return ScriptedModelReply(text="I completed the approved plan.")
-    stops = bool(tasks) and tasks[0]["content"].startswith(f"Complete the objective: {PLAN_STOP}")
+    # A stopping plan stops right after its first task; Continue plan then finishes it.
+    stops = moved and len(tasks) > 1 and tasks[1]["status"] == "pending"
+    stops = stops and tasks[0]["content"].startswith(f"Complete the objective: {PLAN_STOP}")
     if stops and tasks[0]["status"] == "completed":
         return ScriptedModelReply(text="I stopped before completing every plan task.")
     task = unfinished[0]
@@ -168,6 +170,17 @@ def _asked_this_turn(request: ModelRequest) -> bool:
         elif isinstance(item, ToolResultItem) and item.tool_name == "ask_user":
             asked = True
     return asked
+
+
+def _moved_this_turn(request: ModelRequest) -> bool:
+    """Whether a ``write_todos`` result follows the turn's plan-execution message."""
+    moved = False
+    for item in request.items:
+        if isinstance(item, UserTextItem) and item.text.startswith(EXECUTION_TEXT):
+            moved = False
+        elif isinstance(item, ToolResultItem) and item.tool_name == "write_todos":
+            moved = True
+    return moved
 
 
 def _plan_note(request: ModelRequest) -> str | None:
