@@ -168,6 +168,39 @@ async def test_a_chat_with_an_approval_a_plan_and_a_question(
     assert sum(1 for url, _, _ in bodies if url.endswith("/portal")) == 2  # two Portal visits
 
 
+async def test_broker_tools_ask_only_the_selected_mcp_servers(mcp_app: RunningApp) -> None:
+    """With the shipped stdio demo servers, the broker tools are listed without an
+    approval badge and list a selected server's resources; another server is refused."""
+    from playwright.async_api import async_playwright, expect
+
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(
+            executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
+        )
+        page = await browser.new_page(viewport={"width": 1180, "height": 900})
+        page.set_default_timeout(TIMEOUT_MS)
+        await page.goto(f"{mcp_app.base_url}/products/ai-agent/")
+        broker = page.locator("[data-tool=mcp_list_resources_and_prompts]")
+        await expect(broker).to_be_visible()
+        await expect(broker).not_to_contain_text("approval")
+        await page.get_by_label("google_docs", exact=True).uncheck()
+        await expect(broker).to_be_visible()  # broker tools belong to no one server
+        await page.get_by_role("button", name="Start AI Agent →").click()
+        await expect(page.get_by_test_id("status")).to_contain_text("waiting_for_user_message")
+
+        composer = page.locator(".composer textarea")
+        await composer.fill('/tool mcp_list_resources_and_prompts {"server":"search"}')
+        await composer.press("Control+Enter")
+        tool = page.get_by_test_id("bubble-tool")
+        await expect(tool.last).to_contain_text('"resources": []')
+        await expect(page.get_by_test_id("approval")).to_have_count(0)
+        await composer.fill('/tool mcp_list_resources_and_prompts {"server":"google_docs"}')
+        await composer.press("Control+Enter")
+        await expect(tool).to_have_count(2)
+        await expect(tool.last).to_contain_text("not selected for this Agent")
+        await browser.close()
+
+
 async def check_portal(page: Page) -> None:
     from playwright.async_api import expect
 
