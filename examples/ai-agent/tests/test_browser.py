@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import dex
 import pytest
 from app_server import SECRET, RunningApp
 
@@ -104,6 +105,12 @@ async def test_a_chat_with_an_approval_a_plan_and_a_question(
         plan = page.get_by_test_id("plan")
         await expect(plan).to_contain_text("Plan · draft")
         await expect(plan).to_contain_text("revision 1 · 0/2 completed")
+        # Business tools are refused while a draft is discussed (Plan mode off).
+        await composer.fill('/tool search__web_search {"query":"x"}')
+        await composer.press("Control+Enter")
+        await expect(page.get_by_text('"tool": "search__web_search"')).to_be_visible()
+        await expect(page.get_by_text("unknown_or_disabled_tool")).to_be_visible()
+        await expect(plan).to_contain_text("Plan · draft")
         # An accepted request shows as pending until its turn starts: answer the first
         # click here, so the request never reaches the Agent, then reload and run it.
         await page.route(
@@ -122,6 +129,7 @@ async def test_a_chat_with_an_approval_a_plan_and_a_question(
         await expect(plan).to_contain_text("Plan · completed")
         await expect(plan).to_contain_text("2/2 completed")
         await expect(page.get_by_text("I completed the approved plan.")).to_be_visible()
+        await check_plan_stop_and_clear(page)
 
         await composer.fill("/choose Pick a color | Red | Blue")
         await composer.press("Control+Enter")
@@ -132,13 +140,24 @@ async def test_a_chat_with_an_approval_a_plan_and_a_question(
         await expect(question).to_have_count(0)
         await expect(page.get_by_test_id("bubble-user").last.locator("p")).to_have_text("Red")
         await expect(status).to_contain_text("waiting_for_user_message")
+        await check_free_text_question_and_scrolling(page)
 
         chat_url = page.url
         await page.get_by_role("button", name="New Agent").click()
         await expect(page.get_by_role("heading", name="Configure your AI Agent")).to_be_visible()
         assert "workflowId" not in page.url
+        await page.clock.install()  # the fallback refresh runs on a clock the test moves
         await page.goto(chat_url)  # the old Agent still opens
         await expect(page.get_by_text("Local demo response: hello")).to_be_visible()
+        await check_refresh_triggers(page)
+        workflow_id = chat_url.rsplit("=", 1)[1]
+        stop = dex.StopFlowOptions(type=dex.StopType.TERMINATE, reason="stopped by the test")
+        running_app.call(running_app.host.dex_client.stop_flow(workflow_id, stop))
+        await page.evaluate("window.dispatchEvent(new Event('focus'))")
+        banner = page.locator(".banner[role=alert]")
+        await expect(banner).to_contain_text("Flow terminated")
+        await expect(banner).to_contain_text("The Agent run ended before it could complete.")
+        await expect(page.locator(".composer textarea")).to_be_disabled()
 
         await browser.close()
 
@@ -147,6 +166,39 @@ async def test_a_chat_with_an_approval_a_plan_and_a_question(
     assert [url for url, status, _ in bodies if status >= 500] == []
     assert all(SECRET not in body for _, _, body in bodies)
     assert sum(1 for url, _, _ in bodies if url.endswith("/portal")) == 2  # two Portal visits
+
+
+async def test_broker_tools_ask_only_the_selected_mcp_servers(mcp_app: RunningApp) -> None:
+    """With the shipped stdio demo servers, the broker tools are listed without an
+    approval badge and list a selected server's resources; another server is refused."""
+    from playwright.async_api import async_playwright, expect
+
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(
+            executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
+        )
+        page = await browser.new_page(viewport={"width": 1180, "height": 900})
+        page.set_default_timeout(TIMEOUT_MS)
+        await page.goto(f"{mcp_app.base_url}/products/ai-agent/")
+        broker = page.locator("[data-tool=mcp_list_resources_and_prompts]")
+        await expect(broker).to_be_visible()
+        await expect(broker).not_to_contain_text("approval")
+        await page.get_by_label("google_docs", exact=True).uncheck()
+        await expect(broker).to_be_visible()  # broker tools belong to no one server
+        await page.get_by_role("button", name="Start AI Agent →").click()
+        await expect(page.get_by_test_id("status")).to_contain_text("waiting_for_user_message")
+
+        composer = page.locator(".composer textarea")
+        await composer.fill('/tool mcp_list_resources_and_prompts {"server":"search"}')
+        await composer.press("Control+Enter")
+        tool = page.get_by_test_id("bubble-tool")
+        await expect(tool.last).to_contain_text('"resources": []')
+        await expect(page.get_by_test_id("approval")).to_have_count(0)
+        await composer.fill('/tool mcp_list_resources_and_prompts {"server":"google_docs"}')
+        await composer.press("Control+Enter")
+        await expect(tool).to_have_count(2)
+        await expect(tool.last).to_contain_text("not selected for this Agent")
+        await browser.close()
 
 
 async def check_portal(page: Page) -> None:
@@ -223,3 +275,98 @@ async def check_queue_and_steer(page: Page) -> None:
     await expect(page.get_by_text("Durable timer · 300s")).to_have_count(0)
     await expect(page.get_by_text("0 queued · 0 steered")).to_be_visible()
     await expect(page.get_by_text("drop me")).to_have_count(0)
+
+
+async def check_plan_stop_and_clear(page: Page) -> None:
+    """A plan that stops early reads Continue plan, also after another message;
+    Continue finishes it; ``/plan-clear`` removes the card."""
+    from playwright.async_api import expect
+
+    composer = page.locator(".composer textarea")
+    plan = page.get_by_test_id("plan")
+    await page.get_by_label("Plan mode").check()
+    await composer.fill("/plan-stop demo")
+    await page.get_by_role("button", name="Create plan").click()
+    await expect(plan).to_contain_text("Plan · draft")
+    await plan.get_by_role("button", name="Execute plan").click()
+    await expect(page.get_by_text("I stopped before completing every plan task.")).to_be_visible()
+    await expect(plan).to_contain_text("Plan · active")
+    await expect(plan).to_contain_text("1/2 completed")
+    await composer.fill("later, please")
+    await composer.press("Control+Enter")
+    await expect(page.get_by_text("Local demo response: later, please")).to_be_visible()
+    await plan.get_by_role("button", name="Continue plan").click()
+    await expect(plan).to_contain_text("Plan · completed")
+    await expect(plan).to_contain_text("2/2 completed")
+    await expect(plan.get_by_role("button")).to_have_count(0)
+    await page.get_by_label("Plan mode").check()
+    await composer.fill("/plan-clear")
+    await page.get_by_role("button", name="Create plan").click()
+    await expect(plan).to_have_count(0)
+
+
+async def check_free_text_question_and_scrolling(page: Page) -> None:
+    """A free-text question; the dock stays pinned; new content does not pull a reader
+    who scrolled up, and the next own message follows the bottom again."""
+    from playwright.async_api import expect
+
+    composer = page.locator(".composer textarea")
+    await composer.fill("/ask What date?")
+    await composer.press("Control+Enter")
+    question = page.get_by_test_id("question")
+    await expect(question).to_contain_text("What date?")
+    answer = question.get_by_placeholder("Type your answer…")
+    await expect(answer).to_be_focused()
+    submit = question.get_by_role("button", name="Submit answer")
+    await expect(submit).to_be_disabled()
+    await answer.fill("tomorrow")
+    await expect(submit).to_be_enabled()
+
+    await page.set_viewport_size({"width": 1180, "height": 600})
+    assert await page.evaluate("document.documentElement.scrollHeight - innerHeight > 400")
+    await page.evaluate(SCROLL_TO_TOP)
+    await answer.press("Control+Enter")
+    await expect(question).to_have_count(0)
+    await expect(page.get_by_test_id("bubble-user").last.locator("p")).to_have_text("tomorrow")
+    await expect(
+        page.get_by_text(re.compile("finished with this result: .*tomorrow"))
+    ).to_be_visible()
+    await expect(page.get_by_test_id("status")).to_contain_text("waiting_for_user_message")
+    assert await page.evaluate("window.scrollY") == 0  # scrolled up: not followed
+    dock = await page.locator(".dock").bounding_box()
+    assert dock is not None
+    assert abs(dock["y"] + dock["height"] - 600) <= 1  # pinned to the viewport bottom
+
+    await composer.fill("follow me")
+    await composer.press("Control+Enter")
+    await expect(page.get_by_text("Local demo response: follow me")).to_be_visible()
+    await page.wait_for_function(AT_BOTTOM)
+    await page.set_viewport_size({"width": 1180, "height": 900})
+
+
+SCROLL_TO_TOP = """() => new Promise((resolve) => {
+  window.addEventListener("scroll", resolve, { once: true });
+  window.scrollTo(0, 0);
+})"""
+AT_BOTTOM = "document.documentElement.scrollHeight - scrollY - innerHeight < 2"
+
+
+async def check_refresh_triggers(page: Page) -> None:
+    """Focus, online and visibility each refresh the snapshot; with the clock paused,
+    only the fallback timer refreshes, once per 8 s."""
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url) if "/snapshot?" in r.url else None)
+    now = await page.evaluate("Date.now()")
+    await page.clock.pause_at(now + 1000)
+    for trigger in (
+        "window.dispatchEvent(new Event('focus'))",
+        "window.dispatchEvent(new Event('online'))",
+        "document.dispatchEvent(new Event('visibilitychange'))",
+    ):
+        async with page.expect_request(re.compile(r"/snapshot\?")):
+            await page.evaluate(trigger)
+    before = len(requests)
+    await page.clock.run_for(7000)
+    async with page.expect_request(re.compile(r"/snapshot\?")):
+        await page.clock.run_for(1000)
+    assert len(requests) == before + 1  # one fallback refresh in 8 s, none before it

@@ -3,39 +3,15 @@ the Portal lists their tools, and a chat turn calls one in a tool Step."""
 
 from __future__ import annotations
 
-import json
-import sys
 import uuid
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator
 
 import httpx
 import pytest
 from app_server import RunningApp
 from test_routes import API, send, snapshot, texts, tool_outputs, wait_for
 
-from dex_agents.mcp import McpToolSource
 from dex_agents.testing import executed_step_types, read_step_history
-from dex_agents_ai_agent.tools import load_mcp_config
-
-CONFIG = Path(__file__).parents[1] / "mcp-servers.local.yaml"
-
-
-@pytest.fixture(scope="module")
-def mcp_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningApp]:
-    # The shipped config, with this interpreter in place of `uv run python`.
-    text = CONFIG.read_text(encoding="utf-8").replace(
-        'command: uv\n    args: ["run", "python",',
-        f"command: {json.dumps(sys.executable)}\n    args: [",
-    )
-    path = tmp_path_factory.mktemp("mcp") / "mcp-servers.yaml"
-    path.write_text(text, encoding="utf-8")
-    app = RunningApp(mcp_servers=load_mcp_config(path))
-    (source,) = app.catalog.tool_sources
-    assert isinstance(source, McpToolSource)
-    app.start()
-    yield app
-    app.stop()
 
 
 @pytest.fixture
@@ -54,8 +30,13 @@ async def test_the_portal_lists_the_mcp_servers_tools(http: httpx.AsyncClient) -
         "search__web_search",
         "slack__post_message",
         "slack__search_messages",
+        # The broker tools: any selected server's resources and prompts.
+        "mcp_get_prompt",
+        "mcp_list_resources_and_prompts",
+        "mcp_read_resource",
     }
     assert tools["search__web_search"]["server"] == "search"
+    assert tools["mcp_read_resource"]["server"] is None
     approval = {name for name, tool in tools.items() if tool["requiresApproval"]}
     assert approval == {"slack__post_message", "google_docs__create_document"}
 

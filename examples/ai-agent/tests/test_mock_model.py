@@ -78,4 +78,11 @@ def test_execution_advances_one_task_per_call_and_can_stop() -> None:
     stop = execution_note(
         ("completed", "Complete the objective: /plan-stop demo"), ("pending", "b")
     )
-    assert mock_reply(request(stop)).text == "I stopped before completing every plan task."
+    moved = ToolResultItem("call_1", "write_todos", "ok")
+    assert mock_reply(request(stop, moved)).text == "I stopped before completing every plan task."
+    # Continue plan: no task moved yet in this turn, so the plan goes on.
+    _, arguments = call(request(stop))
+    assert arguments["todos"] == [
+        {"content": "Complete the objective: /plan-stop demo", "status": "completed"},
+        {"content": "b", "status": "in_progress"},
+    ]

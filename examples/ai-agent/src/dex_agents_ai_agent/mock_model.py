@@ -11,7 +11,7 @@ rerun ``RunModel`` gets the same answer. Commands (the last user message):
 - ``/choose <prompt> | <choice> | <choice>...``: a question with choices
 - ``/ask-many <prompt>``: a question and a durable wait in one reply
 - in plan mode, any text: a two-task plan with ``write_todos``; ``/plan-clear`` clears it,
-  and ``/plan-stop ...`` makes execution stop after its first task
+  and ``/plan-stop ...`` makes execution stop once, after its first task
 - executing an approved plan: one task moves forward per model call; a plan made from
   ``/ask <question>`` asks it (``ask_user``) before its first task completes
 """
@@ -50,7 +50,11 @@ def mock_reply(request: ModelRequest) -> ScriptedModelReply:
     plan_note = _plan_note(request)
     results = ScriptedModelClient.tool_results(request)
     if plan_note is not None and "execution:" in plan_note.splitlines()[0]:
-        return _execute_plan(plan_note, _asked_this_turn(request))
+        return _execute_plan(
+            plan_note,
+            _result_this_turn(request, "ask_user"),
+            _result_this_turn(request, "write_todos"),
+        )
     if results:
         return _after_tool_results(results)
     text = _last_user_text(request)
@@ -74,7 +78,7 @@ def _plan(text: str) -> ScriptedModelReply:
     )
 
 
-def _execute_plan(plan_note: str, asked: bool) -> ScriptedModelReply:
+def _execute_plan(plan_note: str, asked: bool, moved: bool) -> ScriptedModelReply:
     # The note is rebuilt for every model call, so it shows what the last write_todos stored.
     tasks = [
         {"content": match.group(2), "status": match.group(1)}
@@ -84,7 +88,9 @@ def _execute_plan(plan_note: str, asked: bool) -> ScriptedModelReply:
     unfinished = [task for task in tasks if task["status"] != "completed"]
     if not unfinished:
         return ScriptedModelReply(text="I completed the approved plan.")
-    stops = bool(tasks) and tasks[0]["content"].startswith(f"Complete the objective: {PLAN_STOP}")
+    # A stopping plan stops right after its first task; Continue plan then finishes it.
+    stops = moved and len(tasks) > 1 and tasks[1]["status"] == "pending"
+    stops = stops and tasks[0]["content"].startswith(f"Complete the objective: {PLAN_STOP}")
     if stops and tasks[0]["status"] == "completed":
         return ScriptedModelReply(text="I stopped before completing every plan task.")
     task = unfinished[0]
@@ -159,15 +165,15 @@ def _json_object(raw: str) -> dict[str, Any]:
     return cast("dict[str, Any]", value) if isinstance(value, dict) else {}
 
 
-def _asked_this_turn(request: ModelRequest) -> bool:
-    """Whether an ``ask_user`` result follows the turn's plan-execution message."""
-    asked = False
+def _result_this_turn(request: ModelRequest, tool_name: str) -> bool:
+    """Whether a result of ``tool_name`` follows the turn's plan-execution message."""
+    found = False
     for item in request.items:
         if isinstance(item, UserTextItem) and item.text.startswith(EXECUTION_TEXT):
-            asked = False
-        elif isinstance(item, ToolResultItem) and item.tool_name == "ask_user":
-            asked = True
-    return asked
+            found = False
+        elif isinstance(item, ToolResultItem) and item.tool_name == tool_name:
+            found = True
+    return found
 
 
 def _plan_note(request: ModelRequest) -> str | None:

@@ -11,18 +11,30 @@ servers have, so the app works with no child processes.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import yaml
 
-from dex_agents import ToolEffect
+from dex_agents import (
+    AgentTurnContext,
+    DeferredToolCall,
+    DeferredToolExecution,
+    DeferredToolOutcome,
+    ToolEffect,
+    ToolExecutionError,
+)
+from dex_agents.models import ModelToolCall, ModelToolDefinition
 
 # The ban names the module dex_agents.stepwise.function_tool; this is the public function.
 from dex_agents.stepwise import FunctionTool, ToolSource, function_tool  # noqa: TID251
+
+if TYPE_CHECKING:
+    from dex_agents.mcp import McpToolSource
 
 BUILT_IN_TOOLS = ("write_todos", "ask_user", "durable_wait")
 MCP_CONFIG_VARIABLE = "DEX_AGENT_MCP_CONFIG"
@@ -157,7 +169,61 @@ def build_mcp_tool_sources(
                     trusts_tool_annotations=server.trust_read_only_annotations,
                 )
             )
-    return [McpToolSource(configs)]
+    # The resource and prompt (broker) tools are on; each session may ask only its servers.
+    return [
+        SelectedServersToolSource(McpToolSource(configs, resource_and_prompt_tools_enabled=True))
+    ]
+
+
+class SelectedServersToolSource:
+    """An MCP source as one session sees it: a resource or prompt tool may only ask a
+    server the session selected (one of its enabled tools' servers); another server
+    gets a failed result."""
+
+    def __init__(self, inner: McpToolSource) -> None:
+        self.inner = inner
+
+    @property
+    def source_name(self) -> str:
+        return self.inner.source_name
+
+    async def list_tools(self) -> Sequence[ModelToolDefinition]:
+        return await self.inner.list_tools()
+
+    def deferred_tool_call(
+        self, turn: AgentTurnContext, call: ModelToolCall, listed_tool: ModelToolDefinition
+    ) -> DeferredToolCall:
+        deferred = self.inner.deferred_tool_call(turn, call, listed_tool)
+        from dex_agents.mcp.resource_tools import RESOURCE_AND_PROMPT_TOOL_NAMES
+
+        if deferred.tool_name not in RESOURCE_AND_PROMPT_TOOL_NAMES:
+            return deferred
+        server = _server_argument(deferred.arguments)
+        enabled: list[Any] = turn.session_settings.get("enabled_tools") or []
+        selected = {str(name).partition("__")[0] for name in enabled}
+        if server in selected:
+            return deferred
+        # Marked here, where the session's settings are known; refused in the tool Step.
+        return dataclasses.replace(deferred, tool_source_reference=f"{OUTSIDE_SELECTION}{server}")
+
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
+        reference = call.tool_call.tool_source_reference or ""
+        if reference.startswith(OUTSIDE_SELECTION):
+            server = reference.removeprefix(OUTSIDE_SELECTION)
+            raise ToolExecutionError(f"MCP server {server!r} is not selected for this Agent")
+        return await self.inner.execute_deferred_tool_call(call)
+
+
+OUTSIDE_SELECTION = "outside-selection:"
+
+
+def _server_argument(arguments: str) -> str:
+    try:
+        value: Any = json.loads(arguments)
+    except ValueError:
+        return ""
+    server = cast("dict[str, Any]", value).get("server") if isinstance(value, dict) else None
+    return server if isinstance(server, str) else ""
 
 
 # --- the credential-free demo servers -------------------------------------------------
@@ -245,11 +311,9 @@ class ToolCatalog:
     async def with_source_tools(self) -> ToolCatalog:
         """This catalog with the MCP sources' tools listed (a server that cannot be
         listed offers none, with a warning), for the Portal and the start check."""
-        from dex_agents.mcp import McpToolSource
-
         listed: list[CatalogTool] = []
         for source in self.tool_sources:
-            if isinstance(source, McpToolSource):
+            if isinstance(source, SelectedServersToolSource):
                 listed.extend(
                     CatalogTool(
                         tool.name,
@@ -257,7 +321,7 @@ class ToolCatalog:
                         _effect_needs_approval(tool.effect or ToolEffect.UNCLASSIFIED),
                         tool.server or None,
                     )
-                    for tool in await source.list_tools()
+                    for tool in await source.inner.list_tools()
                 )
         known = {tool.name for tool in self.tools}
         tools = [*self.tools, *(tool for tool in listed if tool.name not in known)]
