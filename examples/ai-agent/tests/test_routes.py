@@ -325,6 +325,35 @@ async def test_plan_mode_drafts_executes_and_refuses_stale_revisions(
     assert (await http.post(f"{API}/plans/execute", json=execute)).status_code == 409
 
 
+async def test_a_message_after_a_stopped_plan_is_handled_in_planning_mode(
+    http: httpx.AsyncClient,
+) -> None:
+    workflow_id = await start(http)
+    await send(http, workflow_id, "/plan-stop demo", plan_mode=True)
+    value = await wait_for(http, workflow_id, lambda v: idle(v) and v["plan"], "draft")
+    execute = {"workflowId": workflow_id, "revision": value["plan"]["revision"]}
+    assert (await http.post(f"{API}/plans/execute", json=execute)).status_code == 200
+    stopped = "I stopped before completing every plan task."
+    value = await wait_for(
+        http, workflow_id, lambda v: idle(v) and texts(v, "assistant")[-1] == stopped, "stop"
+    )
+    assert value["plan"]["status"] == "active"
+    # Sent without Plan mode, yet planned: the tool is refused and the plan is unchanged.
+    await send(http, workflow_id, '/tool search__web_search {"query":"x"}')
+    value = await wait_for(
+        http, workflow_id, lambda v: idle(v) and texts(v, "assistant")[-1] != stopped, "reply"
+    )
+    assert json.loads(texts(value, "assistant")[-1])["error"] == "unknown_or_disabled_tool"
+    assert not any("Demo search results" in output for output in tool_outputs(value))
+    assert value["plan"]["status"] == "active"
+    execute["revision"] = value["plan"]["revision"]
+    assert (await http.post(f"{API}/plans/execute", json=execute)).status_code == 200
+    value = await wait_for(
+        http, workflow_id, lambda v: idle(v) and v["plan"]["status"] == "completed", "plan done"
+    )
+    assert texts(value, "assistant")[-1] == "I completed the approved plan."
+
+
 async def test_an_executing_plan_asks_and_the_answer_resumes_it(
     http: httpx.AsyncClient,
 ) -> None:

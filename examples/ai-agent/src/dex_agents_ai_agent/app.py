@@ -242,12 +242,23 @@ class AgentApp:
 
     async def send_message(self, request: Request) -> Response:
         body = await _body(request, MessageBody)
+        plan_mode = body.plan_mode or await self._revises_a_stopped_plan(body.workflow_id)
         accepted = await self.sessions.send_user_message(
-            body.workflow_id, body.content, plan_mode=body.plan_mode
+            body.workflow_id, body.content, plan_mode=plan_mode
         )
         if not accepted:
             raise ApiError(409, "the message was refused (blank or too large)")
         return JSONResponse({"accepted": True})
+
+    async def _revises_a_stopped_plan(self, flow_id: str) -> bool:
+        """Whether a message is about an unfinished plan that stopped: the plan is
+        ``active`` and no turn runs it. Such a message is handled in planning mode (it
+        may revise the plan, not run tools); **Continue plan** resumes the execution.
+        The library plans only for a plan-mode message or while a draft exists."""
+        snapshot = await self.sessions.snapshot(flow_id)
+        plan, state = snapshot.plan, snapshot.state
+        stopped = plan is not None and plan.status == "active"
+        return stopped and state is not None and state.active_turn_id is None
 
     async def delete_queued(self, request: Request) -> Response:
         body = await _body(request, QueueItemBody)
