@@ -10,7 +10,7 @@ import contextlib
 import json
 import os
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -462,7 +462,7 @@ async def check_free_text_question_and_scrolling(page: Page) -> None:
 
 
 @contextlib.asynccontextmanager
-async def held(page: Page, path: str) -> AsyncIterator[None]:
+async def held(page: Page, path: str) -> AsyncGenerator[None]:
     """Holds the page's requests to ``path`` until the block ends, so the block can
     look at the page while the mutation is in flight."""
     arrived = asyncio.Event()
