@@ -40,6 +40,8 @@ export function Chat({ workflowId, onNewAgent }: { workflowId: string; onNewAgen
   const [error, setError] = useState("");
   // A calm note, not an error: e.g. a queued message the Agent took before a click landed.
   const [notice, setNotice] = useState("");
+  // The last refresh failed (e.g. no Worker while one restarts); cleared by the next success.
+  const [offline, setOffline] = useState("");
   const [draft, setDraft] = useState("");
   const [planMode, setPlanMode] = useState(false);
   // An accepted Execute plan, until its executing turn shows up in the snapshot.
@@ -56,11 +58,12 @@ export function Chat({ workflowId, onNewAgent }: { workflowId: string; onNewAgen
       const next = await call<Snapshot>(`/snapshot?workflowId=${encodeURIComponent(workflowId)}`);
       if (mine !== sequence.current) return; // a newer refresh answered first
       setSnapshot(next);
+      setOffline("");
       if (next.state?.status !== "running_model") {
         setLive((items) => items.filter((item) => item.reasoning).map((item) => ({ ...item, text: "", done: true })));
       }
     } catch (reason) {
-      if (mine === sequence.current) setError((reason as Error).message);
+      if (mine === sequence.current) setOffline((reason as Error).message);
     }
   }, [workflowId]);
 
@@ -197,7 +200,7 @@ export function Chat({ workflowId, onNewAgent }: { workflowId: string; onNewAgen
   }
 
   if (!snapshot) {
-    return <main className="chat loading">{error ? <p className="error">{error}</p> : "Loading the Agent…"}</main>;
+    return <main className="chat loading">{offline ? <p className="error">{offline}</p> : "Loading the Agent…"}</main>;
   }
 
   const question = snapshot.pending_interrupts.find((item) => item.kind === "question");
@@ -395,6 +398,11 @@ export function Chat({ workflowId, onNewAgent }: { workflowId: string; onNewAgen
             </div>
             <p className="hint">Send with ⌘/Ctrl + Enter or Alt + Enter · Enter adds a new line</p>
           </div>
+        )}
+        {offline && (
+          <p className="notice" role="status" data-testid="offline">
+            Reconnecting… the last refresh failed ({offline}); retrying on the next event, focus or in 8 s.
+          </p>
         )}
         {notice && (
           <p className="notice" role="status" data-testid="notice">
