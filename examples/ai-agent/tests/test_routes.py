@@ -447,6 +447,6 @@ async def test_a_stopped_flow_reports_its_lifecycle(
     options = dex.StopFlowOptions(type=dex.StopType.TERMINATE, reason="stopped by test")
     running_app.call(running_app.host.dex_client.stop_flow(workflow_id, options))
     value = await wait_for(http, workflow_id, lambda v: v["flow"]["status"] != "running", "stop")
-    assert value["flow"]["status"] == "terminated"
+    assert value["flow"] == {"status": "terminated", "error": "stopped by test"}
     refused = await http.post(f"{API}/messages", json={"workflowId": workflow_id, "content": "x"})
     assert refused.status_code in (404, 409)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -36,6 +36,7 @@ from dex_agents_ai_agent.agent import (
     DEFAULT_SYSTEM_PROMPT,
     SessionSettings,
 )
+from dex_agents_ai_agent.flow_close import read_close_reason
 from dex_agents_ai_agent.providers import (
     PROVIDERS,
     PROVIDERS_BY_ID,
@@ -148,6 +149,7 @@ class AgentApp:
     catalog: ToolCatalog
     retained_messages: int
     environ: Mapping[str, str]
+    close_reasons: dict[str, str] = field(default_factory=lambda: dict[str, str]())
 
     @property
     def sessions(self) -> AgentSessionClient:
@@ -238,7 +240,14 @@ class AgentApp:
         if info.status is dex.FlowStatus.RUNNING:
             return {"status": "running", "error": None}
         result = await self.host.dex_client.wait_for_flow(flow_id)
-        return {"status": info.status.value, "error": result.error_message}
+        error = result.error_message or None
+        if error is None and info.status is dex.FlowStatus.TERMINATED:
+            # A closed Flow's history no longer changes: read its reason once.
+            if flow_id not in self.close_reasons:
+                reason = await read_close_reason(self.host.server_address, flow_id)
+                self.close_reasons[flow_id] = reason
+            error = self.close_reasons[flow_id] or None
+        return {"status": info.status.value, "error": error}
 
     async def send_message(self, request: Request) -> Response:
         body = await _body(request, MessageBody)
