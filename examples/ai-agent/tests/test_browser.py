@@ -81,11 +81,15 @@ async def test_a_chat_with_an_approval_a_plan_and_a_question(
             bodies.append((response.url, response.status, body))
 
         page.on("response", record)
+        portal_requests: list[str] = []
+        page.on("request", lambda r: portal_requests.append(r.url) if "/portal" in r.url else None)
 
         await page.goto(f"{running_app.base_url}/products/ai-agent/")
         await check_portal(page)
         await page.screenshot(path=str(shots / "portal.png"), full_page=True)
-        await page.get_by_role("button", name="Start AI Agent →").click()
+        async with held(page, "/start"):
+            await page.get_by_role("button", name="Start AI Agent →").click()
+            await expect(page.get_by_role("button", name="Starting Agent…")).to_be_disabled()
         await expect(page).to_have_url(re.compile(r"\?workflowId=[0-9a-f-]{36}$"))
         status = page.get_by_test_id("status")
         await expect(status).to_contain_text("waiting_for_user_message · mock/dex")
@@ -208,7 +212,7 @@ async def test_a_chat_with_an_approval_a_plan_and_a_question(
     ]
     assert [url for url, status, _ in bodies if status >= 500] == []
     assert all(SECRET not in body for _, _, body in bodies)
-    assert sum(1 for url, _, _ in bodies if url.endswith("/portal")) == 2  # two Portal visits
+    assert len(portal_requests) == 2  # one per Portal visit
 
 
 async def test_broker_tools_ask_only_the_selected_mcp_servers(mcp_app: RunningApp) -> None:
@@ -411,7 +415,9 @@ async def check_plan_stop_and_clear(page: Page, shots: Path) -> None:
     await expect(page.get_by_text("Demo search results for 'after the stop'")).to_have_count(0)
     await expect(plan).to_contain_text("Plan · active")
     await expect(plan).to_contain_text("1/2 completed")
-    await plan.get_by_role("button", name="Continue plan").click()
+    async with held(page, "/plans/execute"):
+        await plan.get_by_role("button", name="Continue plan").click()
+        await expect(plan.get_by_role("button", name="Requesting…")).to_be_disabled()
     await expect(plan).to_contain_text("Plan · completed")
     await expect(plan).to_contain_text("2/2 completed")
     await expect(plan.get_by_role("button")).to_have_count(0)
