@@ -135,6 +135,7 @@ async def test_a_chat_with_an_approval_a_plan_and_a_question(
         await expect(page.get_by_text("Local demo response: hello")).to_be_visible()
         assert len(snapshots) == 1  # one snapshot request restores the whole page
         await check_queue_and_steer(page, running_app, shots)
+        await check_steer_over_an_approval_and_fifo(page)
 
         await page.get_by_label("Plan mode").check()
         await page.get_by_placeholder(re.compile("drafts a plan")).fill("Research Dex")
@@ -303,6 +304,9 @@ async def check_queue_and_steer(page: Page, app: RunningApp, shots: Path) -> Non
     await composer.press("Control+Enter")
     await expect(page.get_by_text("Durable timer · 300s")).to_be_visible()
     await expect(page.get_by_test_id("status")).to_contain_text("waiting_for_timer")
+    await page.reload()  # the wait is durable state, not page state
+    await expect(page.get_by_text("Durable timer · 300s")).to_be_visible()
+    await expect(page.get_by_test_id("status")).to_contain_text("waiting_for_timer")
     queued = page.get_by_test_id("queued")
     plan_mode = page.get_by_label("Plan mode")
     for text in ("replace the objective", "drop me", "edit me"):
@@ -352,6 +356,44 @@ async def check_queue_and_steer(page: Page, app: RunningApp, shots: Path) -> Non
     await expect(wait_result).to_contain_text("the user sent a new message")
     users = page.get_by_test_id("bubble-user").locator("p")
     await expect(users.filter(has_text=re.compile("^replace the objective$"))).to_have_count(1)
+
+
+async def check_steer_over_an_approval_and_fifo(page: Page) -> None:
+    """A steer supersedes a pending approval (the write never runs); two messages
+    queued behind a short wait run one turn each, in order, once its timer fires."""
+    from playwright.async_api import expect
+
+    composer = page.locator(".composer textarea")
+    queued = page.get_by_test_id("queued")
+    tools = page.get_by_test_id("bubble-tool")
+    await composer.fill('/tool google_docs__create_document {"title":"T","content":"abc"}')
+    await composer.press("Control+Enter")
+    approval = page.get_by_test_id("approval")
+    await expect(approval).to_contain_text("Approve tool: google_docs__create_document")
+    await composer.fill("skip the document")
+    await composer.press("Control+Enter")
+    await queued.get_by_role("button", name="Steer").click()
+    await expect(page.get_by_text("Local demo response: skip the document")).to_be_visible()
+    await expect(approval).to_have_count(0)
+    superseded = tools.filter(has_text="google_docs__create_document")
+    await expect(superseded.get_by_test_id("tool-outcome")).to_have_text("interrupted")
+    await expect(page.get_by_text("Demo Google Doc")).to_have_count(0)
+
+    await composer.fill("/wait 5 short")
+    await composer.press("Control+Enter")
+    await expect(page.get_by_text("Durable timer · 5s")).to_be_visible()
+    for text in ("first in line", "second in line"):  # queued while the timer runs
+        await composer.fill(text)
+        await composer.press("Control+Enter")
+    second = page.get_by_text("Local demo response: second in line")
+    await expect(second).to_be_visible()
+    wait_result = tools.filter(has_text="durable_wait").last
+    await expect(wait_result.get_by_test_id("tool-outcome")).to_have_text("completed")
+    replies = page.get_by_test_id("bubble-assistant").locator("p")
+    await expect(replies.filter(has_text=re.compile("in line$"))).to_have_text(
+        ["Local demo response: first in line", "Local demo response: second in line"]
+    )
+    await expect(page.get_by_test_id("status")).to_contain_text("waiting_for_user_message")
 
 
 async def check_a_stale_queue_click(page: Page, app: RunningApp, action: str) -> None:
