@@ -325,14 +325,19 @@ async def test_plan_mode_drafts_executes_and_refuses_stale_revisions(
     assert (await http.post(f"{API}/plans/execute", json=execute)).status_code == 409
 
 
+async def draft_and_execute(http: httpx.AsyncClient, workflow_id: str, objective: str) -> None:
+    """A Plan-mode message drafts a plan; its revision is then executed."""
+    await send(http, workflow_id, objective, plan_mode=True)
+    value = await wait_for(http, workflow_id, lambda v: idle(v) and v["plan"], "draft")
+    execute = {"workflowId": workflow_id, "revision": value["plan"]["revision"]}
+    assert (await http.post(f"{API}/plans/execute", json=execute)).status_code == 200
+
+
 async def test_a_message_after_a_stopped_plan_is_handled_in_planning_mode(
     http: httpx.AsyncClient,
 ) -> None:
     workflow_id = await start(http)
-    await send(http, workflow_id, "/plan-stop demo", plan_mode=True)
-    value = await wait_for(http, workflow_id, lambda v: idle(v) and v["plan"], "draft")
-    execute = {"workflowId": workflow_id, "revision": value["plan"]["revision"]}
-    assert (await http.post(f"{API}/plans/execute", json=execute)).status_code == 200
+    await draft_and_execute(http, workflow_id, "/plan-stop demo")
     stopped = "I stopped before completing every plan task."
     value = await wait_for(
         http, workflow_id, lambda v: idle(v) and texts(v, "assistant")[-1] == stopped, "stop"
@@ -346,7 +351,7 @@ async def test_a_message_after_a_stopped_plan_is_handled_in_planning_mode(
     assert json.loads(texts(value, "assistant")[-1])["error"] == "unknown_or_disabled_tool"
     assert not any("Demo search results" in output for output in tool_outputs(value))
     assert value["plan"]["status"] == "active"
-    execute["revision"] = value["plan"]["revision"]
+    execute = {"workflowId": workflow_id, "revision": value["plan"]["revision"]}
     assert (await http.post(f"{API}/plans/execute", json=execute)).status_code == 200
     value = await wait_for(
         http, workflow_id, lambda v: idle(v) and v["plan"]["status"] == "completed", "plan done"
@@ -358,10 +363,7 @@ async def test_an_executing_plan_asks_and_the_answer_resumes_it(
     http: httpx.AsyncClient,
 ) -> None:
     workflow_id = await start(http)
-    await send(http, workflow_id, "/ask What date should I use?", plan_mode=True)
-    value = await wait_for(http, workflow_id, lambda v: idle(v) and v["plan"], "draft")
-    execute = {"workflowId": workflow_id, "revision": value["plan"]["revision"]}
-    assert (await http.post(f"{API}/plans/execute", json=execute)).status_code == 200
+    await draft_and_execute(http, workflow_id, "/ask What date should I use?")
     value = await wait_for(
         http, workflow_id, lambda v: v["agent_status"] == "waiting_for_input", "question"
     )
