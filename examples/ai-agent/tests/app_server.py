@@ -68,8 +68,15 @@ class RunningApp:
             raise RuntimeError("the app did not start")
 
     def call(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
-        future: Future[Any] = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
-        return future.result(60)
+        return self.submit(coroutine).result(60)
+
+    def submit(self, coroutine: Coroutine[Any, Any, Any]) -> Future[Any]:
+        """Runs ``coroutine`` on the server's loop; the future can be awaited elsewhere."""
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+
+    def sessions_delete(self, workflow_id: str, message_id: str) -> Future[Any]:
+        """Deletes a queued message behind the page's back, as another tab would."""
+        return self.submit(self.host.client().delete_queued_message(workflow_id, message_id))
 
     def stop(self) -> None:
         self.server.should_exit = True

@@ -8,7 +8,7 @@ from pathlib import Path
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from dex_agents_ai_agent.tools import DEMO_TOOLS, load_mcp_config
+from dex_agents_ai_agent.tools import DEMO_TOOLS, demo_mcp_servers, load_mcp_config
 
 CONFIG = Path(__file__).parents[1] / "mcp-servers.local.yaml"
 
@@ -38,3 +38,7 @@ def test_the_local_config_names_the_three_servers() -> None:
     servers = load_mcp_config(CONFIG)
     assert [s.name for s in servers] == ["search", "slack", "google_docs"]
     assert all(s.transport == "stdio" and s.trust_read_only_annotations for s in servers)
+    # The file writes out the servers the command runs by default.
+    defaults = demo_mcp_servers()
+    assert [s.name for s in defaults] == [s.name for s in servers]
+    assert [s.args for s in defaults] == [s.args[-3:] for s in servers]

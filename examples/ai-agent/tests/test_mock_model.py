@@ -86,3 +86,15 @@ def test_execution_advances_one_task_per_call_and_can_stop() -> None:
         {"content": "Complete the objective: /plan-stop demo", "status": "completed"},
         {"content": "b", "status": "in_progress"},
     ]
+
+
+def test_a_written_plan_is_presented_and_a_cleared_one_reported() -> None:
+    def reply(output: str) -> str | None:
+        result = ToolResultItem("call_1", "write_todos", output)
+        return mock_reply(request(UserTextItem("x"), result, tools=("write_todos",))).text
+
+    # The outputs of dex_agents.plans.write_todos_output.
+    assert reply('{"status":"updated","revision":1,"task_count":2}') == (
+        "The plan is ready for review."
+    )
+    assert reply('{"status":"cleared","revision":2}') == "I cleared the plan."

@@ -325,14 +325,45 @@ async def test_plan_mode_drafts_executes_and_refuses_stale_revisions(
     assert (await http.post(f"{API}/plans/execute", json=execute)).status_code == 409
 
 
+async def draft_and_execute(http: httpx.AsyncClient, workflow_id: str, objective: str) -> None:
+    """A Plan-mode message drafts a plan; its revision is then executed."""
+    await send(http, workflow_id, objective, plan_mode=True)
+    value = await wait_for(http, workflow_id, lambda v: idle(v) and v["plan"], "draft")
+    execute = {"workflowId": workflow_id, "revision": value["plan"]["revision"]}
+    assert (await http.post(f"{API}/plans/execute", json=execute)).status_code == 200
+
+
+async def test_a_message_after_a_stopped_plan_is_handled_in_planning_mode(
+    http: httpx.AsyncClient,
+) -> None:
+    workflow_id = await start(http)
+    await draft_and_execute(http, workflow_id, "/plan-stop demo")
+    stopped = "I stopped before completing every plan task."
+    value = await wait_for(
+        http, workflow_id, lambda v: idle(v) and texts(v, "assistant")[-1] == stopped, "stop"
+    )
+    assert value["plan"]["status"] == "active"
+    # Sent without Plan mode, yet planned: the tool is refused and the plan is unchanged.
+    await send(http, workflow_id, '/tool search__web_search {"query":"x"}')
+    value = await wait_for(
+        http, workflow_id, lambda v: idle(v) and texts(v, "assistant")[-1] != stopped, "reply"
+    )
+    assert json.loads(texts(value, "assistant")[-1])["error"] == "unknown_or_disabled_tool"
+    assert not any("Demo search results" in output for output in tool_outputs(value))
+    assert value["plan"]["status"] == "active"
+    execute = {"workflowId": workflow_id, "revision": value["plan"]["revision"]}
+    assert (await http.post(f"{API}/plans/execute", json=execute)).status_code == 200
+    value = await wait_for(
+        http, workflow_id, lambda v: idle(v) and v["plan"]["status"] == "completed", "plan done"
+    )
+    assert texts(value, "assistant")[-1] == "I completed the approved plan."
+
+
 async def test_an_executing_plan_asks_and_the_answer_resumes_it(
     http: httpx.AsyncClient,
 ) -> None:
     workflow_id = await start(http)
-    await send(http, workflow_id, "/ask What date should I use?", plan_mode=True)
-    value = await wait_for(http, workflow_id, lambda v: idle(v) and v["plan"], "draft")
-    execute = {"workflowId": workflow_id, "revision": value["plan"]["revision"]}
-    assert (await http.post(f"{API}/plans/execute", json=execute)).status_code == 200
+    await draft_and_execute(http, workflow_id, "/ask What date should I use?")
     value = await wait_for(
         http, workflow_id, lambda v: v["agent_status"] == "waiting_for_input", "question"
     )
@@ -418,6 +449,6 @@ async def test_a_stopped_flow_reports_its_lifecycle(
     options = dex.StopFlowOptions(type=dex.StopType.TERMINATE, reason="stopped by test")
     running_app.call(running_app.host.dex_client.stop_flow(workflow_id, options))
     value = await wait_for(http, workflow_id, lambda v: v["flow"]["status"] != "running", "stop")
-    assert value["flow"]["status"] == "terminated"
+    assert value["flow"] == {"status": "terminated", "error": "stopped by test"}
     refused = await http.post(f"{API}/messages", json={"workflowId": workflow_id, "content": "x"})
     assert refused.status_code in (404, 409)

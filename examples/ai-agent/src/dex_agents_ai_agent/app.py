@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -36,6 +36,7 @@ from dex_agents_ai_agent.agent import (
     DEFAULT_SYSTEM_PROMPT,
     SessionSettings,
 )
+from dex_agents_ai_agent.flow_close import read_close_reason
 from dex_agents_ai_agent.providers import (
     PROVIDERS,
     PROVIDERS_BY_ID,
@@ -148,6 +149,7 @@ class AgentApp:
     catalog: ToolCatalog
     retained_messages: int
     environ: Mapping[str, str]
+    close_reasons: dict[str, str] = field(default_factory=lambda: dict[str, str]())
 
     @property
     def sessions(self) -> AgentSessionClient:
@@ -238,16 +240,34 @@ class AgentApp:
         if info.status is dex.FlowStatus.RUNNING:
             return {"status": "running", "error": None}
         result = await self.host.dex_client.wait_for_flow(flow_id)
-        return {"status": info.status.value, "error": result.error_message}
+        error = result.error_message or None
+        if error is None and info.status is dex.FlowStatus.TERMINATED:
+            # A closed Flow's history no longer changes: read its reason once.
+            if flow_id not in self.close_reasons:
+                reason = await read_close_reason(self.host.server_address, flow_id)
+                self.close_reasons[flow_id] = reason
+            error = self.close_reasons[flow_id] or None
+        return {"status": info.status.value, "error": error}
 
     async def send_message(self, request: Request) -> Response:
         body = await _body(request, MessageBody)
+        plan_mode = body.plan_mode or await self._revises_a_stopped_plan(body.workflow_id)
         accepted = await self.sessions.send_user_message(
-            body.workflow_id, body.content, plan_mode=body.plan_mode
+            body.workflow_id, body.content, plan_mode=plan_mode
         )
         if not accepted:
             raise ApiError(409, "the message was refused (blank or too large)")
         return JSONResponse({"accepted": True})
+
+    async def _revises_a_stopped_plan(self, flow_id: str) -> bool:
+        """Whether a message is about an unfinished plan that stopped: the plan is
+        ``active`` and no turn runs it. Such a message is handled in planning mode (it
+        may revise the plan, not run tools); **Continue plan** resumes the execution.
+        The library plans only for a plan-mode message or while a draft exists."""
+        snapshot = await self.sessions.snapshot(flow_id)
+        plan, state = snapshot.plan, snapshot.state
+        stopped = plan is not None and plan.status == "active"
+        return stopped and state is not None and state.active_turn_id is None
 
     async def delete_queued(self, request: Request) -> Response:
         body = await _body(request, QueueItemBody)

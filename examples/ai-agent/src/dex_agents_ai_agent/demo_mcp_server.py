@@ -1,9 +1,10 @@
 """The credential-free demo MCP servers (stdio): ``python -m dex_agents_ai_agent.demo_mcp_server
 search|slack|google_docs``.
 
-``mcp-servers.local.yaml`` lists the three; their tools are the in-process demo tools
-of ``tools.py`` (same bodies), with ``readOnlyHint`` set on the reads so a config with
-``trust_read_only_annotations`` runs them without approval.
+The app runs the three by default (``tools.demo_mcp_servers``; ``mcp-servers.local.yaml``
+lists them too). Their tools are the functions of ``demo_tools.py``, with
+``readOnlyHint`` set on the reads, so a server trusting annotations runs them
+without approval.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import sys
 from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
 
-from dex_agents_ai_agent.tools import DEMO_SERVER_FUNCTIONS
+from dex_agents_ai_agent.demo_tools import DEMO_SERVER_FUNCTIONS
 
 
 def build_demo_server(name: str) -> MCPServer:

@@ -104,7 +104,10 @@ def _execute_plan(plan_note: str, asked: bool, moved: bool) -> ScriptedModelRepl
 
 def _after_tool_results(results: list[ToolResultItem]) -> ScriptedModelReply:
     if all(result.tool_name == "write_todos" for result in results):
-        return ScriptedModelReply(text="The plan is ready for review.")
+        cleared = any('"status":"cleared"' in result.output for result in results)
+        return ScriptedModelReply(
+            text="I cleared the plan." if cleared else "The plan is ready for review."
+        )
     content = "\n".join(result.output for result in results if result.tool_name != "write_todos")
     return ScriptedModelReply(text=f"The tool finished with this result: {content}")
 

@@ -1,11 +1,12 @@
 """The tools a session can enable: the trusted MCP servers of the server's config file,
 and the credential-free demo servers (search, slack, google_docs).
 
-The config file's servers become one ``dex_agents.mcp.McpToolSource``
+The configured servers become one ``dex_agents.mcp.McpToolSource``
 (``build_mcp_tool_sources``): each call of one of its tools runs in its own tool
-Step. Without a config file, the demo servers run in-process as Stepwise function
-tools with the same public names (``<server>__<tool>``) and effects the stdio demo
-servers have, so the app works with no child processes.
+Step. With no config file the app runs the demo servers over stdio
+(``demo_mcp_servers``); they can also run in-process as Stepwise function tools
+with the same public names (``<server>__<tool>``) and effects, with no child
+processes (the tests' default).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -32,6 +34,7 @@ from dex_agents.models import ModelToolCall, ModelToolDefinition
 
 # The ban names the module dex_agents.stepwise.function_tool; this is the public function.
 from dex_agents.stepwise import FunctionTool, ToolSource, function_tool  # noqa: TID251
+from dex_agents_ai_agent.demo_tools import DEMO_SERVER_FUNCTIONS
 
 if TYPE_CHECKING:
     from dex_agents.mcp import McpToolSource
@@ -226,48 +229,8 @@ def _server_argument(arguments: str) -> str:
     return server if isinstance(server, str) else ""
 
 
-# --- the credential-free demo servers -------------------------------------------------
+# --- the credential-free demo servers, as in-process function tools -------------------
 
-
-async def _web_search(query: str) -> str:
-    return f"Demo search results for {query!r}: Dex runs durable Flows; agents survive restarts."
-
-
-async def _search_messages(query: str) -> str:
-    return f"Demo Slack matches for {query!r}: #general 'deploy at 5pm', #ops 'all green'."
-
-
-async def _post_message(channel: str, message: str) -> str:
-    return f"Demo Slack message posted to {channel}: {message}"
-
-
-async def _search_documents(query: str) -> str:
-    return f"Demo Google Docs matches for {query!r}: 'Q3 plan', 'Onboarding notes'."
-
-
-async def _create_document(title: str, content: str) -> str:
-    return f"Demo Google Doc {title!r} created with {len(content)} characters."
-
-
-DemoFunction = Callable[..., Awaitable[str]]
-
-# Each demo server's tools: the function (its name without the underscore is the tool's),
-# the description, and whether it only reads.
-DEMO_SERVER_FUNCTIONS: Mapping[str, tuple[tuple[DemoFunction, str, bool], ...]] = {
-    "search": ((_web_search, "Search the web (demo results).", True),),
-    "slack": (
-        (_search_messages, "Search Slack messages (demo).", True),
-        (
-            _post_message,
-            "Post a message to a Slack channel (demo; changes an external system).",
-            False,
-        ),
-    ),
-    "google_docs": (
-        (_search_documents, "Search Google Docs (demo).", True),
-        (_create_document, "Create a Google Doc (demo; changes an external system).", False),
-    ),
-}
 
 DEMO_TOOLS: tuple[tuple[str, FunctionTool], ...] = tuple(
     (
@@ -282,6 +245,24 @@ DEMO_TOOLS: tuple[tuple[str, FunctionTool], ...] = tuple(
     for server, functions in DEMO_SERVER_FUNCTIONS.items()
     for function, description, read_only in functions
 )
+
+
+DEMO_MCP_SERVER_MODULE = "dex_agents_ai_agent.demo_mcp_server"
+
+
+def demo_mcp_servers(python: str = sys.executable) -> tuple[McpServerConfig, ...]:
+    """The three demo servers as stdio MCP servers run by ``python`` (this interpreter
+    by default, so they start from any directory without a second ``uv run``)."""
+    return tuple(
+        McpServerConfig(
+            name=name,
+            transport="stdio",
+            command=python,
+            args=("-m", DEMO_MCP_SERVER_MODULE, name),
+            trust_read_only_annotations=True,
+        )
+        for name in DEMO_SERVER_FUNCTIONS
+    )
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,10 @@ export function Chat({ workflowId, onNewAgent }: { workflowId: string; onNewAgen
   const [optimistic, setOptimistic] = useState<Optimistic[]>([]);
   const [busy, setBusy] = useState<string | null>(null);
   const [error, setError] = useState("");
+  // A calm note, not an error: e.g. a queued message the Agent took before a click landed.
+  const [notice, setNotice] = useState("");
+  // The last refresh failed (e.g. no Worker while one restarts); cleared by the next success.
+  const [offline, setOffline] = useState("");
   const [draft, setDraft] = useState("");
   const [planMode, setPlanMode] = useState(false);
   // An accepted Execute plan, until its executing turn shows up in the snapshot.
@@ -54,11 +58,12 @@ export function Chat({ workflowId, onNewAgent }: { workflowId: string; onNewAgen
       const next = await call<Snapshot>(`/snapshot?workflowId=${encodeURIComponent(workflowId)}`);
       if (mine !== sequence.current) return; // a newer refresh answered first
       setSnapshot(next);
+      setOffline("");
       if (next.state?.status !== "running_model") {
         setLive((items) => items.filter((item) => item.reasoning).map((item) => ({ ...item, text: "", done: true })));
       }
     } catch (reason) {
-      if (mine === sequence.current) setError((reason as Error).message);
+      if (mine === sequence.current) setOffline((reason as Error).message);
     }
   }, [workflowId]);
 
@@ -146,11 +151,17 @@ export function Chat({ workflowId, onNewAgent }: { workflowId: string; onNewAgen
   async function mutate(name: string, path: string, body: object): Promise<boolean> {
     setBusy(name);
     setError("");
+    setNotice("");
     try {
       await call(path, { workflowId, ...body });
       return true;
     } catch (reason) {
-      setError(reason instanceof ApiError ? reason.message : String(reason));
+      if (reason instanceof ApiError && reason.status === 404 && path.startsWith("/message-queue/")) {
+        // Stale: consumed or removed elsewhere. The refresh below shows the queue as it is.
+        setNotice(`${capitalize(reason.message)} · the queue is up to date.`);
+      } else {
+        setError(reason instanceof ApiError ? reason.message : String(reason));
+      }
       return false;
     } finally {
       setBusy(null);
@@ -189,7 +200,7 @@ export function Chat({ workflowId, onNewAgent }: { workflowId: string; onNewAgen
   }
 
   if (!snapshot) {
-    return <main className="chat loading">{error ? <p className="error">{error}</p> : "Loading the Agent…"}</main>;
+    return <main className="chat loading">{offline ? <p className="error">{offline}</p> : "Loading the Agent…"}</main>;
   }
 
   const question = snapshot.pending_interrupts.find((item) => item.kind === "question");
@@ -388,6 +399,16 @@ export function Chat({ workflowId, onNewAgent }: { workflowId: string; onNewAgen
             <p className="hint">Send with ⌘/Ctrl + Enter or Alt + Enter · Enter adds a new line</p>
           </div>
         )}
+        {offline && (
+          <p className="notice" role="status" data-testid="offline">
+            Reconnecting… the last refresh failed ({offline}); retrying on the next event, focus or in 8 s.
+          </p>
+        )}
+        {notice && (
+          <p className="notice" role="status" data-testid="notice">
+            {notice}
+          </p>
+        )}
         {error && (
           <p className="error" role="alert">
             {error}
@@ -424,17 +445,31 @@ function MessageBubble({ message }: { message: StoredMessage }) {
     if (message.tool_name === "ask_user" && parsed.status === "answered") {
       return <Bubble kind="user" title="You" sequence={message.sequence} body={parsed.answer ?? ""} />;
     }
-    return <Bubble kind="tool" title={`Tool · ${message.tool_name}`} sequence={message.sequence} body={pretty(output)} code />;
+    return (
+      <Bubble
+        kind="tool"
+        title={`Tool · ${message.tool_name}`}
+        sequence={message.sequence}
+        body={pretty(output)}
+        outcome={toolOutcome(output)}
+        code
+      />
+    );
   }
   if (!message.text) return null;
   return <Bubble kind={message.role} title={message.role === "assistant" ? "Assistant" : "Note"} sequence={message.sequence} body={message.text} />;
 }
 
-function Bubble(props: { kind: string; title: string; sequence: number; body: string; code?: boolean }) {
+function Bubble(props: { kind: string; title: string; sequence: number; body: string; code?: boolean; outcome?: string }) {
   return (
     <article className={`bubble ${props.kind}`} data-testid={`bubble-${props.kind}`}>
       <header>
         {props.title} <span className="sequence">#{props.sequence}</span>
+        {props.outcome && (
+          <span className={`badge outcome ${props.outcome}`} data-testid="tool-outcome">
+            {props.outcome}
+          </span>
+        )}
       </header>
       {props.code ? <pre>{props.body}</pre> : <p>{props.body}</p>}
     </article>
@@ -491,6 +526,12 @@ function PlanCard(props: {
           </li>
         ))}
       </ol>
+      {plan.status === "active" && props.canExecute && !props.executionPending && (
+        <p className="hint" data-testid="plan-stopped">
+          Stopped before every task was done. A new message revises the plan without running tools; Continue plan
+          resumes it.
+        </p>
+      )}
       {props.executionPending && (
         <p className="hint execution-pending" data-testid="execution-pending">
           <span className="pulse" /> Execution request pending…
@@ -576,6 +617,19 @@ function QuestionPanel(props: { question: Interrupt; busy: boolean; onAnswer: (a
       </div>
     </div>
   );
+}
+
+// The library's texts for a call that never ran because the turn was steered or stopped.
+const NOT_RUN_PREFIX = "The tool call was not run:";
+
+function toolOutcome(output: string): string | undefined {
+  if (output.startsWith(NOT_RUN_PREFIX)) return "interrupted";
+  const status = (safeJson(output) as { status?: unknown }).status;
+  return typeof status === "string" ? status.replace(/_/g, " ") : undefined;
+}
+
+function capitalize(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
 function safeJson(text: string | null): unknown {

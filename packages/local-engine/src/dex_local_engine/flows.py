@@ -245,6 +245,8 @@ def close_flow(engine: Engine, flow: Flow, status: int, error_type: int, message
     flow.close_time = time.time()
     flow.error_type = error_type
     flow.error_message = message if error_type else ""
+    # As on Dex, a terminate's reason reaches the history's close event, not the result.
+    closed_message = message if status == pb.FLOW_STATUS_TERMINATED else flow.error_message
     _LOG.info(
         "flow %s closed: %s %s",
         flow.flow_id,
@@ -258,7 +260,7 @@ def close_flow(engine: Engine, flow: Flow, status: int, error_type: int, message
                 flow_status=cast(pb.FlowStatus, status),
                 results=flow.outputs,
                 error_type=cast(pb.FlowErrorType, error_type),
-                error_message=flow.error_message,
+                error_message=closed_message,
             )
         ),
     )
