@@ -227,8 +227,18 @@ class TestTasks(Extension):
         return {}
 
 
-def build_server(log: Path, release: Path | None = None, task_poll_ms: int = 1000) -> MCPServer:
-    """The test server, logging every call to ``log``."""
+def build_server(
+    log: Path,
+    release: Path | None = None,
+    task_poll_ms: int = 1000,
+    *,
+    colliding_tools: bool = False,
+) -> MCPServer:
+    """The test server, logging every call to ``log``.
+
+    ``colliding_tools`` adds ``report.status`` and ``report_status``, whose agent tool
+    names are the same once sanitized.
+    """
     server = MCPServer("dex-test", extensions=[TestTasks(log, release, task_poll_ms)])
 
     def record(ctx: Context, tool: str, arguments: dict[str, Any]) -> None:
@@ -288,6 +298,18 @@ def build_server(log: Path, release: Path | None = None, task_poll_ms: int = 100
     def approve_report(label: str) -> str:
         """Ask for approval of a report, as a task."""
         raise ValueError(f"approve_report {label} runs only as a task")
+
+    if colliding_tools:
+
+        @server.tool(name="report.status", annotations=ToolAnnotations(read_only_hint=True))
+        def dotted_status() -> str:
+            """The first of two tools with one sanitized name."""
+            return "dotted"
+
+        @server.tool(name="report_status", annotations=ToolAnnotations(read_only_hint=True))
+        def plain_status() -> str:
+            """The second of two tools with one sanitized name."""
+            return "plain"
 
     @server.resource("note://readme", description="The readme note.", mime_type="text/plain")
     def readme() -> str:
@@ -368,8 +390,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--http", type=int, help="serve Streamable HTTP on this loopback port")
     parser.add_argument("--stateful", action="store_true", help="keep protocol sessions (HTTP)")
     parser.add_argument("--task-poll-ms", type=int, default=1000, help="tasks' pollIntervalMs")
+    parser.add_argument("--colliding-tools", action="store_true", help="two tools, one name")
     args = parser.parse_args(argv)
-    server = build_server(args.log, args.release, args.task_poll_ms)
+    server = build_server(
+        args.log, args.release, args.task_poll_ms, colliding_tools=args.colliding_tools
+    )
     if args.http is None:
         server.run("stdio")
     else:
