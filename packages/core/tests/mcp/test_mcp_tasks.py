@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import sys
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,19 +28,6 @@ from dex_agents.testing import (
     read_step_history,
 )
 from dex_agents.testing.mcp_server import McpHttpTestServer, read_calls
-
-FLOWS = Path(__file__).resolve().parent.parent / "worker_flows"
-
-
-@pytest.fixture(scope="module")
-def mcp_agent() -> Iterator[Any]:
-    sys.path.insert(0, str(FLOWS))
-    try:
-        import mcp_agent  # pyright: ignore[reportMissingImports]
-
-        yield mcp_agent
-    finally:
-        sys.path.remove(str(FLOWS))
 
 
 def _flow(mcp_agent: Any, calls: Path, release: Path, url: str, flow_type: str) -> Any:
@@ -64,15 +49,14 @@ def _calls_of(calls: Path, tool: str) -> list[dict[str, Any]]:
 
 @pytest.mark.slow
 async def test_http_task_completes_across_a_worker_sigkill_without_holding_a_slot(
-    mcp_agent: Any, calls: Path, release: Path, http_process: McpHttpTestServer, tmp_path: Path
+    mcp_agent: Any,
+    calls: Path,
+    release: Path,
+    http_process: McpHttpTestServer,
+    worker_environment: dict[str, str],
+    tmp_path: Path,
 ) -> None:
     flow = _flow(mcp_agent, calls, release, http_process.url, mcp_agent.FLOW_TYPE)
-    child_environment = {
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(FLOWS), os.environ.get("PYTHONPATH")])),
-        mcp_agent.CALLS_VARIABLE: str(calls),
-        mcp_agent.RELEASE_VARIABLE: str(release),
-        mcp_agent.URL_VARIABLE: http_process.url,
-    }
     waiting = f"mcp-task-{uuid.uuid4().hex[:8]}"
     other = f"mcp-chat-{uuid.uuid4().hex[:8]}"
     async with await AgentTestEnvironment.start(flows=[flow]) as env:
@@ -84,7 +68,7 @@ async def test_http_task_completes_across_a_worker_sigkill_without_holding_a_slo
                 log_path=tmp_path / f"{name}.log",
                 arguments=[],
                 entry_module="mcp_task_worker",
-                environment=child_environment,
+                environment=worker_environment,
             )
 
         first = start_worker("first")
