@@ -4,22 +4,34 @@ the real engine, against the real test servers.
 The HTTP server keeps its tasks in a store every connection reads, so its tasks become
 tool tasks polled by ``PollToolTask``; a stdio server's task ends with its process, so
 the tool Step polls it on its own connection. The "long" task finishes when the test
-writes the release file, and the agent's source polls at least every 2 seconds.
+writes the release file, and the agent's source polls at least every 2 seconds. The last
+test drives ``McpToolSource`` as the tool Step and ``PollToolTask`` would, to show that a
+retried attempt resumes the saved task and that a lost task fails the poll.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import sys
 import uuid
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from dex_agents import AgentToolCallStatus
-from dex_agents.mcp import McpStdioServer, McpToolSource
+from dex_agents import AgentToolCall, AgentToolCallStatus, ToolEffect
+from dex_agents.mcp import McpHttpServer, McpStdioServer, McpTaskPollError, McpToolSource
+from dex_agents.runner import (
+    DeferredToolExecution,
+    ToolExecutionResult,
+    ToolTaskPending,
+    ToolTaskPoll,
+    ToolTaskStarted,
+)
 from dex_agents.testing import (
     AgentSessionTestClient,
     AgentTestEnvironment,
@@ -28,6 +40,7 @@ from dex_agents.testing import (
     read_step_history,
 )
 from dex_agents.testing.mcp_server import McpHttpTestServer, read_calls
+from dex_agents.testing.runner_driver import RecordingEventWriter
 
 
 def _flow(mcp_agent: Any, calls: Path, release: Path, url: str, flow_type: str) -> Any:
@@ -205,3 +218,102 @@ async def test_tools_whose_names_collide_keep_the_first_with_a_warning(
     assert kept.description == "The first of two tools with one sanitized name."
     assert "MCP tool 'report_status' of server 'files' is left out" in caplog.text
     assert await source.call_tool("files__report_status", {}, idempotency_key=None) == "dotted"
+
+
+class _NotCancelled:
+    def is_cancelled(self) -> bool:
+        return False
+
+
+async def _no_heartbeat() -> None:
+    return None
+
+
+def _task_call(record: AgentToolCall, checkpoint: str | None, saved: list[str]) -> Any:
+    async def save(text: str) -> None:
+        saved.append(text)
+
+    return DeferredToolExecution(
+        flow_id="s-1",
+        tool_call=record,
+        idempotency_key="s-1/turn-1/c1",
+        attempt=2 if checkpoint else 1,
+        events=RecordingEventWriter(),
+        cancellation=_NotCancelled(),
+        deadline=datetime.now(UTC) + timedelta(minutes=5),
+        heartbeat=_no_heartbeat,
+        heartbeat_checkpoint=checkpoint,
+        save_heartbeat_checkpoint=save,
+        supports_tool_tasks=True,
+    )
+
+
+def _poll(record: AgentToolCall, events: RecordingEventWriter) -> ToolTaskPoll:
+    return ToolTaskPoll(
+        flow_id="s-1",
+        tool_call=record,
+        idempotency_key="s-1/turn-1/c1",
+        attempt=1,
+        events=events,
+        cancellation=_NotCancelled(),
+        deadline=datetime.now(UTC) + timedelta(minutes=5),
+    )
+
+
+async def test_a_retried_attempt_resumes_the_saved_task_and_polls_read_it(
+    http_server: McpHttpServer, calls: Path, release: Path
+) -> None:
+    source = McpToolSource([http_server])
+    record = AgentToolCall(
+        tool_call_id="c1",
+        turn_id="turn-1",
+        tool_name="tickets__build_report",
+        arguments='{"label": "r"}',
+        effect=ToolEffect.IDEMPOTENT_WRITE,
+        requires_approval=False,
+        status=AgentToolCallStatus.APPROVED,
+        deferral_order=0,
+        tool_source_reference='{"server":"tickets","task_support":"forbidden","tool":"build_report"}',
+    )
+    saved: list[str] = []
+    started = await source.execute_deferred_tool_call(_task_call(record, None, saved))
+    assert isinstance(started, ToolTaskStarted)
+    assert saved == [started.task_id]  # the checkpoint, before the Step returned
+    # A retried attempt with the checkpoint resumes the task: tools/call is not sent again.
+    again = await source.execute_deferred_tool_call(_task_call(record, started.task_id, saved))
+    assert isinstance(again, ToolTaskStarted)
+    assert again.task_id == started.task_id
+    assert len(_calls_of(calls, "build_report")) == 1
+
+    waiting = replace(
+        record,
+        status=AgentToolCallStatus.WAITING_FOR_TASK,
+        task_id=started.task_id,
+        task_poll_interval_seconds=1,
+    )
+    events = RecordingEventWriter()
+    pending = await source.poll_tool_task(_poll(waiting, events))
+    assert isinstance(pending, ToolTaskPending)
+    assert pending.poll_interval_seconds == 2  # double the previous, above the server's 1 s
+    release.write_text("go")  # noqa: ASYNC240
+    polled = replace(waiting, input_continuation=pending.continuation)
+    done = await poll_until_done(source, polled, events)
+    assert done == ToolExecutionResult("report r ready")
+    statuses = [p["status"] for t, p in events.other if t == "mcp.task_status"]  # type: ignore[index]
+    assert statuses == ["working", "completed"]
+
+    lost = replace(waiting, task_id="no-such-task")
+    with pytest.raises(McpTaskPollError, match="no-such-task"):
+        await source.poll_tool_task(_poll(lost, events))
+
+
+async def poll_until_done(
+    source: McpToolSource, record: AgentToolCall, events: RecordingEventWriter
+) -> Any:
+    """Poll as ``PollToolTask`` would, without waiting out the intervals."""
+    while True:
+        outcome = await source.poll_tool_task(_poll(record, events))
+        if not isinstance(outcome, ToolTaskPending):
+            return outcome
+        record = replace(record, input_continuation=outcome.continuation)
+        await asyncio.sleep(0.05)
