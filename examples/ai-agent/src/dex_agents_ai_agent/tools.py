@@ -29,6 +29,9 @@ from dex_agents import (
     DeferredToolOutcome,
     ToolEffect,
     ToolExecutionError,
+    ToolTaskCancellation,
+    ToolTaskPoll,
+    ToolTaskPollOutcome,
 )
 from dex_agents.models import ModelToolCall, ModelToolDefinition
 
@@ -215,6 +218,13 @@ class SelectedServersToolSource:
             server = reference.removeprefix(OUTSIDE_SELECTION)
             raise ToolExecutionError(f"MCP server {server!r} is not selected for this Agent")
         return await self.inner.execute_deferred_tool_call(call)
+
+    # An HTTP server's MCP task is polled by the source that started it.
+    async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
+        return await self.inner.poll_tool_task(poll)
+
+    async def cancel_tool_task(self, cancellation: ToolTaskCancellation) -> None:
+        await self.inner.cancel_tool_task(cancellation)
 
 
 OUTSIDE_SELECTION = "outside-selection:"

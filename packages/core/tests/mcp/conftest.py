@@ -2,14 +2,43 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from dex_agents.mcp import McpHttpServer, McpStdioServer
 from dex_agents.testing.mcp_server import McpHttpTestServer
+
+FLOWS = Path(__file__).resolve().parent.parent / "worker_flows"
+
+
+@pytest.fixture(scope="module")
+def mcp_agent() -> Iterator[Any]:
+    """``worker_flows/mcp_agent.py``: a Stepwise agent on the test servers."""
+    sys.path.insert(0, str(FLOWS))
+    try:
+        import mcp_agent  # pyright: ignore[reportMissingImports]
+
+        yield mcp_agent
+    finally:
+        sys.path.remove(str(FLOWS))
+
+
+@pytest.fixture
+def worker_environment(
+    mcp_agent: Any, calls: Path, release: Path, http_process: McpHttpTestServer
+) -> dict[str, str]:
+    """The environment a Worker child needs to build the MCP agent's Flow."""
+    return {
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(FLOWS), os.environ.get("PYTHONPATH")])),
+        mcp_agent.CALLS_VARIABLE: str(calls),
+        mcp_agent.RELEASE_VARIABLE: str(release),
+        mcp_agent.URL_VARIABLE: http_process.url,
+    }
 
 
 @pytest.fixture

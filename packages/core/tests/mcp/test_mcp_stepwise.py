@@ -7,10 +7,7 @@ what reached them and how often, also across a Worker SIGKILL.
 from __future__ import annotations
 
 import json
-import os
-import sys
 import uuid
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -22,19 +19,7 @@ from dex_agents.mcp import McpToolSource
 from dex_agents.testing import AgentSessionTestClient, AgentTestEnvironment, poll_until
 from dex_agents.testing.mcp_server import McpHttpTestServer, read_calls
 
-FLOWS = Path(__file__).resolve().parent.parent / "worker_flows"
 FACTORY = "mcp_agent:build_flows"
-
-
-@pytest.fixture(scope="module")
-def mcp_agent() -> Iterator[Any]:
-    sys.path.insert(0, str(FLOWS))
-    try:
-        import mcp_agent  # pyright: ignore[reportMissingImports]
-
-        yield mcp_agent
-    finally:
-        sys.path.remove(str(FLOWS))
 
 
 async def test_stepwise_calls_stdio_and_http_tools_with_the_key_on_the_wire(
@@ -111,21 +96,16 @@ async def test_sigkill_of_the_worker_mid_call_follows_the_effect(
     calls: Path,
     release: Path,
     http_process: McpHttpTestServer,
+    worker_environment: dict[str, str],
     tmp_path: Path,
 ) -> None:
     source: McpToolSource = mcp_agent.build_source(str(calls), str(release), http_process.url)
     flow = mcp_agent.build_flow(source)
-    child_environment = {
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(FLOWS), os.environ.get("PYTHONPATH")])),
-        mcp_agent.CALLS_VARIABLE: str(calls),
-        mcp_agent.RELEASE_VARIABLE: str(release),
-        mcp_agent.URL_VARIABLE: http_process.url,
-    }
     session_id = f"mcp-kill-{uuid.uuid4().hex[:8]}"
     async with await AgentTestEnvironment.start(flows=[flow]) as env:
         sessions = AgentSessionTestClient(env.client, flow)
         first = env.start_worker_process(
-            log_path=tmp_path / "first.log", arguments=[FACTORY], environment=child_environment
+            log_path=tmp_path / "first.log", arguments=[FACTORY], environment=worker_environment
         )
         await sessions.start_session(session_id, f'call {tool} {{"label": "x"}}')
         await poll_until(
@@ -136,7 +116,7 @@ async def test_sigkill_of_the_worker_mid_call_follows_the_effect(
         first.kill()
         release.write_text("go")  # noqa: ASYNC240
         env.start_worker_process(
-            log_path=tmp_path / "second.log", arguments=[FACTORY], environment=child_environment
+            log_path=tmp_path / "second.log", arguments=[FACTORY], environment=worker_environment
         )
         await sessions.wait_for_completed_turns(session_id, 1)
         events = await sessions.read_events(

@@ -167,11 +167,11 @@ async def test_the_listing_is_cached_and_refreshed_in_the_background(
         source = McpToolSource(
             [McpHttpServer(name="t", url=first.url)], clock=lambda: now[0], connection_attempts=1
         )
-        assert len(await source.list_tools()) == 6
+        assert len(await source.list_tools()) == 8
     # Down now, but the cached tools are still offered within the TTL.
-    assert len(await source.list_tools()) == 6
+    assert len(await source.list_tools()) == 8
     now[0] = 301.0
-    assert len(await source.list_tools()) == 6  # stale: refreshed in the background
+    assert len(await source.list_tools()) == 8  # stale: refreshed in the background
     assert len(await source.list_tools(refresh=True)) == 0
 
 

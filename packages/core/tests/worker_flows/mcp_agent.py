@@ -1,6 +1,7 @@
 """A Stepwise agent whose tools come from the test MCP servers (stdio ``files``, HTTP ``tickets``).
 
-The user message names the call: ``call <tool> <JSON arguments>``. Importable by path
+The user message names the call: ``call <tool> <JSON arguments>``; any other message is
+echoed. Importable by path
 from a Worker child (the test puts this directory on PYTHONPATH); the servers come from
 environment variables, so the test and its Worker children build the same Flow.
 """
@@ -39,7 +40,10 @@ def _reply(request: ModelRequest) -> ScriptedModelReply:
     results = ScriptedModelClient.tool_results(request)
     if results:
         return ScriptedModelReply(text=" | ".join(f"{r.tool_name}: {r.output}" for r in results))
-    _, name, arguments = ScriptedModelClient.user_texts(request)[-1].split(" ", 2)
+    text = ScriptedModelClient.user_texts(request)[-1]
+    if not text.startswith("call "):
+        return ScriptedModelReply(text=f"echo: {text}")
+    _, name, arguments = text.split(" ", 2)
     return ScriptedModelReply(tool_calls=(ScriptedToolCall(name, json.loads(arguments)),))
 
 
@@ -50,7 +54,10 @@ def build_source(calls: str, release: str, url: str) -> McpToolSource:
         args=("-m", "dex_agents.testing.mcp_server", "--log", calls, "--release", release),
     )
     return McpToolSource(
-        [files, McpHttpServer(name="tickets", url=url)], resource_and_prompt_tools_enabled=True
+        [files, McpHttpServer(name="tickets", url=url)],
+        resource_and_prompt_tools_enabled=True,
+        # The test's clock: a task is polled at least every 2 seconds, not every minute.
+        task_poll_max_interval_seconds=2,
     )
 
 

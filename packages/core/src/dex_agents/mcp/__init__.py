@@ -31,16 +31,24 @@ from dex_agents.mcp.resource_tools import (
     MCP_LIST_RESOURCES_AND_PROMPTS_TOOL_NAME,
     MCP_READ_RESOURCE_TOOL_NAME,
 )
-from dex_agents.mcp.source import McpTool, McpToolCallInterruptedError, McpToolSource
+from dex_agents.mcp.source import (
+    McpTaskPollError,
+    McpTool,
+    McpToolCallInterruptedError,
+    McpToolSource,
+)
+from dex_agents.mcp.tasks import TASKS_EXTENSION_ID
 
 __all__ = [
     "MCP_GET_PROMPT_TOOL_NAME",
     "MCP_IDEMPOTENCY_KEY_META_KEY",
     "MCP_LIST_RESOURCES_AND_PROMPTS_TOOL_NAME",
     "MCP_READ_RESOURCE_TOOL_NAME",
+    "TASKS_EXTENSION_ID",
     "McpHttpServer",
     "McpServerConfig",
     "McpStdioServer",
+    "McpTaskPollError",
     "McpTool",
     "McpToolCallInterruptedError",
     "McpToolSource",

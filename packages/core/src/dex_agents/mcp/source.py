@@ -16,9 +16,11 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequen
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from mcp import Client, MCPError
+from mcp.client.extension import ClientExtension, advertise
+from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client  # pyright: ignore[reportPrivateUsage]
@@ -35,6 +37,18 @@ from dex_agents.mcp.resource_tools import (
     resource_and_prompt_tool_definitions,
     run_resource_or_prompt_tool,
 )
+from dex_agents.mcp.tasks import (
+    TASKS_EXTENSION_ID,
+    CreatedTask,
+    McpTaskState,
+    TaskClaim,
+    TaskContinuation,
+    TaskQuestion,
+    cancel_task,
+    get_task,
+    next_poll_interval,
+    update_task,
+)
 from dex_agents.models.types import ModelToolCall, ModelToolDefinition
 from dex_agents.runner import (
     AgentEventWriter,
@@ -42,13 +56,20 @@ from dex_agents.runner import (
     CancellationSignal,
     DeferredToolCall,
     DeferredToolExecution,
+    DeferredToolOutcome,
     ToolExecutionError,
     ToolExecutionResult,
+    ToolInputRequested,
     ToolPolicy,
+    ToolTaskCancellation,
+    ToolTaskPending,
+    ToolTaskPoll,
+    ToolTaskPollOutcome,
+    ToolTaskStarted,
 )
 from dex_agents.values import ToolEffect
 
-__all__ = ["McpTool", "McpToolCallInterruptedError", "McpToolSource"]
+__all__ = ["McpTaskPollError", "McpTool", "McpToolCallInterruptedError", "McpToolSource"]
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +79,11 @@ _CLIENT_INFO = Implementation(name="dex-agents", version="0.2.0")
 
 ServerConfig = McpStdioServer | McpHttpServer
 TaskSupport = Literal["forbidden", "optional", "required"]
+_T = TypeVar("_T")
+
+INPUT_NOT_PROVIDED = (
+    "the MCP server asked for input that this agent session cannot provide yet ({detail})"
+)
 
 
 class McpToolCallInterruptedError(Exception):
@@ -67,6 +93,47 @@ class McpToolCallInterruptedError(Exception):
     ``idempotent_write`` call again with the same idempotency key; any other effect
     records ``outcome_unknown``.
     """
+
+
+class McpTaskPollError(Exception):
+    """A poll of an MCP task failed: the server could not be reached or no longer knows it.
+
+    A Step failure: ``PollToolTask`` tries three times, then records the call by effect.
+    """
+
+
+class _TaskStartedHere(Exception):
+    """Ends a ``tools/call`` whose task the session polls from ``PollToolTask``."""
+
+    def __init__(self, created: CreatedTask) -> None:
+        super().__init__(f"MCP task {created.task_id} started")
+        self.created = created
+
+
+@dataclass
+class _TaskCall:
+    """How one ``tools/call`` treats a task the server creates for it."""
+
+    tool_call_id: str | None
+    tool_name: str
+    events: AgentEventWriter | None
+    durable: bool = False
+    """Hand the task to ``PollToolTask``; otherwise poll it inside the request."""
+    heartbeat: Callable[[], Awaitable[None]] | None = None
+    save_checkpoint: Callable[[str], Awaitable[None]] | None = None
+
+    def status_changed(self, task_id: str, status: str, message: str | None) -> None:
+        if self.events is not None:
+            self.events.write_event(
+                "mcp.task_status",
+                {
+                    "tool_call_id": self.tool_call_id,
+                    "tool_name": self.tool_name,
+                    "task_id": task_id,
+                    "status": status,
+                    "status_message": message,
+                },
+            )
 
 
 @dataclass(frozen=True)
@@ -162,6 +229,8 @@ class McpToolSource:
         listing_ttl_seconds: float = 300.0,
         listing_failure_backoff_seconds: float = 30.0,
         connection_attempts: int = 3,
+        task_poll_max_interval_seconds: float = 60.0,
+        task_wait_timeout_seconds: float = 600.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         names = [server.name for server in servers]
@@ -175,6 +244,8 @@ class McpToolSource:
         self._listing_ttl = listing_ttl_seconds
         self._failure_backoff = listing_failure_backoff_seconds
         self._connection_attempts = connection_attempts
+        self._task_poll_max_interval = task_poll_max_interval_seconds
+        self._task_wait_timeout = task_wait_timeout_seconds
         self._clock = clock
         self._listings: dict[str, _Listing] = {name: _Listing() for name in self._servers}
         self._background: set[asyncio.Task[None]] = set()
@@ -327,25 +398,177 @@ class McpToolSource:
             tool_source_reference=reference,
         )
 
-    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
-        """Run the call from its stored reference, without a listing."""
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
+        """Run the call from its stored reference, without a listing.
+
+        A task the server creates for the call is handed to ``PollToolTask`` when the
+        server is a Streamable HTTP one and the runner polls tasks; otherwise it is
+        polled inside this Step.
+        """
         record = call.tool_call
         arguments = _arguments(record.arguments)
         if record.tool_name in RESOURCE_AND_PROMPT_TOOL_NAMES:
             return ToolExecutionResult(await self._resource_or_prompt(record.tool_name, arguments))
-        reference = _Reference.decode(record.tool_source_reference)
-        if reference is None:
-            tool = await self._find(record.tool_name)
-            reference = _Reference(tool.server, tool.mcp_name, tool.task_support)
-        output = await self._call(
-            reference,
-            arguments,
-            idempotency_key=call.idempotency_key,
-            progress=_Progress(call.events, record.tool_call_id, record.tool_name),
-            cancellation=call.cancellation,
-            deadline=call.deadline,
+        reference = await self._reference_of(record.tool_name, record.tool_source_reference)
+        server = self._server(reference.server)
+        # A stdio server's tasks die with its process, which ends with the request.
+        durable = isinstance(server, McpHttpServer) and call.supports_tool_tasks
+        if durable and call.heartbeat_checkpoint is not None:
+            # An earlier attempt got a task and saved its ID: resume it, never call again.
+            return ToolTaskStarted(
+                call.heartbeat_checkpoint, next_poll_interval(None, None, self._max_interval)
+            )
+        task = _TaskCall(
+            record.tool_call_id,
+            record.tool_name,
+            call.events,
+            durable=durable,
+            heartbeat=call.heartbeat,
+            save_checkpoint=call.save_heartbeat_checkpoint,
         )
+        try:
+            output = await self._call(
+                reference,
+                arguments,
+                idempotency_key=call.idempotency_key,
+                progress=_Progress(call.events, record.tool_call_id, record.tool_name),
+                cancellation=call.cancellation,
+                deadline=call.deadline,
+                task=task,
+            )
+        except _TaskStartedHere as started:
+            created = started.created
+            return ToolTaskStarted(
+                created.task_id,
+                next_poll_interval(created.poll_interval_ms, None, self._max_interval),
+            )
         return ToolExecutionResult(output)
+
+    # --- tasks (SupportsToolTasks) ----------------------------------------------------
+
+    @property
+    def _max_interval(self) -> float:
+        return self._task_poll_max_interval
+
+    async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
+        """Read the call's task once with ``tasks/get``; deliver a pending answer first.
+
+        A task the server no longer knows (its TTL passed) or an unreachable server
+        fails the poll attempt; after three the call is recorded by its effect.
+        """
+        record = poll.tool_call
+        task_id = record.task_id
+        if task_id is None:
+            raise McpTaskPollError(f"tool call {record.tool_call_id} has no task to poll")
+        reference = await self._reference_of(record.tool_name, record.tool_source_reference)
+        server = self._server(reference.server)
+        before = TaskContinuation.decode(record.input_continuation)
+        task = _TaskCall(record.tool_call_id, record.tool_name, poll.events)
+        try:
+            async with self._client(server, advertise(TASKS_EXTENSION_ID)) as client:
+                if poll.pending_answer is not None and before.input_key is not None:
+                    await _deliver_answer(client.session, task_id, before.input_key, poll)
+                state = await get_task(client.session, task_id)
+        except (MCPError, ToolExecutionError) as error:
+            message = error.error.message if isinstance(error, MCPError) else error.message
+            raise McpTaskPollError(
+                f"cannot read MCP task {task_id} of server {server.name}: {message}"
+            ) from error
+        if state.status != before.status:
+            task.status_changed(task_id, state.status, state.status_message)
+        if state.status == "input_required":
+            return await self._task_question(server, state, before)
+        if state.status == "working":
+            interval = next_poll_interval(
+                state.poll_interval_ms, record.task_poll_interval_seconds, self._max_interval
+            )
+            return ToolTaskPending(interval, TaskContinuation("working").encode())
+        return ToolExecutionResult(_finished_output(state))
+
+    async def cancel_tool_task(self, cancellation: ToolTaskCancellation) -> None:
+        """Send ``tasks/cancel``; any answer of the server ends the cancellation."""
+        record = cancellation.tool_call
+        if record.task_id is None:
+            return
+        reference = await self._reference_of(record.tool_name, record.tool_source_reference)
+        server = self._server(reference.server)
+        async with self._client(server, advertise(TASKS_EXTENSION_ID)) as client:
+            try:
+                await cancel_task(client.session, record.task_id)
+            except MCPError as error:
+                logger.info("MCP server %s answered tasks/cancel with %s", server.name, error)
+
+    async def _task_question(
+        self, server: ServerConfig, state: McpTaskState, before: TaskContinuation
+    ) -> ToolTaskPollOutcome:
+        try:
+            question = TaskQuestion.first_of(state.input_requests)
+        except ValueError as error:
+            await self._cancel_quietly(server, state.task_id)
+            # Not a ToolExecutionError: the task ran, so the call is recorded by effect.
+            raise McpTaskPollError(INPUT_NOT_PROVIDED.format(detail=error)) from None
+        if question is None or question.key == before.input_key:
+            # The answer is delivered and the server has not moved on yet.
+            key = question.key if question is not None else None
+            interval = next_poll_interval(state.poll_interval_ms, None, self._max_interval)
+            return ToolTaskPending(interval, TaskContinuation("input_required", key).encode())
+        return ToolInputRequested(
+            question.message,
+            question.choices,
+            allows_free_text=question.choices is None,
+            continuation=TaskContinuation("input_required", question.key).encode(),
+        )
+
+    async def _cancel_quietly(self, server: ServerConfig, task_id: str) -> None:
+        try:
+            async with self._client(server, advertise(TASKS_EXTENSION_ID)) as client:
+                await cancel_task(client.session, task_id)
+        except Exception as error:
+            logger.info(
+                "cancelling MCP task %s of server %s failed: %s", task_id, server.name, error
+            )
+
+    async def _on_task(
+        self, created: CreatedTask, session: ClientSession, task: _TaskCall
+    ) -> CallToolResult:
+        """A task the server created for a ``tools/call``: hand it over or wait for it."""
+        if task.save_checkpoint is not None:
+            # Before anything else: a retried attempt resumes this task instead of calling again.
+            await task.save_checkpoint(created.task_id)
+        task.status_changed(created.task_id, created.status, created.status_message)
+        if task.durable:
+            raise _TaskStartedHere(created)
+        return await self._wait_in_step(session, created, task)
+
+    async def _wait_in_step(
+        self, session: ClientSession, created: CreatedTask, task: _TaskCall
+    ) -> CallToolResult:
+        """Poll a connection-bound task on its own connection, up to the wait timeout."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._task_wait_timeout
+        interval = next_poll_interval(created.poll_interval_ms, None, self._max_interval)
+        status = created.status
+        while True:
+            if loop.time() + interval > deadline:
+                raise McpToolCallInterruptedError(
+                    f"MCP task {created.task_id} did not finish within "
+                    f"{self._task_wait_timeout:g} seconds"
+                )
+            await asyncio.sleep(interval)
+            if task.heartbeat is not None:
+                await task.heartbeat()
+            state = await get_task(session, created.task_id)
+            if state.status != status:
+                status = state.status
+                task.status_changed(created.task_id, status, state.status_message)
+            if state.status == "input_required":
+                await _cancel_best_effort(session, created.task_id)
+                raise ToolExecutionError(
+                    INPUT_NOT_PROVIDED.format(detail="the task runs on a connection-bound server")
+                )
+            if state.status != "working":
+                return state.call_result() if state.status == "completed" else _error_result(state)
+            interval = next_poll_interval(state.poll_interval_ms, interval, self._max_interval)
 
     # --- for other runners and framework adapters -------------------------------------
 
@@ -373,11 +596,12 @@ class McpToolSource:
             progress=_Progress(events, None, name),
             cancellation=cancellation,
             deadline=None,
+            task=_TaskCall(None, name, events),
         )
 
     async def deferred_tool_handlers(
         self,
-    ) -> dict[str, Callable[[DeferredToolExecution], Awaitable[ToolExecutionResult]]]:
+    ) -> dict[str, Callable[[DeferredToolExecution], Awaitable[DeferredToolOutcome]]]:
         """A handler per listed tool, for a runner's ``execute_deferred_tool_call``."""
         return {tool.name: self.execute_deferred_tool_call for tool in await self.list_tools()}
 
@@ -389,6 +613,13 @@ class McpToolSource:
                 if tool.name == name:
                     return tool
         return None
+
+    async def _reference_of(self, tool_name: str, stored: str | None) -> _Reference:
+        reference = _Reference.decode(stored)
+        if reference is None:
+            tool = await self._find(tool_name)
+            reference = _Reference(tool.server, tool.mcp_name, tool.task_support)
+        return reference
 
     async def _find(self, name: str) -> McpTool:
         tool = self._cached(name)
@@ -408,15 +639,20 @@ class McpToolSource:
         progress: _Progress,
         cancellation: CancellationSignal | None,
         deadline: datetime | None,
+        task: _TaskCall,
     ) -> str:
         server = self._server(reference.server)
         meta = {MCP_IDEMPOTENCY_KEY_META_KEY: idempotency_key} if idempotency_key else None
         timeout = (deadline - datetime.now(UTC)).total_seconds() if deadline is not None else None
 
+        async def on_task(created: CreatedTask, session: ClientSession) -> CallToolResult:
+            return await self._on_task(created, session, task)
+
         async def request() -> CallToolResult:
             sent = False
             try:
-                async with self._client(server) as client:
+                # Declaring the tasks extension lets the server run the call as a task.
+                async with self._client(server, TaskClaim(on_task)) as client:
                     sent = True
                     return await client.call_tool(
                         reference.tool,
@@ -425,6 +661,8 @@ class McpToolSource:
                         progress_callback=progress,
                         meta=meta,  # pyright: ignore[reportArgumentType]
                     )
+            except (ToolExecutionError, McpToolCallInterruptedError, _TaskStartedHere):
+                raise
             except MCPError as error:
                 if error.code == _INTERNAL_ERROR:
                     raise McpToolCallInterruptedError(
@@ -464,7 +702,9 @@ class McpToolSource:
         return server
 
     @asynccontextmanager
-    async def _client(self, server: ServerConfig) -> AsyncGenerator[Client]:
+    async def _client(
+        self, server: ServerConfig, *extensions: ClientExtension
+    ) -> AsyncGenerator[Client]:
         """A connected client, after at most ``connection_attempts`` tries.
 
         Connecting that keeps failing raises ``ToolExecutionError``: nothing was sent.
@@ -475,7 +715,7 @@ class McpToolSource:
             stack = AsyncExitStack()
             try:
                 async with asyncio.timeout(server.connection_timeout_seconds):
-                    client = await stack.enter_async_context(_new_client(server, stack))
+                    client = await stack.enter_async_context(_new_client(server, stack, extensions))
                 break
             except Exception as error:
                 errors.append(_describe(error))
@@ -503,17 +743,67 @@ class McpToolSource:
             await _close_quietly(stack)
 
 
-def _new_client(server: ServerConfig, stack: AsyncExitStack) -> Client:
+def _new_client(
+    server: ServerConfig, stack: AsyncExitStack, extensions: Sequence[ClientExtension]
+) -> Client:
     if isinstance(server, McpStdioServer):
         parameters = StdioServerParameters(
             command=server.command, args=list(server.args), env=server.env, cwd=server.cwd
         )
-        return Client(parameters, cache=None, client_info=_CLIENT_INFO)
+        return Client(
+            parameters, cache=None, client_info=_CLIENT_INFO, extensions=list(extensions) or None
+        )
     http = create_mcp_http_client(headers=dict(server.headers))
     stack.push_async_callback(http.aclose)
     return Client(
-        streamable_http_client(server.url, http_client=http), cache=None, client_info=_CLIENT_INFO
+        streamable_http_client(server.url, http_client=http),
+        cache=None,
+        client_info=_CLIENT_INFO,
+        extensions=list(extensions) or None,
     )
+
+
+async def _deliver_answer(
+    session: ClientSession, task_id: str, input_key: str, poll: ToolTaskPoll
+) -> None:
+    """Send the user's answer with ``tasks/update`` while the task still asks that question.
+
+    The server ignores an answer to a key it no longer asks, so a retried poll is safe.
+    """
+    answer = poll.pending_answer
+    current = await get_task(session, task_id)
+    request = (current.input_requests or {}).get(input_key)
+    if answer is None or current.status != "input_required" or request is None:
+        return
+    question = TaskQuestion.parse(input_key, request)
+    await update_task(session, task_id, {input_key: question.response(answer)})
+
+
+async def _cancel_best_effort(session: ClientSession, task_id: str) -> None:
+    try:
+        await cancel_task(session, task_id)
+    except MCPError as error:
+        logger.info("tasks/cancel of MCP task %s was refused: %s", task_id, error)
+
+
+def _error_result(state: McpTaskState) -> CallToolResult:
+    message = (
+        state.error_message()
+        if state.status == "failed"
+        else f"the MCP server cancelled task {state.task_id}"
+    )
+    return CallToolResult.model_validate(
+        {"content": [{"type": "text", "text": message}], "isError": True}
+    )
+
+
+def _finished_output(state: McpTaskState) -> str:
+    """A finished task's output text; a failed or cancelled one raises ``ToolExecutionError``."""
+    result = state.call_result() if state.status == "completed" else _error_result(state)
+    text = _result_text(result)
+    if result.is_error:
+        raise ToolExecutionError(text or f"MCP task {state.task_id} failed")
+    return text
 
 
 async def _close_quietly(stack: AsyncExitStack) -> None:
@@ -524,9 +814,7 @@ async def _close_quietly(stack: AsyncExitStack) -> None:
         logger.debug("closing an MCP connection failed: %s", error)
 
 
-async def _abortable(
-    request: Awaitable[CallToolResult], cancellation: CancellationSignal | None
-) -> CallToolResult:
+async def _abortable(request: Awaitable[_T], cancellation: CancellationSignal | None) -> _T:
     """Run ``request``, aborting it when the tool Step's cancellation fires."""
     task = asyncio.ensure_future(request)
     if cancellation is None:

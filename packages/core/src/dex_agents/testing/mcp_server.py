@@ -11,6 +11,14 @@ non-idempotent write), ``hold`` (no hints; logs its start, then waits until the 
 ``--release`` names exists, so a test can kill the Worker mid-call), ``count_up``
 (read; reports progress), ``explode`` (read; an ``isError`` result). Also a resource
 ``note://readme``, a template ``note://{name}`` and a prompt ``greeting``.
+
+Tasks (the ``io.modelcontextprotocol/tasks`` extension, on the SDK's server extension API):
+``build_report`` (idempotent) runs as a task when the client declares the extension and
+completes once the ``--release`` file exists; ``approve_report`` (idempotent) asks for
+input (``input_required``) and completes with the answer. The task store lives in the
+server process, so every connection of the HTTP server can read it, while a stdio
+server's tasks end with its process. ``tasks/update`` and ``tasks/cancel`` are logged
+like calls (``tool`` is the method), ``--task-poll-ms`` sets the ``pollIntervalMs``.
 """
 
 from __future__ import annotations
@@ -20,13 +28,20 @@ import asyncio
 import json
 import os
 import sys
-from datetime import timedelta
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import uvicorn
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.extension import Extension, MethodBinding
 from mcp.server.mcpserver import Context, MCPServer
-from mcp_types import ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, CallToolRequestParams, RequestParams, ToolAnnotations
+from pydantic import ConfigDict, Field
 
 from dex_agents.testing.ports import find_free_loopback_ports
 from dex_agents.testing.processes import ChildProcess
@@ -50,18 +65,186 @@ def read_calls(log: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
 
 
-def build_server(log: Path, release: Path | None = None) -> MCPServer:
-    """The test server, logging every call to ``log``."""
-    server = MCPServer("dex-test")
+def _append(log: Path, entry: dict[str, Any]) -> None:
+    with log.open("a") as file:
+        file.write(json.dumps(entry) + "\n")
+        file.flush()
+        os.fsync(file.fileno())
+
+
+TASKS_EXTENSION_ID = "io.modelcontextprotocol/tasks"
+APPROVAL_INPUT_KEY = "approval"
+
+
+class _TaskIdParams(RequestParams):
+    model_config = ConfigDict(populate_by_name=True)
+    task_id: str = Field(alias="taskId")
+
+
+class _UpdateParams(_TaskIdParams):
+    input_responses: dict[str, Any] = Field(alias="inputResponses")
+
+
+@dataclass
+class _Task:
+    task_id: str
+    status: str = "working"
+    result: dict[str, Any] | None = None
+    input_requests: dict[str, Any] | None = None
+    created_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
+    runner: asyncio.Task[None] | None = None
+
+    def finish(self, text: str) -> None:
+        self.status = "completed"
+        self.input_requests = None
+        self.result = {"content": [{"type": "text", "text": text}], "isError": False}
+
+
+class TestTasks(Extension):
+    """A small in-process task store and the three ``tasks/*`` methods."""
+
+    identifier = TASKS_EXTENSION_ID
+
+    def __init__(self, log: Path, release: Path | None, poll_interval_ms: int) -> None:
+        self._log = log
+        self._release = release
+        self._poll_interval_ms = poll_interval_ms
+        self._tasks: dict[str, _Task] = {}
+        self._answers: dict[str, asyncio.Future[str]] = {}
+
+    def methods(self) -> Sequence[MethodBinding]:
+        return (
+            MethodBinding(method="tasks/get", params_type=_TaskIdParams, handler=self._get),
+            MethodBinding(method="tasks/update", params_type=_UpdateParams, handler=self._update),
+            MethodBinding(method="tasks/cancel", params_type=_TaskIdParams, handler=self._cancel),
+        )
+
+    async def intercept_tool_call(
+        self,
+        params: CallToolRequestParams,
+        ctx: ServerRequestContext[Any, Any],
+        call_next: CallNext,
+    ) -> HandlerResult:
+        work = {"build_report": self._build, "approve_report": self._approve}.get(params.name)
+        capabilities = ctx.session.client_capabilities
+        extensions = (capabilities.extensions if capabilities is not None else None) or {}
+        if work is None or TASKS_EXTENSION_ID not in extensions:
+            return await call_next(ctx)
+        label = str((params.arguments or {}).get("label"))
+        key = (ctx.meta or {}).get(IDEMPOTENCY_META_KEY)  # pyright: ignore[reportUnknownMemberType]
+        _append(
+            self._log, {"tool": params.name, "arguments": {"label": label}, "idempotency_key": key}
+        )
+        task = _Task(uuid.uuid4().hex)
+        self._tasks[task.task_id] = task
+        task.runner = asyncio.get_running_loop().create_task(work(task, label))
+        return {"resultType": "task", **self._fields(task)}
+
+    def _fields(self, task: _Task) -> dict[str, Any]:
+        return {
+            "taskId": task.task_id,
+            "status": task.status,
+            "createdAt": task.created_at,
+            "lastUpdatedAt": datetime.now(UTC).isoformat(),
+            "ttlMs": 3_600_000,
+            "pollIntervalMs": self._poll_interval_ms,
+        }
+
+    async def _build(self, task: _Task, label: str) -> None:
+        # The release is a file another process writes, so poll for it.
+        while self._release is None or not await asyncio.to_thread(self._release.exists):  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
+        task.finish(f"report {label} ready")
+
+    async def _approve(self, task: _Task, label: str) -> None:
+        answer: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._answers[task.task_id] = answer
+        task.status = "input_required"
+        task.input_requests = {
+            APPROVAL_INPUT_KEY: {
+                "method": "elicitation/create",
+                "params": {
+                    "mode": "form",
+                    "message": f"Approve report {label}?",
+                    "requestedSchema": {
+                        "type": "object",
+                        "properties": {
+                            "decision": {"type": "string", "enum": ["approve", "reject"]}
+                        },
+                        "required": ["decision"],
+                    },
+                },
+            }
+        }
+        decision = await answer
+        task.finish(f"report {label}: {decision}")
+
+    def _task(self, task_id: str) -> _Task:
+        task = self._tasks.get(task_id)
+        if task is None:
+            raise MCPError(code=INVALID_PARAMS, message=f"Task {task_id} not found")
+        return task
+
+    async def _get(self, _: ServerRequestContext[Any, Any], params: _TaskIdParams) -> HandlerResult:
+        task = self._task(params.task_id)
+        fields = self._fields(task)
+        if task.result is not None:
+            fields["result"] = task.result
+        if task.status == "input_required" and task.input_requests:
+            fields["inputRequests"] = task.input_requests
+        return fields
+
+    async def _update(
+        self, _: ServerRequestContext[Any, Any], params: _UpdateParams
+    ) -> HandlerResult:
+        task = self._task(params.task_id)
+        _append(
+            self._log,
+            {"tool": "tasks/update", "task_id": task.task_id, "responses": params.input_responses},
+        )
+        answer = self._answers.get(task.task_id)
+        response: Any = params.input_responses.get(APPROVAL_INPUT_KEY)
+        # An answer to a question no longer asked is ignored, so a repeated update is harmless.
+        if answer is not None and not answer.done() and isinstance(response, dict):
+            fields: dict[str, Any] = response  # pyright: ignore[reportUnknownVariableType]
+            content: dict[str, Any] = fields.get("content") or {}
+            task.status = "working"
+            task.input_requests = None
+            accepted = fields.get("action") == "accept"
+            answer.set_result(str(content.get("decision")) if accepted else "declined")
+        return {}
+
+    async def _cancel(
+        self, _: ServerRequestContext[Any, Any], params: _TaskIdParams
+    ) -> HandlerResult:
+        task = self._task(params.task_id)
+        _append(self._log, {"tool": "tasks/cancel", "task_id": task.task_id})
+        if task.status not in ("completed", "failed", "cancelled"):
+            task.status = "cancelled"
+            task.input_requests = None
+            if task.runner is not None:
+                task.runner.cancel()
+        return {}
+
+
+def build_server(
+    log: Path,
+    release: Path | None = None,
+    task_poll_ms: int = 1000,
+    *,
+    colliding_tools: bool = False,
+) -> MCPServer:
+    """The test server, logging every call to ``log``.
+
+    ``colliding_tools`` adds ``report.status`` and ``report_status``, whose agent tool
+    names are the same once sanitized.
+    """
+    server = MCPServer("dex-test", extensions=[TestTasks(log, release, task_poll_ms)])
 
     def record(ctx: Context, tool: str, arguments: dict[str, Any]) -> None:
         meta = ctx.request_context.meta or {}
         key = meta.get(IDEMPOTENCY_META_KEY)  # pyright: ignore[reportUnknownMemberType]
-        line = json.dumps({"tool": tool, "arguments": arguments, "idempotency_key": key})
-        with log.open("a") as file:
-            file.write(line + "\n")
-            file.flush()
-            os.fsync(file.fileno())
+        _append(log, {"tool": tool, "arguments": arguments, "idempotency_key": key})
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     def lookup(order_id: str, ctx: Context) -> str:
@@ -104,6 +287,30 @@ def build_server(log: Path, release: Path | None = None) -> MCPServer:
         record(ctx, "explode", {})
         raise ValueError("the tool exploded")
 
+    # No output schema: the task's result is plain text.
+    @server.tool(annotations=ToolAnnotations(idempotent_hint=True), structured_output=False)
+    def build_report(label: str) -> str:
+        """Build a report; a long task, so call it as one."""
+        raise ValueError(f"build_report {label} runs only as a task")
+
+    # No output schema: the task's result is plain text.
+    @server.tool(annotations=ToolAnnotations(idempotent_hint=True), structured_output=False)
+    def approve_report(label: str) -> str:
+        """Ask for approval of a report, as a task."""
+        raise ValueError(f"approve_report {label} runs only as a task")
+
+    if colliding_tools:
+
+        @server.tool(name="report.status", annotations=ToolAnnotations(read_only_hint=True))
+        def dotted_status() -> str:
+            """The first of two tools with one sanitized name."""
+            return "dotted"
+
+        @server.tool(name="report_status", annotations=ToolAnnotations(read_only_hint=True))
+        def plain_status() -> str:
+            """The second of two tools with one sanitized name."""
+            return "plain"
+
     @server.resource("note://readme", description="The readme note.", mime_type="text/plain")
     def readme() -> str:
         return "Read me first."
@@ -126,11 +333,18 @@ class McpHttpTestServer:
     """The test server over Streamable HTTP in a child process, on a loopback port."""
 
     def __init__(
-        self, *, calls: Path, release: Path | None, stateful: bool, process_log: Path
+        self,
+        *,
+        calls: Path,
+        release: Path | None,
+        stateful: bool,
+        process_log: Path,
+        task_poll_ms: int = 1000,
     ) -> None:
         self.port = find_free_loopback_ports(1)[0]
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self._arguments = ["--log", str(calls), "--http", str(self.port)]
+        self._arguments += ["--task-poll-ms", str(task_poll_ms)]
         if release is not None:
             self._arguments += ["--release", str(release)]
         if stateful:
@@ -175,8 +389,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--release", type=Path)
     parser.add_argument("--http", type=int, help="serve Streamable HTTP on this loopback port")
     parser.add_argument("--stateful", action="store_true", help="keep protocol sessions (HTTP)")
+    parser.add_argument("--task-poll-ms", type=int, default=1000, help="tasks' pollIntervalMs")
+    parser.add_argument("--colliding-tools", action="store_true", help="two tools, one name")
     args = parser.parse_args(argv)
-    server = build_server(args.log, args.release)
+    server = build_server(
+        args.log, args.release, args.task_poll_ms, colliding_tools=args.colliding_tools
+    )
     if args.http is None:
         server.run("stdio")
     else:

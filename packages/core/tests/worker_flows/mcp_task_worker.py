@@ -1,0 +1,13 @@
+"""Worker child entry for the MCP task tests: the MCP agent on a one-slot Worker, so a
+test can show that a waiting MCP task holds no Worker slot."""
+
+from __future__ import annotations
+
+from mcp_agent import build_flows  # pyright: ignore[reportMissingImports]
+
+from dex_agents.testing.worker_process import run_agent_worker_process
+
+if __name__ == "__main__":
+    run_agent_worker_process(
+        build_flows(), max_concurrent_tasks=2
+    )  # one Step slot; one is kept for RPCs
