@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -270,3 +271,42 @@ async def test_send_user_message_and_wait_follows_the_turn_that_takes_the_messag
         assert snapshot.messages[-1].text == EXPECTED_REPLY
         with pytest.raises(ValueError, match="refused"):
             await sessions.send_user_message_and_wait("wait-1", "  ")
+
+
+class _CountingClient(AgentSessionClient):
+    """The public client, counting its snapshot reads."""
+
+    snapshots = 0
+
+    async def snapshot(self, session_id: str) -> Any:
+        self.snapshots += 1
+        return await super().snapshot(session_id)
+
+
+async def test_turn_waits_read_a_snapshot_only_at_the_start_and_after_the_turn_ends(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # No safety re-check in this test: every snapshot read is one the events asked for.
+    monkeypatch.setattr("dex_agents.client._QUIET_RECHECK_SECONDS", 60.0)
+    flow = create_agent_session_flow(
+        ParallelToolsRunner(),
+        "HostEventWaitAgent",
+        tool_policies={name: ToolPolicy(ToolEffect.READ) for name in TOOLS},
+    )
+    async with AgentHost(flow) as host:
+        sessions = _CountingClient(host.client().client, flow)
+        await sessions.start_session("follow-1")
+        # Before StartAgentSession commits the snapshot has no state; its commit is awaited.
+        idle = await sessions.wait_for_turn("follow-1", 0)
+        assert idle.state is not None
+        assert sessions.snapshots <= 2
+        for turn in (1, 2):
+            sessions.snapshots = 0
+            assert await sessions.send_user_message("follow-1", f"message {turn}")
+            snapshot = await sessions.wait_for_turn("follow-1", turn)
+            # The turn runs 5 Steps and writes several events; the wait reads the state
+            # once before and once after its turn_completed Step committed.
+            assert 1 <= sessions.snapshots <= 2
+            assert snapshot.state is not None
+            assert snapshot.state.turn_count == turn
+            assert snapshot.messages[-1].text == EXPECTED_REPLY
