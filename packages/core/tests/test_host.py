@@ -310,3 +310,61 @@ async def test_turn_waits_read_a_snapshot_only_at_the_start_and_after_the_turn_e
             assert snapshot.state is not None
             assert snapshot.state.turn_count == turn
             assert snapshot.messages[-1].text == EXPECTED_REPLY
+
+
+STREAMS_SCRIPT = """
+import asyncio, sys
+import dex._pull_worker as pull_worker
+from dex_agents import AgentHost, ToolEffect, ToolPolicy, create_agent_session_flow
+from test_host import TOOLS, ParallelToolsRunner
+
+opened = 0
+poll = pull_worker.PullStream._poll
+
+async def counting_poll(self):
+    global opened
+    opened += 1
+    return await poll(self)
+
+pull_worker.PullStream._poll = counting_poll
+
+async def main(keep):
+    flow = create_agent_session_flow(
+        ParallelToolsRunner(),
+        "StreamsAgent",
+        tool_policies={name: ToolPolicy(ToolEffect.READ) for name in TOOLS},
+    )
+    async with AgentHost(flow, keep_pull_streams=keep) as host:
+        sessions = host.client()
+        await sessions.start_session("streams-1")
+        ended = await sessions.send_user_message_and_wait("streams-1", "warm up")
+        before = opened
+        for turn in range(5):
+            ended = await sessions.send_user_message_and_wait(
+                "streams-1", f"turn {turn}", resume_token=ended.resume_token
+            )
+            assert ended.event.type == "turn_completed", ended.event
+    print(opened - before)
+
+asyncio.run(main(sys.argv[1] == "on"))
+"""
+
+
+def test_the_host_keeps_finished_pull_streams_open_unless_told_not_to() -> None:
+    # A child process each: the patch is process-wide. Each turn runs 6 Steps (two tools
+    # in parallel) and one RPC; the unpatched SDK opens a stream for about each of them.
+    opened: dict[str, int] = {}
+    for setting in ("on", "off"):
+        done = subprocess.run(
+            [sys.executable, "-c", STREAMS_SCRIPT, setting],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            cwd=Path(__file__).parent,
+        )
+        assert done.returncode == 0, done.stderr
+        opened[setting] = int(done.stdout.strip())
+    assert opened["off"] >= 5 * 4, opened
+    # Spares stay open: a few streams while parallel tool Steps grow the pool, then none.
+    assert opened["on"] * 2 < opened["off"], opened
