@@ -44,7 +44,13 @@ from dex_agents.values import (
     UpdateSessionSettingsInput,
 )
 
-__all__ = ["AgentSessionClient", "SessionEvent", "SessionWaitTimeoutError"]
+__all__ = [
+    "INTERRUPT_EVENTS",
+    "TURN_END_EVENTS",
+    "AgentSessionClient",
+    "SessionEvent",
+    "SessionWaitTimeoutError",
+]
 
 _LOG = logging.getLogger(__name__)
 
