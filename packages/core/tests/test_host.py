@@ -240,15 +240,20 @@ asyncio.run(main(sys.argv[1] == "on"))
 @pytest.mark.parametrize(("setting", "memoized"), [("on", "True"), ("off", "False")])
 def test_the_host_memoizes_the_sdk_version_unless_told_not_to(setting: str, memoized: str) -> None:
     # A child process each: the patch is process-wide.
-    done = subprocess.run(
-        [sys.executable, "-c", MEMOIZE_SCRIPT, setting],
+    done = _run_script(MEMOIZE_SCRIPT, setting)
+    assert done.stdout.strip() == memoized, done.stderr
+
+
+def _run_script(script: str, argument: str) -> subprocess.CompletedProcess[str]:
+    """Run ``script`` in a child Python next to this file, with ``argument``."""
+    return subprocess.run(
+        [sys.executable, "-c", script, argument],
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
         cwd=Path(__file__).parent,
     )
-    assert done.stdout.strip() == memoized, done.stderr
 
 
 async def test_send_user_message_and_wait_follows_the_turn_that_takes_the_message() -> None:
@@ -355,14 +360,7 @@ def test_the_host_keeps_finished_pull_streams_open_unless_told_not_to() -> None:
     # in parallel) and one RPC; the unpatched SDK opens a stream for about each of them.
     opened: dict[str, int] = {}
     for setting in ("on", "off"):
-        done = subprocess.run(
-            [sys.executable, "-c", STREAMS_SCRIPT, setting],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-            cwd=Path(__file__).parent,
-        )
+        done = _run_script(STREAMS_SCRIPT, setting)
         assert done.returncode == 0, done.stderr
         opened[setting] = int(done.stdout.strip())
     assert opened["off"] >= 5 * 4, opened

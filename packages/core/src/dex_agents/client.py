@@ -292,20 +292,12 @@ class AgentSessionClient:
         try:
             while True:
                 woken.clear()
-                try:
-                    snapshot = await self.snapshot(session_id)
-                except dex.DexServiceError as error:
-                    last_seen = error
-                else:
-                    last_seen = snapshot
-                    if condition(snapshot):
-                        return snapshot
+                matched, last_seen = await self._snapshot_if(session_id, condition)
+                if matched is not None:
+                    return matched
                 remaining = deadline - loop.time()
                 if remaining <= 0:
-                    raise SessionWaitTimeoutError(
-                        f"{session_id}: timed out after {within.total_seconds():g}s waiting for"
-                        f" {description}; last snapshot or error: {last_seen!r}"
-                    )
+                    raise _timed_out(session_id, within, description, last_seen)
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(min(recheck, remaining)):
                         await woken.wait()
@@ -320,6 +312,17 @@ class AgentSessionClient:
             follower.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await follower
+
+    async def _snapshot_if(
+        self, session_id: str, condition: Callable[[AgentSnapshot], bool]
+    ) -> tuple[AgentSnapshot | None, object]:
+        """The snapshot when ``condition`` holds for it, and what was read (the snapshot
+        or the error)."""
+        try:
+            snapshot = await self.snapshot(session_id)
+        except dex.DexServiceError as error:
+            return None, error
+        return (snapshot if condition(snapshot) else None), snapshot
 
     async def _wake_on_events(self, session_id: str, woken: asyncio.Event) -> None:
         try:
@@ -360,20 +363,12 @@ class AgentSessionClient:
                 woken.clear()
                 if steps:
                     await self._steps_committed(session_id, steps, deadline - loop.time())
-                try:
-                    snapshot = await self.snapshot(session_id)
-                except dex.DexServiceError as error:
-                    last_seen = error
-                else:
-                    last_seen = snapshot
-                    if condition(snapshot):
-                        return snapshot
+                matched, last_seen = await self._snapshot_if(session_id, condition)
+                if matched is not None:
+                    return matched
                 remaining = deadline - loop.time()
                 if remaining <= 0:
-                    raise SessionWaitTimeoutError(
-                        f"{session_id}: timed out after {within.total_seconds():g}s waiting for"
-                        f" {description}; last snapshot or error: {last_seen!r}"
-                    )
+                    raise _timed_out(session_id, within, description, last_seen)
                 if isinstance(last_seen, AgentSnapshot) and last_seen.state is None:
                     # Started but not initialized: its first Step's commit says when.
                     steps = [_SESSION_START]
@@ -512,6 +507,15 @@ class AgentSessionClient:
             within=within,
             wake_on=TURN_END_EVENTS | INTERRUPT_EVENTS,
         )
+
+
+def _timed_out(
+    session_id: str, within: timedelta, description: str, last_seen: object
+) -> SessionWaitTimeoutError:
+    return SessionWaitTimeoutError(
+        f"{session_id}: timed out after {within.total_seconds():g}s waiting for"
+        f" {description}; last snapshot or error: {last_seen!r}"
+    )
 
 
 def _step_execution(step_execution_id: str) -> dex.StepExecutionId | None:
