@@ -6,12 +6,13 @@ import asyncio
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from dex._invocation_context import InvocationContext
 
 from dex_agents import (
     AgentHost,
@@ -366,3 +367,41 @@ def test_the_host_keeps_finished_pull_streams_open_unless_told_not_to() -> None:
     assert opened["off"] >= 5 * 4, opened
     # Spares stay open: a few streams while parallel tool Steps grow the pool, then none.
     assert opened["on"] * 2 < opened["off"], opened
+
+
+async def test_a_tool_step_sends_its_started_event_as_first_output_not_a_heartbeat(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A heartbeat costs the engine a commit; the tool_call_started event is output already.
+    beats: list[str] = []
+    heartbeat = InvocationContext.heartbeat
+
+    async def counting_heartbeat(self: InvocationContext, *value: object) -> None:
+        beats.append(self.step_execution_id.partition("-")[0])
+        await heartbeat(self, *value)
+
+    monkeypatch.setattr(InvocationContext, "heartbeat", counting_heartbeat)
+    flow = create_agent_session_flow(
+        ParallelToolsRunner(),
+        "HostBeatAgent",
+        tool_policies={name: ToolPolicy(ToolEffect.READ) for name in TOOLS},
+    )
+    async with AgentHost(flow) as host:
+        sessions = host.client()
+        await sessions.start_session("beats-1")
+        ended = await sessions.send_user_message_and_wait("beats-1", "go")
+        assert ended.event.type == "turn_completed"
+        events = [e.event async for e in _events_through(sessions, "beats-1", ended.resume_token)]
+    # Each model call still beats first; the two tool Steps ran with no heartbeat.
+    assert sorted(beats) == ["RunModel", "RunModel"]
+    started = [e for e in events if e.type == "tool_call_started"]
+    assert sorted(e.step_execution_id.partition("-")[0] for e in started) == ["CallTool"] * 2
+
+
+async def _events_through(
+    sessions: AgentSessionClient, session_id: str, last_token: str
+) -> AsyncIterator[Any]:
+    async for item in sessions.events(session_id):
+        yield item
+        if item.resume_token == last_token:
+            return
