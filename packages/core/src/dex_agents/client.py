@@ -362,7 +362,11 @@ class AgentSessionClient:
             while True:
                 woken.clear()
                 if steps:
-                    await self._steps_committed(session_id, steps, deadline - loop.time())
+                    # Capped: a Step commits right after writing these events, and a wait
+                    # that outlives the cap (such as for a Step of an earlier run) just
+                    # falls back to the snapshot and the quiet re-checks.
+                    within_seconds = min(deadline - loop.time(), _QUIET_RECHECK_MAX_SECONDS)
+                    await self._steps_committed(session_id, steps, within_seconds)
                 matched, last_seen = await self._snapshot_if(session_id, condition)
                 if matched is not None:
                     return matched
