@@ -564,9 +564,10 @@ async def measure(arguments: argparse.Namespace) -> dict[str, Any]:
 
 
 def disable_decode_caches() -> None:
-    from dex_agents.values import STORED_MESSAGE_DECODE_CACHE
+    from dex_agents.values import SESSION_VALUE_DECODE_CACHE, STORED_MESSAGE_DECODE_CACHE
 
     STORED_MESSAGE_DECODE_CACHE.max_characters = 0
+    SESSION_VALUE_DECODE_CACHE.max_characters = 0
     try:
         from dex_agents_pydantic_ai import messages
     except ImportError:

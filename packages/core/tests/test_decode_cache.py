@@ -7,7 +7,14 @@ from dex import Value, WireKind
 
 from dex_agents import AgentMessage, session_codec_registry
 from dex_agents.decode_cache import DecodeCache
-from dex_agents.values import STORED_MESSAGE_DECODE_CACHE, AgentMessageChunk
+from dex_agents.values import (
+    SESSION_VALUE_DECODE_CACHE,
+    STORED_MESSAGE_DECODE_CACHE,
+    AgentInterrupt,
+    AgentMessageChunk,
+    AgentState,
+    AgentToolCall,
+)
 
 
 def test_a_text_decodes_once_and_another_text_decodes_again() -> None:
@@ -65,6 +72,7 @@ def test_session_codecs_decode_a_stored_message_or_chunk_text_once() -> None:
     ):
         codec = registry.resolve(value_type)
         encoded = codec.encode(value)
+        STORED_MESSAGE_DECODE_CACHE.clear()
         hits = STORED_MESSAGE_DECODE_CACHE.hits
         first = codec.decode(encoded)
         # A fresh Value with equal text, as a later Step receives it, gives the same object.
@@ -78,3 +86,23 @@ def test_session_codecs_decode_a_stored_message_or_chunk_text_once() -> None:
     assert registry.resolve(AgentMessage).decode(other).text == "yo"
     with pytest.raises(TypeError):
         registry.resolve(AgentMessage).decode(Value(WireKind.STRING, "{}"))
+
+
+def test_session_values_a_step_reads_decode_once_and_what_this_process_wrote_not_at_all() -> None:
+    registry = session_codec_registry()
+    state = AgentState(turn_count=3, message_count=9)
+    record_codec = registry.resolve(AgentToolCall)
+    codec = registry.resolve(AgentState)
+    encoded = codec.encode(state)
+    # The next Step receives the text this process just wrote: the written object itself.
+    assert codec.decode(Value(WireKind.JSON, str(encoded.data))) is state
+    SESSION_VALUE_DECODE_CACHE.clear()
+    first = codec.decode(Value(WireKind.JSON, str(encoded.data)))
+    assert first == state
+    assert first is not state
+    assert codec.decode(Value(WireKind.JSON, str(encoded.data))) is first
+    # Another value type with its own text never meets this one.
+    with pytest.raises(TypeError):
+        record_codec.decode(Value(WireKind.JSON, str(encoded.data)))
+    interrupts = registry.resolve(tuple[AgentInterrupt, ...])
+    assert interrupts.decode(interrupts.encode(())) == ()

@@ -6,11 +6,13 @@ import asyncio
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
+from dex._invocation_context import InvocationContext
 
 from dex_agents import (
     AgentHost,
@@ -239,15 +241,20 @@ asyncio.run(main(sys.argv[1] == "on"))
 @pytest.mark.parametrize(("setting", "memoized"), [("on", "True"), ("off", "False")])
 def test_the_host_memoizes_the_sdk_version_unless_told_not_to(setting: str, memoized: str) -> None:
     # A child process each: the patch is process-wide.
-    done = subprocess.run(
-        [sys.executable, "-c", MEMOIZE_SCRIPT, setting],
+    done = _run_script(MEMOIZE_SCRIPT, setting)
+    assert done.stdout.strip() == memoized, done.stderr
+
+
+def _run_script(script: str, argument: str) -> subprocess.CompletedProcess[str]:
+    """Run ``script`` in a child Python next to this file, with ``argument``."""
+    return subprocess.run(
+        [sys.executable, "-c", script, argument],
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
         cwd=Path(__file__).parent,
     )
-    assert done.stdout.strip() == memoized, done.stderr
 
 
 async def test_send_user_message_and_wait_follows_the_turn_that_takes_the_message() -> None:
@@ -270,3 +277,131 @@ async def test_send_user_message_and_wait_follows_the_turn_that_takes_the_messag
         assert snapshot.messages[-1].text == EXPECTED_REPLY
         with pytest.raises(ValueError, match="refused"):
             await sessions.send_user_message_and_wait("wait-1", "  ")
+
+
+class _CountingClient(AgentSessionClient):
+    """The public client, counting its snapshot reads."""
+
+    snapshots = 0
+
+    async def snapshot(self, session_id: str) -> Any:
+        self.snapshots += 1
+        return await super().snapshot(session_id)
+
+
+async def test_turn_waits_read_a_snapshot_only_at_the_start_and_after_the_turn_ends(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # No safety re-check in this test: every snapshot read is one the events asked for.
+    monkeypatch.setattr("dex_agents.client._QUIET_RECHECK_SECONDS", 60.0)
+    flow = create_agent_session_flow(
+        ParallelToolsRunner(),
+        "HostEventWaitAgent",
+        tool_policies={name: ToolPolicy(ToolEffect.READ) for name in TOOLS},
+    )
+    async with AgentHost(flow) as host:
+        sessions = _CountingClient(host.client().client, flow)
+        await sessions.start_session("follow-1")
+        # Before StartAgentSession commits the snapshot has no state; its commit is awaited.
+        idle = await sessions.wait_for_turn("follow-1", 0)
+        assert idle.state is not None
+        assert sessions.snapshots <= 2
+        for turn in (1, 2):
+            sessions.snapshots = 0
+            assert await sessions.send_user_message("follow-1", f"message {turn}")
+            snapshot = await sessions.wait_for_turn("follow-1", turn)
+            # The turn runs 5 Steps and writes several events; the wait reads the state
+            # once before and once after its turn_completed Step committed.
+            assert 1 <= sessions.snapshots <= 2
+            assert snapshot.state is not None
+            assert snapshot.state.turn_count == turn
+            assert snapshot.messages[-1].text == EXPECTED_REPLY
+
+
+STREAMS_SCRIPT = """
+import asyncio, sys
+import dex._pull_worker as pull_worker
+from dex_agents import AgentHost, ToolEffect, ToolPolicy, create_agent_session_flow
+from test_host import TOOLS, ParallelToolsRunner
+
+opened = 0
+poll = pull_worker.PullStream._poll
+
+async def counting_poll(self):
+    global opened
+    opened += 1
+    return await poll(self)
+
+pull_worker.PullStream._poll = counting_poll
+
+async def main(keep):
+    flow = create_agent_session_flow(
+        ParallelToolsRunner(),
+        "StreamsAgent",
+        tool_policies={name: ToolPolicy(ToolEffect.READ) for name in TOOLS},
+    )
+    async with AgentHost(flow, keep_pull_streams=keep) as host:
+        sessions = host.client()
+        await sessions.start_session("streams-1")
+        ended = await sessions.send_user_message_and_wait("streams-1", "warm up")
+        before = opened
+        for turn in range(5):
+            ended = await sessions.send_user_message_and_wait(
+                "streams-1", f"turn {turn}", resume_token=ended.resume_token
+            )
+            assert ended.event.type == "turn_completed", ended.event
+    print(opened - before)
+
+asyncio.run(main(sys.argv[1] == "on"))
+"""
+
+
+def test_the_host_keeps_finished_pull_streams_open_unless_told_not_to() -> None:
+    # A child process each: the patch is process-wide. Each turn runs 6 Steps (two tools
+    # in parallel) and one RPC; the unpatched SDK opens a stream for about each of them.
+    opened: dict[str, int] = {}
+    for setting in ("on", "off"):
+        done = _run_script(STREAMS_SCRIPT, setting)
+        assert done.returncode == 0, done.stderr
+        opened[setting] = int(done.stdout.strip())
+    assert opened["off"] >= 5 * 4, opened
+    # Spares stay open: a few streams while parallel tool Steps grow the pool, then none.
+    assert opened["on"] * 2 < opened["off"], opened
+
+
+async def test_a_tool_step_sends_its_started_event_as_first_output_not_a_heartbeat(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A heartbeat costs the engine a commit; the tool_call_started event is output already.
+    beats: list[str] = []
+    heartbeat = InvocationContext.heartbeat
+
+    async def counting_heartbeat(self: InvocationContext, *value: object) -> None:
+        beats.append(self.step_execution_id.partition("-")[0])
+        await heartbeat(self, *value)
+
+    monkeypatch.setattr(InvocationContext, "heartbeat", counting_heartbeat)
+    flow = create_agent_session_flow(
+        ParallelToolsRunner(),
+        "HostBeatAgent",
+        tool_policies={name: ToolPolicy(ToolEffect.READ) for name in TOOLS},
+    )
+    async with AgentHost(flow) as host:
+        sessions = host.client()
+        await sessions.start_session("beats-1")
+        ended = await sessions.send_user_message_and_wait("beats-1", "go")
+        assert ended.event.type == "turn_completed"
+        events = [e.event async for e in _events_through(sessions, "beats-1", ended.resume_token)]
+    # Each model call still beats first; the two tool Steps ran with no heartbeat.
+    assert sorted(beats) == ["RunModel", "RunModel"]
+    started = [e for e in events if e.type == "tool_call_started"]
+    assert sorted(e.step_execution_id.partition("-")[0] for e in started) == ["CallTool"] * 2
+
+
+async def _events_through(
+    sessions: AgentSessionClient, session_id: str, last_token: str
+) -> AsyncIterator[Any]:
+    async for item in sessions.events(session_id):
+        yield item
+        if item.resume_token == last_token:
+            return

@@ -1,11 +1,14 @@
 """``AgentSessionClient``: the typed client of one session Flow type, for applications.
 
 It wraps the session's RPCs and reads its ``AgentEvents`` Stream. Waits are
-event-driven: a wait reads the session's events and checks a committed snapshot
-each time one arrives. Events are written while a Step runs, a moment before the
-Step commits, so while events come the snapshot is also re-read every 50 ms, and
-once the session is quiet less and less often (up to every 0.5 s); a wait never
-depends on an event arriving.
+event-driven. The turn and interrupt waits follow the events that can make their
+condition true (a turn's end, a raised interrupt): events are written while a Step
+runs, a moment before it commits, so on such an event the wait awaits that Step
+execution's commit (``wait_for_step_completion``) and then reads one committed
+snapshot; no snapshot is polled while a turn runs. ``wait_for_snapshot`` with any
+condition checks a snapshot on every event and re-reads it every 50 ms while events
+come. Either way a quiet session is re-checked less and less often, so a wait
+never depends on an event arriving.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -41,7 +44,13 @@ from dex_agents.values import (
     UpdateSessionSettingsInput,
 )
 
-__all__ = ["AgentSessionClient", "SessionEvent", "SessionWaitTimeoutError"]
+__all__ = [
+    "INTERRUPT_EVENTS",
+    "TURN_END_EVENTS",
+    "AgentSessionClient",
+    "SessionEvent",
+    "SessionWaitTimeoutError",
+]
 
 _LOG = logging.getLogger(__name__)
 
@@ -56,7 +65,13 @@ _ACTIVE_WINDOW_SECONDS = 2.0
 _IDLE_RECHECK_SECONDS = 0.5
 """Longest re-check interval once no event came for ``_ACTIVE_WINDOW_SECONDS``."""
 _STREAM_ERROR_BACKOFF_SECONDS = 0.5
+_QUIET_RECHECK_SECONDS = 1.0
+"""First safety re-check of an event-driven wait that heard no event it follows."""
+_QUIET_RECHECK_MAX_SECONDS = 5.0
 TURN_END_EVENTS = frozenset({"turn_completed", "turn_failed", "turn_steered", "turn_cancelled"})
+INTERRUPT_EVENTS = frozenset({"interrupt_raised"})
+_SESSION_START = dex.StepExecutionId("StartAgentSession", 1)
+"""The Step that first writes ``AgentState``, and raises no event when no message came."""
 
 
 class SessionWaitTimeoutError(TimeoutError):
@@ -251,13 +266,22 @@ class AgentSessionClient:
         *,
         description: str = "the expected session state",
         within: timedelta = DEFAULT_WAIT,
+        wake_on: Collection[str] | None = None,
     ) -> AgentSnapshot:
         """The first committed snapshot for which ``condition`` holds.
 
-        A snapshot that fails (no Worker yet, or the session is still starting) is
-        retried until ``within`` passes; then ``SessionWaitTimeoutError`` names
-        ``description`` and the last snapshot or error.
+        ``wake_on`` names the event types after which ``condition`` can first hold
+        (``TURN_END_EVENTS`` for an idle session): the wait then reads a snapshot only
+        at its start, after the commit of each such event's Step, and on a quiet
+        session now and then. ``None`` checks on every event and every 50 ms while
+        events come. A snapshot that fails (no Worker yet, or the session is still
+        starting) is retried until ``within`` passes; then ``SessionWaitTimeoutError``
+        names ``description`` and the last snapshot or error.
         """
+        if wake_on is not None:
+            return await self._wait_on_events(
+                session_id, condition, frozenset(wake_on), description, within
+            )
         loop = asyncio.get_running_loop()
         deadline = loop.time() + within.total_seconds()
         woken = asyncio.Event()
@@ -268,20 +292,12 @@ class AgentSessionClient:
         try:
             while True:
                 woken.clear()
-                try:
-                    snapshot = await self.snapshot(session_id)
-                except dex.DexServiceError as error:
-                    last_seen = error
-                else:
-                    last_seen = snapshot
-                    if condition(snapshot):
-                        return snapshot
+                matched, last_seen = await self._snapshot_if(session_id, condition)
+                if matched is not None:
+                    return matched
                 remaining = deadline - loop.time()
                 if remaining <= 0:
-                    raise SessionWaitTimeoutError(
-                        f"{session_id}: timed out after {within.total_seconds():g}s waiting for"
-                        f" {description}; last snapshot or error: {last_seen!r}"
-                    )
+                    raise _timed_out(session_id, within, description, last_seen)
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(min(recheck, remaining)):
                         await woken.wait()
@@ -297,6 +313,17 @@ class AgentSessionClient:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await follower
 
+    async def _snapshot_if(
+        self, session_id: str, condition: Callable[[AgentSnapshot], bool]
+    ) -> tuple[AgentSnapshot | None, object]:
+        """The snapshot when ``condition`` holds for it, and what was read (the snapshot
+        or the error)."""
+        try:
+            snapshot = await self.snapshot(session_id)
+        except dex.DexServiceError as error:
+            return None, error
+        return (snapshot if condition(snapshot) else None), snapshot
+
     async def _wake_on_events(self, session_id: str, woken: asyncio.Event) -> None:
         try:
             token = await self.latest_event_token(session_id)
@@ -304,6 +331,102 @@ class AgentSessionClient:
             token = ""
         async for _ in self.events(session_id, token):
             woken.set()
+
+    async def _wait_on_events(
+        self,
+        session_id: str,
+        condition: Callable[[AgentSnapshot], bool],
+        wake_on: frozenset[str],
+        description: str,
+        within: timedelta,
+    ) -> AgentSnapshot:
+        """``wait_for_snapshot`` woken only by ``wake_on`` events, each after its Step's
+        commit: one snapshot at the start and one per such event."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + within.total_seconds()
+        # The token comes before the first snapshot, so no event after that snapshot is missed.
+        try:
+            token = await self.latest_event_token(session_id)
+        except dex.DexServiceError:
+            token = ""
+        announced: list[str] = []
+        woken = asyncio.Event()
+        follower = asyncio.create_task(
+            self._note_event_steps(session_id, token, wake_on, announced, woken)
+        )
+        steps: list[dex.StepExecutionId] = []
+        last_seen: object = None
+        quiet = _QUIET_RECHECK_SECONDS
+        failed = _ACTIVE_RECHECK_SECONDS
+        try:
+            while True:
+                woken.clear()
+                if steps:
+                    # Capped: a Step commits right after writing these events, and a wait
+                    # that outlives the cap (such as for a Step of an earlier run) just
+                    # falls back to the snapshot and the quiet re-checks.
+                    within_seconds = min(deadline - loop.time(), _QUIET_RECHECK_MAX_SECONDS)
+                    await self._steps_committed(session_id, steps, within_seconds)
+                matched, last_seen = await self._snapshot_if(session_id, condition)
+                if matched is not None:
+                    return matched
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    raise _timed_out(session_id, within, description, last_seen)
+                if isinstance(last_seen, AgentSnapshot) and last_seen.state is None:
+                    # Started but not initialized: its first Step's commit says when.
+                    steps = [_SESSION_START]
+                    continue
+                if isinstance(last_seen, AgentSnapshot):
+                    pause, failed = quiet, _ACTIVE_RECHECK_SECONDS
+                else:
+                    pause, failed = failed, min(failed * 2, _IDLE_RECHECK_SECONDS)
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(min(pause, remaining)):
+                        await woken.wait()
+                if woken.is_set():
+                    quiet = _QUIET_RECHECK_SECONDS
+                else:
+                    quiet = min(quiet * 2, _QUIET_RECHECK_MAX_SECONDS)
+                steps = [step for step in map(_step_execution, announced) if step is not None]
+                announced.clear()
+        finally:
+            follower.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await follower
+
+    async def _note_event_steps(
+        self,
+        session_id: str,
+        token: str,
+        wake_on: frozenset[str],
+        announced: list[str],
+        woken: asyncio.Event,
+    ) -> None:
+        """Collect the Step execution of every ``wake_on`` event and wake the wait."""
+        async for item in self.events(session_id, token):
+            if item.event.type in wake_on:
+                if item.event.step_execution_id not in announced:
+                    announced.append(item.event.step_execution_id)
+                woken.set()
+
+    async def _steps_committed(
+        self, session_id: str, steps: list[dex.StepExecutionId], within_seconds: float
+    ) -> None:
+        """Until every Step execution of ``steps`` has ended (or ``within_seconds`` pass):
+        a Step's events arrive before its commit."""
+        if within_seconds <= 0:
+            return
+        options = dex.WaitForStepCompletionOptions()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(within_seconds):
+                await asyncio.gather(
+                    *(
+                        self.client.wait_for_step_completion(session_id, step, options)
+                        for step in steps
+                    ),
+                    return_exceptions=True,
+                )
 
     async def wait_for_turn(
         self, session_id: str, turn_count: int | None = None, *, within: timedelta = DEFAULT_WAIT
@@ -320,6 +443,7 @@ class AgentSessionClient:
             if turn_count is None
             else f"{turn_count} finished turns",
             within=within,
+            wake_on=TURN_END_EVENTS,
         )
 
     async def send_user_message_and_wait(
@@ -369,6 +493,7 @@ class AgentSessionClient:
             lambda s: any(_matches(i, tool_name) for i in s.pending_interrupts),
             description=f"a pending interrupt{f' for {tool_name}' if tool_name else ''}",
             within=within,
+            wake_on=INTERRUPT_EVENTS,
         )
         return next(i for i in snapshot.pending_interrupts if _matches(i, tool_name))
 
@@ -384,7 +509,25 @@ class AgentSessionClient:
             lambda s: bool(s.pending_interrupts) or _is_idle(s),
             description="the turn to finish or an interrupt",
             within=within,
+            wake_on=TURN_END_EVENTS | INTERRUPT_EVENTS,
         )
+
+
+def _timed_out(
+    session_id: str, within: timedelta, description: str, last_seen: object
+) -> SessionWaitTimeoutError:
+    return SessionWaitTimeoutError(
+        f"{session_id}: timed out after {within.total_seconds():g}s waiting for"
+        f" {description}; last snapshot or error: {last_seen!r}"
+    )
+
+
+def _step_execution(step_execution_id: str) -> dex.StepExecutionId | None:
+    """``RunModel-3`` as a ``StepExecutionId``; ``None`` for an event without a Step."""
+    step_type, _, number = step_execution_id.rpartition("-")
+    if not step_type or not number.isdigit():
+        return None
+    return dex.StepExecutionId(step_type, int(number))
 
 
 def _is_idle(snapshot: AgentSnapshot) -> bool:

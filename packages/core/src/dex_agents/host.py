@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import dex
 
 from dex_agents.client import AgentSessionClient
+from dex_agents.pull_streams import keep_finished_pull_streams
 from dex_agents.session import AgentSessionFlow
 from dex_agents.values import session_codec_registry
 
@@ -71,6 +72,10 @@ class AgentHost:
     package metadata each time a pull stream registers, about once per Step; the
     patch computes it once per process, leaves any other SDK release alone, and
     logs when it applied. Pass ``False`` to run the SDK unpatched.
+    ``keep_pull_streams`` (default on) applies ``dex_agents.pull_streams.
+    keep_finished_pull_streams()`` the same way: the 1.23.0 pull Worker opens and
+    retires a stream for every task, about 5.5 per turn; with the patch a stream that
+    finished a task stays open as a spare, and a turn opens about one.
 
     Use ``async with AgentHost(flow) as host:`` in async code. In sync code, ``with
     AgentHost(flow) as host:`` runs the host on a background event loop and
@@ -88,6 +93,7 @@ class AgentHost:
         max_concurrent_tasks: int = DEFAULT_MAX_CONCURRENT_TASKS,
         session_codecs: bool = True,
         memoize_sdk_version: bool = True,
+        keep_pull_streams: bool = True,
         blob_cache_directory: str | os.PathLike[str] | None = None,
         registration_timeout: timedelta = DEFAULT_REGISTRATION_TIMEOUT,
     ) -> None:
@@ -110,6 +116,7 @@ class AgentHost:
         self.max_concurrent_tasks = max_concurrent_tasks
         self.registration_timeout = registration_timeout
         self.memoize_sdk_version = memoize_sdk_version
+        self.keep_pull_streams = keep_pull_streams
         self.registry = dex.Registry(
             list(self.flows),
             session_codec_registry() if session_codecs else None,
@@ -249,6 +256,8 @@ class AgentHost:
             raise RuntimeError("start the host before its Worker")
         if self.memoize_sdk_version:
             _memoize_sdk_version()
+        if self.keep_pull_streams and keep_finished_pull_streams():
+            _LOG.info("finished pull streams stay open as spares (AgentHost keep_pull_streams)")
         worker = dex.AsyncWorker(
             self.registry,
             self._blob_cache,

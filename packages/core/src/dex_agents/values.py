@@ -23,6 +23,7 @@ from dex_agents.wire import WireValue, from_wire, from_wire_json, to_wire, to_wi
 
 __all__ = [
     "FINAL_TOOL_CALL_STATUSES",
+    "SESSION_VALUE_DECODE_CACHE",
     "STORED_MESSAGE_DECODE_CACHE",
     "AgentEvent",
     "AgentInterrupt",
@@ -751,9 +752,11 @@ def _interrupt_list_codec() -> JsonCodec[Any]:
 class _DecodeOnceCodec:
     """A ``JsonCodec`` whose decoded values are kept by their JSON text (``DecodeCache``).
 
-    Only for values that are stored once and never rewritten, so a text always
-    means the same value: stored messages and message chunks, which every model
-    Step reads again.
+    Only for immutable values (frozen, no mutable containers), so one object can
+    be handed to every reader of a text: stored messages and chunks, which every
+    model Step reads again, and the session values each Step reads and writes.
+    Encoding remembers the value under its text too: the next Step reads what
+    this process just wrote without decoding it.
     """
 
     codec: JsonCodec[Any]
@@ -768,17 +771,37 @@ class _DecodeOnceCodec:
         return self.codec.wire_kind
 
     def encode(self, value: Any) -> Value:
-        return self.codec.encode(value)
+        encoded = self.codec.encode(value)
+        if encoded.kind is WireKind.JSON and isinstance(encoded.data, str):
+            self.cache.remember(encoded.data, value, kind=self.codec.type_name)
+        return encoded
 
     def decode(self, value: Value) -> Any:
         text = value.data
         if value.kind is not WireKind.JSON or not isinstance(text, str):
             return self.codec.decode(value)
-        return self.cache.get_or_decode(text, lambda _: self.codec.decode(value))
+        return self.cache.get_or_decode(
+            text, lambda _: self.codec.decode(value), kind=self.codec.type_name
+        )
 
 
 STORED_MESSAGE_DECODE_CACHE: DecodeCache[Any] = DecodeCache()
 """Decoded ``AgentMessage`` and ``AgentMessageChunk`` values of this process, by JSON text."""
+
+SESSION_VALUE_DECODE_CACHE: DecodeCache[Any] = DecodeCache(4 * 1024 * 1024)
+"""Decoded session values that Steps read again and again (``AgentState``, ``AgentUsage``,
+tool call records, the message index, ...), by JSON text; apart from the messages, so
+their turnover never evicts stored messages."""
+
+_SESSION_VALUES_DECODED_ONCE: tuple[type[WireValue], ...] = (
+    AgentState,
+    AgentUsage,
+    AgentToolCall,
+    TurnReplySequence,
+    AgentMessageIndex,
+    ContextSummary,
+    AgentPlan,
+)
 
 
 def session_codec_registry() -> CodecRegistry:
@@ -790,6 +813,9 @@ def session_codec_registry() -> CodecRegistry:
     knows. Stored messages and message chunks are immutable, so each stored text
     is decoded once per process (``STORED_MESSAGE_DECODE_CACHE``) instead of on
     every model Step: a long session's turn no longer pays for its whole history.
+    The session values every Step reads (state, usage, records, index, ...) are
+    immutable too and kept the same way (``SESSION_VALUE_DECODE_CACHE``); a value
+    this process encodes is kept under its text, so the next Step does not decode it.
     ``AgentHost`` uses this registry unless told otherwise; with your own Registry
     pass it as ``dex.Registry([...], session_codec_registry(), ...)``.
     """
@@ -833,5 +859,9 @@ def session_codec_registry() -> CodecRegistry:
     codecs: dict[object, Any] = {cls: _wire_codec(cls) for cls in classes}
     for immutable in (AgentMessage, AgentMessageChunk):
         codecs[immutable] = _DecodeOnceCodec(codecs[immutable], STORED_MESSAGE_DECODE_CACHE)
-    codecs[tuple[AgentInterrupt, ...]] = _interrupt_list_codec()
+    for immutable in _SESSION_VALUES_DECODED_ONCE:
+        codecs[immutable] = _DecodeOnceCodec(codecs[immutable], SESSION_VALUE_DECODE_CACHE)
+    codecs[tuple[AgentInterrupt, ...]] = _DecodeOnceCodec(
+        _interrupt_list_codec(), SESSION_VALUE_DECODE_CACHE
+    )
     return CodecRegistry(codecs)

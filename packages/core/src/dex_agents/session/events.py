@@ -86,6 +86,7 @@ class SessionEventWriter:
         self._buffer = DeltaBuffer()
         self._timer: asyncio.TimerHandle | None = None
         self._closed = False
+        self._written = 0
 
     @property
     def turn_id(self) -> str:
@@ -98,6 +99,11 @@ class SessionEventWriter:
     @property
     def step_execution_id(self) -> str:
         return self._step_execution_id
+
+    @property
+    def written(self) -> int:
+        """Events handed to Dex so far: each one is output of this attempt."""
+        return self._written
 
     def write_text_delta(self, text: str) -> None:
         self._dispatch(self._delta, "text_delta", text)
@@ -193,6 +199,8 @@ class SessionEventWriter:
             self._stream.write(self._context, event)
         except Exception as error:  # events are best effort; a write never fails the Step
             _log.debug("dropped %s event: %s", type, error)
+        else:
+            self._written += 1
 
 
 def _delta_payload(text: str) -> str:

@@ -7,6 +7,7 @@ share no state. A Step whose record is already final ends without running.
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 
 from dex import (
@@ -192,8 +193,14 @@ class _ToolStep(Step[str]):
             context, checkpoint=previous_heartbeat_checkpoint(context)
         )
         # Output before the tool runs: a crash from here on fails this attempt instead of
-        # letting Dex hand the same attempt number out again as never started.
-        await heartbeats.beat()
+        # letting Dex hand the same attempt number out again as never started. The
+        # tool_call_started event is such output; a heartbeat only when it was dropped
+        # (a heartbeat costs the engine a commit). Either way the output is queued
+        # before the tool starts, and handed to the sender at the next await.
+        if events.written:
+            await asyncio.sleep(0)
+        else:
+            await heartbeats.beat()
         execution = DeferredToolExecution(
             flow_id=context.flow_id,
             tool_call=record,

@@ -1,7 +1,8 @@
 """``AgentSessionTestClient``: the public session client plus the waits tests need.
 
 Every wait reads committed state (``get_agent_snapshot``), woken by the
-session's events, so a test never races a Step that has not committed. A
+session's events (the turn waits only by a turn's end, after its Step committed),
+so a test never races a Step that has not committed. A
 snapshot that fails because no Worker is up yet (for example right after a
 SIGKILL) is retried until the wait's deadline.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import timedelta
 
 from dex_agents.client import (
@@ -43,10 +44,11 @@ class AgentSessionTestClient(AgentSessionClient):
         *,
         description: str = "the expected session state",
         within: timedelta = DEFAULT_WAIT,
+        wake_on: Collection[str] | None = None,
     ) -> AgentSnapshot:
         try:
             return await super().wait_for_snapshot(
-                session_id, condition, description=description, within=within
+                session_id, condition, description=description, within=within, wake_on=wake_on
             )
         except SessionWaitTimeoutError as timeout:
             raise PollTimeoutError(str(timeout)) from None
@@ -64,6 +66,7 @@ class AgentSessionTestClient(AgentSessionClient):
             ),
             description="the session waits for a user message",
             within=within,
+            wake_on=TURN_END_EVENTS,
         )
 
     async def wait_for_completed_turns(
@@ -80,6 +83,7 @@ class AgentSessionTestClient(AgentSessionClient):
             ),
             description=f"{count} finished turns",
             within=within,
+            wake_on=TURN_END_EVENTS,
         )
 
     async def wait_for_pending_interrupt(
