@@ -78,7 +78,7 @@ from dex import (
     rpc,
 )
 
-from dex_local_engine import LocalEngine
+from dex_local_engine import EngineServer, LocalEngine
 from dex_local_engine.sdk_patches import memoize_sdk_version
 
 # flow_id -> perf_counter() at the start of every Step execution, in order.
@@ -334,9 +334,23 @@ def engine_address(database: str, separate_process: bool, durability: str) -> Ge
 CONFIGS = (
     "embedded/process-crash",
     "embedded/power-loss",
+    "loop/process-crash",
+    "loop/power-loss",
     "process/process-crash",
     "process/power-loss",
 )
+
+
+async def measure_on_this_loop(
+    arguments: argparse.Namespace, database: str, durability: str
+) -> Figures:
+    """Measure an engine that serves on the Worker's own event loop (no engine thread)."""
+    server = EngineServer(database, "127.0.0.1", 0, durability)
+    address = await server.start()
+    try:
+        return await measure(arguments, address)
+    finally:
+        await server.stop()
 
 
 def run_engine(arguments: argparse.Namespace, config: str) -> Figures:
@@ -344,8 +358,11 @@ def run_engine(arguments: argparse.Namespace, config: str) -> Figures:
     placement, durability = config.split("/")
     with tempfile.TemporaryDirectory(prefix="dex-bench-db-") as db_directory:
         database = str(Path(db_directory) / "engine.sqlite3")
-        with engine_address(database, placement == "process", durability) as address:
-            figures = asyncio.run(measure(arguments, address))
+        if placement == "loop":
+            figures = asyncio.run(measure_on_this_loop(arguments, database, durability))
+        else:
+            with engine_address(database, placement == "process", durability) as address:
+                figures = asyncio.run(measure(arguments, address))
     figures.settings = {"engine": placement, "durability": durability}
     return figures
 
