@@ -6,9 +6,10 @@ text (two model requests and one read tool call). The same scripted agent runs:
 
 - **plain**: the framework's own loop with the history kept in memory (the floor);
 - **session**: the same agent under a dex-agents session on the embedded engine
-  (``AgentHost``; the engine runs in this process, or as a child process with
-  ``--engine child``), the client sending the message and following the event
-  stream until ``turn_completed``;
+  (``AgentHost``; the engine runs in this process on the host's event loop, the
+  default, or on its own thread with ``--engine thread``, or as a child process
+  with ``--engine child``), the client sending the message and following the
+  event stream until ``turn_completed``;
 - **dbos** (Pydantic AI only): ``agent.run`` inside a ``@DBOS.workflow`` with
   Pydantic AI's ``DBOSDurability`` capability, on SQLite.
 
@@ -21,7 +22,7 @@ one long session.
 Usage::
 
     uv run --group bench python benchmarks/agent_turns.py [--frameworks pydantic-ai,...]
-        [--turns N] [--long-turns 200] [--concurrent 10] [--engine thread|child]
+        [--turns N] [--long-turns 200] [--concurrent 10] [--engine loop|thread|child]
         [--json PATH]
 
 Nothing here asserts a time; it measures and prints.
@@ -521,6 +522,7 @@ async def measure(arguments: argparse.Namespace) -> dict[str, Any]:
                 [f.flow for f in frameworks],
                 server_address=address,
                 database=root / "engine.sqlite",
+                embedded_engine="thread" if arguments.engine == "thread" else "loop",
             ) as host:
                 clock = CpuClock(engine_pid)
                 modes: list[Mode] = []
@@ -584,7 +586,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--concurrent-turns", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=2, help="throughput rounds per mode")
     parser.add_argument("--long-turns", type=int, default=200, help="0 skips the long session")
-    parser.add_argument("--engine", choices=("thread", "child"), default="thread")
+    parser.add_argument("--engine", choices=("loop", "thread", "child"), default="loop")
     parser.add_argument(
         "--no-decode-cache",
         action="store_true",

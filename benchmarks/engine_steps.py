@@ -78,11 +78,33 @@ from dex import (
     rpc,
 )
 
-from dex_local_engine import LocalEngine
+from dex_local_engine import EngineServer, LocalEngine
 from dex_local_engine.sdk_patches import memoize_sdk_version
 
 # flow_id -> perf_counter() at the start of every Step execution, in order.
 STEP_STARTS: defaultdict[str, list[float]] = defaultdict(list)
+
+# The engine child process of the configuration being measured, if any: its CPU
+# time counts towards the CPU per Step as well.
+ENGINE_CHILD: list[int] = []
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process (every thread) plus the engine child's, if any."""
+    total = time.process_time()
+    for pid in ENGINE_CHILD:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        # utime and stime are fields 14 and 15 of /proc/<pid>/stat, in clock ticks.
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def cpu_per_unit_ms(cpu_before: float, units: int) -> float:
+    """CPU milliseconds (this process and the engine child) per Step or call."""
+    return round((cpu_seconds() - cpu_before) * 1000 / units, 3)
 
 
 class HopStep(Step[int]):
@@ -170,6 +192,7 @@ def machine_description() -> dict[str, Any]:
 
 async def run_sequential(client: AsyncClient, flow: ChainFlow, steps: int) -> dict[str, float]:
     flow_id = f"bench-chain-{uuid.uuid4()}"
+    cpu_before = cpu_seconds()
     started = time.perf_counter()
     await client.start_flow(flow, flow_id, steps)
     result = await client.wait_for_flow(flow_id, timedelta(minutes=10))
@@ -181,6 +204,7 @@ async def run_sequential(client: AsyncClient, flow: ChainFlow, steps: int) -> di
         "steps": steps,
         "seconds": round(elapsed, 3),
         "steps_per_second": round(steps / elapsed, 1),
+        "cpu_per_step_ms": cpu_per_unit_ms(cpu_before, steps),
         **gap_stats_ms(starts),
     }
 
@@ -189,6 +213,7 @@ async def run_concurrent(
     client: AsyncClient, flow: ChainFlow, flows: int, steps: int
 ) -> dict[str, float]:
     flow_ids = [f"bench-fanout-{index}-{uuid.uuid4()}" for index in range(flows)]
+    cpu_before = cpu_seconds()
     started = time.perf_counter()
     await asyncio.gather(*(client.start_flow(flow, flow_id, steps) for flow_id in flow_ids))
     results = await asyncio.gather(
@@ -210,6 +235,7 @@ async def run_concurrent(
         "steps": total,
         "seconds": round(elapsed, 3),
         "steps_per_second": round(total / elapsed, 1),
+        "cpu_per_step_ms": cpu_per_unit_ms(cpu_before, total),
         "median_of_flow_step_latency_p50_ms": round(statistics.median(p50s), 3),
     }
 
@@ -220,15 +246,18 @@ async def run_rpc(client: AsyncClient, flow: EchoFlow, calls: int) -> dict[str, 
     for warmup in range(20):
         await client.invoke_rpc(flow.echo, flow_id, warmup)
     samples: list[float] = []
+    cpu_before = cpu_seconds()
     for index in range(calls):
         before = time.perf_counter()
         output = await client.invoke_rpc(flow.echo, flow_id, index)
         samples.append((time.perf_counter() - before) * 1000)
         if output != index:
             raise RuntimeError(f"echo returned {output!r} for {index}")
+    cpu_per_call = cpu_per_unit_ms(cpu_before, calls)
     await client.stop_flow(flow_id)
     return {
         "calls": calls,
+        "cpu_per_call_ms": cpu_per_call,
         "rpc_p50_ms": round(statistics.median(samples), 3),
         "rpc_p99_ms": round(percentile(samples, 0.99), 3),
         "rpc_max_ms": round(max(samples), 3),
@@ -288,6 +317,7 @@ def engine_address(database: str, separate_process: bool, durability: str) -> Ge
     command += ["--host", "127.0.0.1", "--port", "0", "--db", database]
     command += ["--durability", durability]
     child = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    ENGINE_CHILD.append(child.pid)
     try:
         assert child.stdout is not None
         line = child.stdout.readline()
@@ -296,6 +326,7 @@ def engine_address(database: str, separate_process: bool, durability: str) -> Ge
             raise RuntimeError(f"engine did not start: {line!r}")
         yield match.group(1)
     finally:
+        ENGINE_CHILD.remove(child.pid)
         child.terminate()
         child.wait(timeout=30)
 
@@ -303,9 +334,23 @@ def engine_address(database: str, separate_process: bool, durability: str) -> Ge
 CONFIGS = (
     "embedded/process-crash",
     "embedded/power-loss",
+    "loop/process-crash",
+    "loop/power-loss",
     "process/process-crash",
     "process/power-loss",
 )
+
+
+async def measure_on_this_loop(
+    arguments: argparse.Namespace, database: str, durability: str
+) -> Figures:
+    """Measure an engine that serves on the Worker's own event loop (no engine thread)."""
+    server = EngineServer(database, "127.0.0.1", 0, durability)
+    address = await server.start()
+    try:
+        return await measure(arguments, address)
+    finally:
+        await server.stop()
 
 
 def run_engine(arguments: argparse.Namespace, config: str) -> Figures:
@@ -313,8 +358,11 @@ def run_engine(arguments: argparse.Namespace, config: str) -> Figures:
     placement, durability = config.split("/")
     with tempfile.TemporaryDirectory(prefix="dex-bench-db-") as db_directory:
         database = str(Path(db_directory) / "engine.sqlite3")
-        with engine_address(database, placement == "process", durability) as address:
-            figures = asyncio.run(measure(arguments, address))
+        if placement == "loop":
+            figures = asyncio.run(measure_on_this_loop(arguments, database, durability))
+        else:
+            with engine_address(database, placement == "process", durability) as address:
+                figures = asyncio.run(measure(arguments, address))
     figures.settings = {"engine": placement, "durability": durability}
     return figures
 
@@ -351,6 +399,7 @@ def run_dbos(arguments: argparse.Namespace) -> Figures | None:
         try:
             chain("warmup", 50)
             figures = Figures(settings={"engine": "DBOS over SQLite"})
+            cpu_before = cpu_seconds()
             started = time.perf_counter()
             chain("sequential", arguments.steps)
             elapsed = time.perf_counter() - started
@@ -358,10 +407,12 @@ def run_dbos(arguments: argparse.Namespace) -> Figures | None:
                 "steps": arguments.steps,
                 "seconds": round(elapsed, 3),
                 "steps_per_second": round(arguments.steps / elapsed, 1),
+                "cpu_per_step_ms": cpu_per_unit_ms(cpu_before, arguments.steps),
                 **gap_stats_ms(starts["sequential"]),
             }
             print(f"DBOS (a) sequential: {figures.sequential}", flush=True)
             keys = [f"fanout-{index}" for index in range(arguments.flows)]
+            cpu_before = cpu_seconds()
             started = time.perf_counter()
             handles = [DBOS.start_workflow(chain, key, arguments.flow_steps) for key in keys]
             for handle in handles:
@@ -375,6 +426,7 @@ def run_dbos(arguments: argparse.Namespace) -> Figures | None:
                 "steps": total,
                 "seconds": round(elapsed, 3),
                 "steps_per_second": round(total / elapsed, 1),
+                "cpu_per_step_ms": cpu_per_unit_ms(cpu_before, total),
                 "median_of_flow_step_latency_p50_ms": round(statistics.median(p50s), 3),
             }
             print(f"DBOS (b) concurrent: {figures.concurrent}", flush=True)
@@ -393,9 +445,9 @@ def ratio(engine: float | None, dbos: float | None) -> str:
 def summary_table(rounds: list[dict[str, Any]]) -> str:
     """One Markdown row per configuration and round, with ratios to DBOS."""
     lines = [
-        "| Round | Configuration | (a) Steps/s | vs DBOS | (a) p50 / p99 ms "
-        "| (b) Steps/s | vs DBOS | (c) invoke_rpc p50 / p99 ms |",
-        "|---|---|---|---|---|---|---|---|",
+        "| Round | Configuration | (a) Steps/s | vs DBOS | (a) p50 / p99 ms | (a) CPU/Step ms "
+        "| (b) Steps/s | vs DBOS | (b) CPU/Step ms | (c) invoke_rpc p50 / p99 ms |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for number, entry in enumerate(rounds, 1):
         dbos = entry.get("dbos") or {}
@@ -406,7 +458,8 @@ def summary_table(rounds: list[dict[str, Any]]) -> str:
             lines.append(
                 f"| {number} | DBOS over SQLite | {dbos_a} | 1.00x "
                 f"| {seq.get('step_latency_p50_ms')} / {seq.get('step_latency_p99_ms')} "
-                f"| {dbos_b} | 1.00x | - |"
+                f"| {seq.get('cpu_per_step_ms', '-')} "
+                f"| {dbos_b} | 1.00x | {dbos['concurrent'].get('cpu_per_step_ms', '-')} | - |"
             )
         for config, figures in entry["engine"].items():
             seq, con, rpc_ = figures["sequential"], figures["concurrent"], figures["rpc"]
@@ -414,7 +467,9 @@ def summary_table(rounds: list[dict[str, Any]]) -> str:
                 f"| {number} | {config} | {seq['steps_per_second']} "
                 f"| {ratio(seq['steps_per_second'], dbos_a)} "
                 f"| {seq['step_latency_p50_ms']} / {seq['step_latency_p99_ms']} "
+                f"| {seq.get('cpu_per_step_ms', '-')} "
                 f"| {con['steps_per_second']} | {ratio(con['steps_per_second'], dbos_b)} "
+                f"| {con.get('cpu_per_step_ms', '-')} "
                 f"| {rpc_['rpc_p50_ms']} / {rpc_['rpc_p99_ms']} |"
             )
     return "\n".join(lines)

@@ -6,6 +6,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import threading
 from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -33,6 +34,7 @@ from dex_agents import (
     describe_tool_call_outcome,
     empty_agent_usage,
 )
+from dex_agents.host import EmbeddedEngine
 from dex_agents.testing import PrivateDexEngine
 
 TOOLS = ("check_stock", "refund_order")
@@ -116,6 +118,22 @@ async def test_embedded_host_runs_tool_calls_of_one_response_in_parallel() -> No
     async with AgentHost(_build_flow()) as host:
         assert host.embedded
         assert await _run_turn(host.client(), "embedded-1") == EXPECTED_REPLY
+
+
+def _engine_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name == "dex-local-engine"]
+
+
+@pytest.mark.parametrize("placement", ["loop", "thread"])
+async def test_the_embedded_engine_runs_on_the_hosts_loop_or_its_own_thread(
+    placement: EmbeddedEngine,
+) -> None:
+    before = len(_engine_threads())
+    async with AgentHost(_build_flow(), embedded_engine=placement) as host:
+        assert host.embedded_engine == placement
+        assert len(_engine_threads()) - before == (1 if placement == "thread" else 0)
+        assert await _run_turn(host.client(), f"placed-{placement}") == EXPECTED_REPLY
+    assert len(_engine_threads()) == before
 
 
 async def test_sessions_in_a_database_file_outlive_the_host(tmp_path: Path) -> None:
@@ -207,6 +225,8 @@ def test_bad_host_arguments_are_refused_at_once() -> None:
         AgentHost(_build_flow(), worker=False, client=False)
     with pytest.raises(ValueError, match="at least 2"):
         AgentHost(_build_flow(), max_concurrent_tasks=1)
+    with pytest.raises(ValueError, match="embedded_engine must be one of loop, thread"):
+        AgentHost(_build_flow(), embedded_engine="process")  # type: ignore[arg-type]
     pending = asyncio.sleep(0)
     with pytest.raises(RuntimeError, match="call\\(\\) is for"):
         AgentHost(_build_flow()).call(pending)

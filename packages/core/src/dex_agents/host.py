@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Sequence
 from datetime import timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 
 import dex
 
@@ -31,9 +31,12 @@ from dex_agents.session import AgentSessionFlow
 from dex_agents.values import session_codec_registry
 
 if TYPE_CHECKING:
-    from dex_local_engine import LocalEngine
+    from dex_local_engine import EngineServer, LocalEngine
 
-__all__ = ["AgentHost"]
+__all__ = ["AgentHost", "EmbeddedEngine"]
+
+EmbeddedEngine = Literal["loop", "thread"]
+"""Where the embedded engine runs: on the host's event loop, or on a thread of its own."""
 
 _LOG = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -77,6 +80,15 @@ class AgentHost:
     retires a stream for every task, about 5.5 per turn; with the patch a stream that
     finished a task stays open as a spare, and a turn opens about one.
 
+    ``embedded_engine`` places the embedded engine: ``"loop"`` (the default) serves
+    it on the host's own event loop, beside the Worker and the Client; ``"thread"``
+    runs it on a background thread with a loop of its own. gRPC's asyncio stack
+    delivers every completion through the loop that first used it, so with two loops
+    each of the engine's gRPC events crosses threads twice and the two threads take
+    turns at the GIL; on one loop the turn costs less CPU (see the README's
+    Benchmarks). Choose ``"thread"`` when async Step handlers block the loop for long
+    stretches, as the engine then waits with them.
+
     Use ``async with AgentHost(flow) as host:`` in async code. In sync code, ``with
     AgentHost(flow) as host:`` runs the host on a background event loop and
     ``host.call(coroutine)`` runs a coroutine there and returns its result.
@@ -94,6 +106,7 @@ class AgentHost:
         session_codecs: bool = True,
         memoize_sdk_version: bool = True,
         keep_pull_streams: bool = True,
+        embedded_engine: EmbeddedEngine = "loop",
         blob_cache_directory: str | os.PathLike[str] | None = None,
         registration_timeout: timedelta = DEFAULT_REGISTRATION_TIMEOUT,
     ) -> None:
@@ -109,6 +122,12 @@ class AgentHost:
             raise ValueError("an AgentHost with neither a Worker nor a Client does nothing")
         if max_concurrent_tasks < 2:
             raise ValueError("max_concurrent_tasks must be at least 2 (one is kept for RPCs)")
+        if embedded_engine not in get_args(EmbeddedEngine):
+            raise ValueError(
+                f"embedded_engine must be one of {', '.join(get_args(EmbeddedEngine))}, "
+                f"not {embedded_engine!r}"
+            )
+        self.embedded_engine: EmbeddedEngine = embedded_engine
         self.database = os.fspath(database)
         self._requested_address = server_address or os.environ.get(SERVER_ADDRESS_VARIABLE) or None
         self.runs_worker = worker
@@ -128,6 +147,7 @@ class AgentHost:
         self._owned_cache_directory: Path | None = None
         self._address: str | None = None
         self._engine: LocalEngine | None = None
+        self._engine_server: EngineServer | None = None
         self._blob_cache: dex.BlobCache | None = None
         self._client: dex.AsyncClient | None = None
         self._worker: dex.AsyncWorker | None = None
@@ -213,7 +233,7 @@ class AgentHost:
         _LOG.info(
             "AgentHost ready on %s (%s; Flow types %s)",
             self._address,
-            "embedded engine" if self._engine is not None else "Dex server",
+            "Dex server" if self._requested_address is not None else "embedded engine",
             ", ".join(flow.get_flow_type() for flow in self.flows),
         )
 
@@ -231,13 +251,24 @@ class AgentHost:
         if self.database != ":memory:":
             Path(self.database).parent.mkdir(parents=True, exist_ok=True)
         # Imported here: a Worker-only or Client-only process never loads the engine.
-        from dex_local_engine import LocalEngine
+        from dex_local_engine import EngineServer, LocalEngine
 
-        engine = LocalEngine(database=self.database, port=0)
-        await asyncio.to_thread(engine.start)
-        self._engine = engine
-        _LOG.info("embedded dex-local-engine on %s, database %s", engine.address, self.database)
-        return engine.address
+        if self.embedded_engine == "loop":
+            server = EngineServer(self.database, "127.0.0.1", 0)
+            address = await server.start()
+            self._engine_server = server
+        else:
+            engine = LocalEngine(database=self.database, port=0)
+            await asyncio.to_thread(engine.start)
+            self._engine = engine
+            address = engine.address
+        _LOG.info(
+            "embedded dex-local-engine on %s (%s), database %s",
+            address,
+            "the host's event loop" if self.embedded_engine == "loop" else "its own thread",
+            self.database,
+        )
+        return address
 
     def _open_blob_cache(self) -> dex.BlobCache:
         directory = self._blob_cache_directory
@@ -324,6 +355,9 @@ class AgentHost:
         engine, self._engine = self._engine, None
         if engine is not None:
             await asyncio.to_thread(engine.stop)
+        server, self._engine_server = self._engine_server, None
+        if server is not None:
+            await server.stop()
         self._address = None
 
     async def serve(self) -> None:

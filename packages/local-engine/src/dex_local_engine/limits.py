@@ -165,12 +165,24 @@ class RequestCheckInterceptor(grpc.aio.ServerInterceptor):
 
     def __init__(self, max_value_bytes: int) -> None:
         self.max_value_bytes = max_value_bytes
+        # Method name -> its wrapped handler. A method's handler never changes, and a
+        # pull Worker opens a new task stream for nearly every Step, so each call
+        # reuses the wrapping instead of building it again.
+        self._wrapped: dict[str, Any] = {}
 
     async def intercept_service(self, continuation: Any, handler_call_details: Any) -> Any:
         """Wrap each unary handler with the request size and shape checks."""
+        method = str(handler_call_details.method)
+        wrapped = self._wrapped.get(method)
+        if wrapped is not None:
+            return wrapped
         handler = await continuation(handler_call_details)
         if handler is None:
             return None
+        wrapped = self._wrapped[method] = self._wrap(handler, method.rsplit("/", 1)[-1])
+        return wrapped
+
+    def _wrap(self, handler: Any, method: str) -> Any:
         codec = {
             "request_deserializer": _tolerant(handler.request_deserializer),
             "response_serializer": handler.response_serializer,
@@ -180,7 +192,6 @@ class RequestCheckInterceptor(grpc.aio.ServerInterceptor):
                 return grpc.stream_stream_rpc_method_handler(handler.stream_stream, **codec)
             return handler
         inner = handler.unary_unary
-        method = str(handler_call_details.method).rsplit("/", 1)[-1]
         limit = self.max_value_bytes
 
         async def checked(request: Any, context: Any) -> Any:

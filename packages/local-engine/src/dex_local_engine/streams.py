@@ -12,7 +12,9 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from dex.dexpb import dex_pb2 as pb
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -132,10 +134,8 @@ class StreamStore:
         log = self._logs.get((flow_type, stream, flow_id))
         if log is None:
             return None
-        for message in log.messages:
-            if message.seq > after:
-                return message.to_proto()
-        return None
+        index = first_index_after(log.messages, after)
+        return None if index is None else log.messages[index].to_proto()
 
     async def read(
         self,
@@ -174,6 +174,29 @@ class StreamStore:
         chosen.reverse()
         next_token = str(chosen[-1].seq) if chosen and len(older) > len(chosen) else ""
         return [m.to_proto() for m in chosen], next_token
+
+
+class _Sequenced(Protocol):
+    @property
+    def seq(self) -> int: ...
+
+
+def first_index_after(messages: Sequence[_Sequenced], after: int) -> int | None:
+    """The index of the first message with a sequence number above ``after``, if any.
+
+    Sequence numbers rise along the log. A reader that follows a Stream asks for the
+    newest message or the one after it, so the search starts at the ends and walks
+    back only over the messages newer than the token: a long-lived log costs a
+    follower nothing per read.
+    """
+    if not messages or messages[-1].seq <= after:
+        return None
+    if messages[0].seq > after:
+        return 0
+    index = len(messages) - 1
+    while messages[index - 1].seq > after:
+        index -= 1
+    return index
 
 
 def parse_token(token: str) -> int:
