@@ -65,8 +65,10 @@ async def test_without_the_option_the_wait_starts_its_timer(harness_factory) -> 
         snapshot = await harness.wait_for(
             flow,
             sid,
-            lambda s: bool(s.pending_interrupts)
-            and any(r.status is AgentToolCallStatus.WAITING_FOR_TIMER for r in s.tool_calls),
+            lambda s: (
+                bool(s.pending_interrupts)
+                and any(r.status is AgentToolCallStatus.WAITING_FOR_TIMER for r in s.tool_calls)
+            ),
         )
         events = await harness.events(flow, sid)
 
