@@ -14,6 +14,7 @@ import pytest
 from app_server import GROQ_SECRET, SECRET, RunningApp
 
 from dex_agents.testing import poll_until
+from dex_agents.texts import TOOL_CALL_SUPERSEDED_BY_QUESTION_RESULT
 
 API = "/products/ai-agent"
 Snapshot = dict[str, Any]
@@ -412,6 +413,27 @@ async def test_a_question_is_answered_from_the_input_panel(http: httpx.AsyncClie
     assert (await http.post(f"{API}/user-input", json=answer)).status_code == 200
     value = await wait_for(http, workflow_id, idle, "answered")
     assert json.loads(tool_outputs(value)[0]) == {"status": "answered", "answer": "Red"}
+
+
+async def test_ask_many_asks_once_and_does_not_run_the_wait(http: httpx.AsyncClient) -> None:
+    # Check 29: the durable_wait after the question in the same reply is not run.
+    workflow_id = await start(http)
+    await send(http, workflow_id, "/ask-many x")
+    value = await wait_for(
+        http, workflow_id, lambda v: v["agent_status"] == "waiting_for_input", "question"
+    )
+    (question,) = value["pending_interrupts"]
+    assert question["question"] == "x"
+    (wait,) = [c for c in value["tool_calls"] if c["tool_name"] == "durable_wait"]
+    assert (wait["status"], wait["cancellation_reason"]) == ("rejected", "superseded_by_user_input")
+    assert not any(c["status"] == "waiting_for_timer" for c in value["tool_calls"])
+    answer = {"workflowId": workflow_id, "callId": question["interrupt_id"], "answer": "Friday"}
+    assert (await http.post(f"{API}/user-input", json=answer)).status_code == 200
+    value = await wait_for(http, workflow_id, idle, "answered")  # waits for a message, no timer
+    asked, waited = tool_outputs(value)
+    assert json.loads(asked) == {"status": "answered", "answer": "Friday"}
+    assert waited == TOOL_CALL_SUPERSEDED_BY_QUESTION_RESULT
+    assert texts(value, "assistant")[-1].startswith("The tool finished with this result:")
 
 
 async def test_a_small_context_window_compacts(http: httpx.AsyncClient) -> None:

@@ -134,8 +134,13 @@ def create_ai_agent_flow(
             retained_ratio=RETAINED_RATIO,
         ),
     )
+    # A question ends its reply, as the brief's tool routing asks: the calls after it
+    # (a durable_wait from `/ask-many`) are recorded as not run.
     return create_stepwise_session_flow(
-        definition, FLOW_TYPE, retained_message_limit=retained_message_limit
+        definition,
+        FLOW_TYPE,
+        retained_message_limit=retained_message_limit,
+        question_supersedes_later_calls=True,
     )
 
 

@@ -23,6 +23,7 @@ __all__ = [
     "TOOL_CALL_CANCELLED_BY_STEERING_RESULT",
     "TOOL_CALL_CANCELLED_BY_TURN_CANCELLATION_RESULT",
     "TOOL_CALL_NOT_RUN_ERROR_PREFIX",
+    "TOOL_CALL_SUPERSEDED_BY_QUESTION_RESULT",
     "TURN_CANCELLED_NOTE_HEADER",
     "TURN_FAILURE_NOTE_FOOTER",
     "TURN_FAILURE_NOTE_HEADER",
@@ -122,6 +123,11 @@ TOOL_CALL_CANCELLED_BY_TURN_CANCELLATION_RESULT = (
     "The tool call was not run: the user stopped this turn."
 )
 """Result of a call that had not started when the user cancelled the turn."""
+
+TOOL_CALL_SUPERSEDED_BY_QUESTION_RESULT = (
+    "The tool call was not run: it came after a question to the user in the same response."
+)
+"""Result of a call after an ``ask_user`` question, with ``question_supersedes_later_calls``."""
 
 TURN_STEERED_NOTE_HEADER = "[Dex] The user redirected the previous turn after these tool calls ran:"
 TURN_CANCELLED_NOTE_HEADER = "[Dex] The user stopped the previous turn after these tool calls ran:"

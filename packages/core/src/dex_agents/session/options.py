@@ -69,6 +69,10 @@ class AgentSessionOptions:
             answer or rejection message, measured as the JSON string the session stores
             (an ASCII character is one byte, another character six or twelve); a larger
             one gets ``False``.
+        question_supersedes_later_calls: When a response calls ``ask_user``, record every
+            call after the first question as ``rejected`` (``cancellation_reason``
+            ``"superseded_by_user_input"``) without running it, so the turn waits only for
+            the answer. Off by default: every call of a response runs.
     """
 
     tool_policies: Mapping[str, ToolPolicy] = field(default_factory=lambda: dict[str, ToolPolicy]())
@@ -97,6 +101,7 @@ class AgentSessionOptions:
     tracing: TracingOptions | None = None
     """OpenTelemetry spans (``dex_agents.tracing``); ``None``: on, with the defaults."""
     max_user_message_bytes: int = DEFAULT_MAX_USER_MESSAGE_BYTES
+    question_supersedes_later_calls: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.tool_policies, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -155,6 +160,8 @@ class AgentSessionOptions:
         limit = self.max_user_message_bytes
         if type(limit) is not int or limit <= 0:
             raise ValueError("max_user_message_bytes must be a positive integer")
+        if not isinstance(self.question_supersedes_later_calls, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError("question_supersedes_later_calls must be a bool")
 
 
 class AgentSessionOptionValues(TypedDict, total=False):
@@ -180,3 +187,4 @@ class AgentSessionOptionValues(TypedDict, total=False):
     plan_mode_enabled: bool
     tracing: TracingOptions | None
     max_user_message_bytes: int
+    question_supersedes_later_calls: bool

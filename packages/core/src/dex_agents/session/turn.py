@@ -462,6 +462,7 @@ class RunModel(_SessionStep, Step[None]):
                 max_durable_wait=session.options.max_durable_wait,
                 plan=plan,
                 trace_context=trace_parent,
+                question_supersedes_later_calls=session.options.question_supersedes_later_calls,
             )
             apply_changes(context, persistence, changes, events)
         finally:

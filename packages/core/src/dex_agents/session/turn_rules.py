@@ -22,7 +22,8 @@ from dex_agents.session.builtin_rules import route_built_in_call
 from dex_agents.session.changes import SessionChanges
 from dex_agents.session.interrupts import interrupt_raised_payload
 from dex_agents.session.options import DEFAULT_MAX_DURABLE_WAIT
-from dex_agents.session.plan_rules import settle_model_call
+from dex_agents.session.plan_rules import SettledCall, settle_model_call
+from dex_agents.session.question_supersession import raises_question, supersede_call
 from dex_agents.session.routing import ToolStepKind, ToolStepMove, TurnRouting, tool_step_kind
 from dex_agents.values import (
     AgentInterrupt,
@@ -247,11 +248,14 @@ def request_tool_calls(
     built_in_tools: Sequence[str] = (),
     max_durable_wait: timedelta = DEFAULT_MAX_DURABLE_WAIT,
     plan: AgentPlan | None = None,
+    question_supersedes_later_calls: bool = False,
 ) -> tuple[SessionChanges, TurnRouting]:
     """Record the requested calls, raise approvals, and route each call to its Step.
 
     A call of an enabled built-in tool goes to the session's own handling with a
     fixed policy (``read``, no approval); invalid arguments make it final here.
+    With ``question_supersedes_later_calls``, the calls after a question are final
+    here too, not run.
     """
     turn_id = _active_turn(state)
     calls = _check_tool_calls(outcome, records)
@@ -266,6 +270,7 @@ def request_tool_calls(
     interrupts = list(pending_interrupts)
     moves: list[ToolStepMove] = []
     write_todos_calls = sum(1 for call in calls if call.tool_name == WRITE_TODOS)
+    superseded = False
     for offset, call in enumerate(calls):
         built_in = call.tool_name in built_in_tools
         policy = BUILT_IN_TOOL_POLICY if built_in else call.policy
@@ -293,15 +298,20 @@ def request_tool_calls(
             effect=policy.effect.value,
             requires_approval=policy.requires_approval,
         )
-        settled = settle_model_call(
-            record,
-            plan=plan,
-            mode=state.interaction_mode,
-            built_in_tools=built_in_tools,
-            write_todos_calls=write_todos_calls,
+        settled = (
+            SettledCall(supersede_call(record))
+            if superseded
+            else settle_model_call(
+                record,
+                plan=plan,
+                mode=state.interaction_mode,
+                built_in_tools=built_in_tools,
+                write_todos_calls=write_todos_calls,
+            )
         )
         if settled is not None:
-            # Final in this commit: write_todos, or any other call of a planning turn.
+            # Final in this commit: write_todos, any other call of a planning turn, or a
+            # call after a question that supersedes it.
             changes.written_records.pop()
             changes.merge(settled.changes)
             if settled.plan is not None:
@@ -312,6 +322,8 @@ def request_tool_calls(
             )
             if move is not None:
                 moves.append(move)
+            if question_supersedes_later_calls and raises_question(move):
+                superseded = True
         elif policy.requires_approval:
             interrupt = AgentInterrupt(
                 interrupt_id=call.tool_call_id,
@@ -346,6 +358,7 @@ def apply_model_outcome(
     built_in_tools: Sequence[str] = (),
     max_durable_wait: timedelta = DEFAULT_MAX_DURABLE_WAIT,
     plan: AgentPlan | None = None,
+    question_supersedes_later_calls: bool = False,
 ) -> tuple[SessionChanges, TurnRouting]:
     """Apply what ``run_model_step`` returned; a wrong type is a runner defect."""
     if isinstance(outcome, TurnCompleted):
@@ -370,6 +383,7 @@ def apply_model_outcome(
             built_in_tools=built_in_tools,
             max_durable_wait=max_durable_wait,
             plan=plan,
+            question_supersedes_later_calls=question_supersedes_later_calls,
         )
     raise RunnerDefectError(
         "runner defect: run_model_step must return TurnCompleted or ToolCallsRequested, "
