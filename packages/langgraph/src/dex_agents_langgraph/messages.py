@@ -73,16 +73,16 @@ whole history again, and a stored item never changes."""
 def stored_messages(messages: Sequence[AgentMessage]) -> list[BaseMessage]:
     """The session's stored messages as LangChain messages, from framework items only.
 
-    Each item is decoded once per process; the caller gets its own copy of every
-    message (LangGraph's ``add_messages`` reducer gives a message without an ID one).
+    Each item is decoded once per process. A message without an ID is handed out
+    as a copy, since LangGraph's ``add_messages`` reducer gives it one; a message
+    with an ID is shared, and nothing changes it.
     """
-    return [
-        _DECODED_MESSAGES.get_or_decode(
-            message.framework_item, message_from_framework_item
-        ).model_copy()
+    decoded = [
+        _DECODED_MESSAGES.get_or_decode(message.framework_item, message_from_framework_item)
         for message in messages
         if not is_display_only(message.framework_item)
     ]
+    return [message if message.id is not None else message.model_copy() for message in decoded]
 
 
 def message_text(message: BaseMessage) -> str:
