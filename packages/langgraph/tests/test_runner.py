@@ -550,9 +550,7 @@ async def test_stored_messages_are_decoded_once_and_each_step_gets_its_own_copie
     cache = stored._DECODED_MESSAGES  # pyright: ignore[reportPrivateUsage]
     model = recording_model(*(AIMessage(content=f"answer {n}") for n in range(3)))
     session = Session(LangGraphRunner.from_chat_model(model, [READ_LOOKUP]))
-    for question in ["a question only this test asks", "and a second one"]:
-        session.start_turn(question)
-        await session.run_model()
+    await session.run_text_turns("a question only this test asks", "and a second one")
     session.start_turn("and a third")
     hits, misses = cache.hits, cache.misses
 

@@ -591,9 +591,7 @@ async def test_stored_items_are_decoded_once_and_the_sdk_leaves_them_as_stored()
         ]
     )
     session = Session(OpenAIAgentsRunner(agent_with(model)))
-    for question in ["a question only this test asks", "and a second one"]:
-        session.start_turn(question)
-        await session.run_model()
+    await session.run_text_turns("a question only this test asks", "and a second one")
     session.start_turn("and a third")
     hits, misses = cache.hits, cache.misses
 

@@ -54,7 +54,17 @@ def counting_agent_runs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return runs
 
 
-async def execute(session: Session[PydanticAIRunner[Any]], call_id: str) -> Any:
+async def after_the_model_step(
+    agent: Agent[Seen, str], seen: Seen, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Session[PydanticAIRunner[Seen]], list[int]]:
+    """A session whose model step deferred the script's calls, and the agent-run counter."""
+    session = Session(PydanticAIRunner(agent, deps=seen))
+    session.start_turn("count")
+    await session.run_model()
+    return session, counting_agent_runs(monkeypatch)
+
+
+async def execute(session: Session[PydanticAIRunner[Seen]], call_id: str) -> Any:
     return await session.runner.execute_deferred_tool_call(
         session.execution(session.record(call_id))
     )
@@ -96,14 +106,9 @@ async def test_a_tool_step_runs_the_tool_without_an_agent_run(
         ),
         retries=3,
     )
-    session = Session(PydanticAIRunner(agent, deps=seen))
-    session.start_turn("count")
-    await session.run_model()
-    runs = counting_agent_runs(monkeypatch)
+    session, runs = await after_the_model_step(agent, seen, monkeypatch)
 
-    result = await session.runner.execute_deferred_tool_call(
-        session.execution(session.record("c1"))
-    )
+    result = await execute(session, "c1")
     with pytest.raises(ToolExecutionError) as retried:
         await execute(session, "c2")
     with pytest.raises(ToolExecutionError) as invalid:
@@ -132,10 +137,7 @@ async def test_a_retry_past_the_tools_budget_fails_the_call(
 ) -> None:
     seen = Seen([])
     agent = probe_agent(script(ToolCallPart("probe", {"count": -1}, tool_call_id="c1")), retries=0)
-    session = Session(PydanticAIRunner(agent, deps=seen))
-    session.start_turn("count")
-    await session.run_model()
-    runs = counting_agent_runs(monkeypatch)
+    session, runs = await after_the_model_step(agent, seen, monkeypatch)
 
     with pytest.raises(ToolExecutionError, match="exceeded max retries count of 0"):
         await execute(session, "c1")
@@ -160,14 +162,9 @@ async def test_an_agent_with_tool_hooks_runs_the_tool_in_an_agent_run(
     agent = probe_agent(
         script(ToolCallPart("probe", {"count": 3}, tool_call_id="c1")), capabilities=[hooks]
     )
-    session = Session(PydanticAIRunner(agent, deps=seen))
-    session.start_turn("count")
-    await session.run_model()
-    runs = counting_agent_runs(monkeypatch)
+    session, runs = await after_the_model_step(agent, seen, monkeypatch)
 
-    result = await session.runner.execute_deferred_tool_call(
-        session.execution(session.record("c1"))
-    )
+    result = await execute(session, "c1")
 
     assert runs == [1]  # the capability's hook needs the run
     assert hooked == ["c1"]
