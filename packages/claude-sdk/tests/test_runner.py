@@ -401,3 +401,30 @@ def test_user_messages_are_native_message_params() -> None:
         "content": [{"type": "text", "text": "hello"}],
     }
     assert runner.build_user_message("hello") == message
+
+
+async def test_stored_items_are_decoded_once_and_the_sdk_leaves_them_as_stored() -> None:
+    from dex_agents_claude_sdk import messages
+
+    cache = messages._DECODED_ITEMS  # pyright: ignore[reportPrivateUsage]
+    endpoint = Endpoint(
+        response_message([tool_use("toolu_a", "lookup_order", {"order_id": "7"})]),
+        response_message([text("Order 7 shipped.")]),
+        response_message([text("Nothing else.")]),
+    )
+    session = Session(runner_for(endpoint, [lookup_order]))
+    session.start_turn("where is order 7, asks only this test?")
+    await session.run_model()
+    await session.run_tools()
+    await session.run_model()
+    session.start_turn("anything else?")
+    hits, misses = cache.hits, cache.misses
+
+    await session.run_model()
+
+    # The four earlier items come from the cache (an answer is decoded when its step
+    # stores it); decoded now: the new question and this step's own answer.
+    assert (cache.hits - hits, cache.misses - misses) == (4, 2)
+    assert endpoint.requests[2]["messages"][:4] == session.items()[:4]
+    cached = [messages.decode_item(message.framework_item) for message in session.messages]
+    assert cached == session.items(), "nothing changed a cached item"

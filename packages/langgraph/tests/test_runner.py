@@ -542,3 +542,32 @@ def test_declarations_use_the_shared_metadata_keys_and_keep_other_metadata() -> 
         declare_tool_effect(lookup_order, "sometimes")
     with pytest.raises(TypeError, match="BaseTool"):
         declare_tool_effect(lambda: "x", ToolEffect.READ)  # type: ignore[type-var]
+
+
+async def test_stored_messages_are_decoded_once_and_each_step_gets_its_own_copies() -> None:
+    from dex_agents_langgraph import messages as stored
+
+    cache = stored._DECODED_MESSAGES  # pyright: ignore[reportPrivateUsage]
+    model = recording_model(*(AIMessage(content=f"answer {n}") for n in range(3)))
+    session = Session(LangGraphRunner.from_chat_model(model, [READ_LOOKUP]))
+    await session.run_text_turns("a question only this test asks", "and a second one")
+    session.start_turn("and a third")
+    hits, misses = cache.hits, cache.misses
+
+    await session.run_model()
+
+    # Replayed before, so cached: the first three messages. Decoded now, for the first time:
+    # the last answer (written by the step before, never read yet) and the new question.
+    assert (cache.hits - hits, cache.misses - misses) == (3, 2)
+    assert [m.content for m in model.calls[2]] == [
+        "a question only this test asks",
+        "answer 0",
+        "and a second one",
+        "answer 1",
+        "and a third",
+    ]
+    # The graph's reducer named the messages it was given; the cached ones stay as stored.
+    assert all(m.id is not None for m in model.calls[2])
+    cached = stored.stored_messages(session.messages)
+    assert [m.id for m in cached if isinstance(m, HumanMessage)] == [None] * 3
+    assert messages_to_dict(cached) == session.items()

@@ -578,3 +578,28 @@ def test_max_turns_must_be_a_positive_integer_or_none() -> None:
         with pytest.raises(ValueError, match="max_turns"):
             OpenAIAgentsRunner(agent, max_turns=bad)  # pyright: ignore[reportArgumentType]
     assert OpenAIAgentsRunner(agent, max_turns=None).max_turns is None
+
+
+async def test_stored_items_are_decoded_once_and_the_sdk_leaves_them_as_stored() -> None:
+    from dex_agents_openai_agents import items
+
+    cache = items._DECODED_ITEMS  # pyright: ignore[reportPrivateUsage]
+    model = ScriptedModel(
+        [
+            ModelStep(output=[assistant_message(f"Answer {n}.")], usage=usage(10, 2))
+            for n in range(3)
+        ]
+    )
+    session = Session(OpenAIAgentsRunner(agent_with(model)))
+    await session.run_text_turns("a question only this test asks", "and a second one")
+    session.start_turn("and a third")
+    hits, misses = cache.hits, cache.misses
+
+    await session.run_model()
+
+    # Replayed before, so cached: the first three items. Decoded now, for the first time:
+    # the last answer (written by the step before, never read yet) and the new question.
+    assert (cache.hits - hits, cache.misses - misses) == (3, 2)
+    assert model.calls[2].input[:5] == session.items()[:5]
+    cached = [items.stored_item(message) for message in session.messages]
+    assert cached == session.items(), "the SDK changed no cached item"

@@ -21,6 +21,7 @@ from typing import Any, NamedTuple, cast
 
 from dex_agents import AgentMessage, AgentToolCall, AgentToolCallStatus, FrameworkMessage
 from dex_agents.adapter_support import ToolCallDisplay, is_display_only, response_messages
+from dex_agents.decode_cache import DecodeCache
 from dex_agents.texts import OUTCOME_UNKNOWN_TOOL_RESULT, describe_tool_call_outcome
 
 __all__ = [
@@ -50,8 +51,21 @@ def _dumps(value: object) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+_DECODED_ITEMS: DecodeCache[JsonObject] = DecodeCache()
+"""Decoded stored items of this process by their JSON: every model Step reads the whole
+history again, and a stored item never changes."""
+
+
 def decode_item(item: str) -> JsonObject:
-    """A stored ``MessageParam``; ``ValueError`` for anything else."""
+    """A stored ``MessageParam``, decoded once per process; ``ValueError`` for anything else.
+
+    The value is shared: read it, never change it (``request_messages`` builds the
+    request's own message dicts and content lists; the SDK copies what it sends).
+    """
+    return _DECODED_ITEMS.get_or_decode(item, _decode_item)
+
+
+def _decode_item(item: str) -> JsonObject:
     try:
         value: Any = json.loads(item)
     except ValueError as error:

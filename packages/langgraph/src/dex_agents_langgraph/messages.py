@@ -23,6 +23,7 @@ from langchain_core.messages import (
 
 from dex_agents import AgentMessage, AgentToolCall, AgentToolCallStatus, FrameworkMessage
 from dex_agents.adapter_support import ToolCallDisplay, is_display_only, response_messages
+from dex_agents.decode_cache import DecodeCache
 from dex_agents.texts import OUTCOME_UNKNOWN_TOOL_RESULT, describe_tool_call_outcome
 
 __all__ = [
@@ -64,13 +65,24 @@ def message_from_framework_item(item: str) -> BaseMessage:
         ) from error
 
 
+_DECODED_MESSAGES: DecodeCache[BaseMessage] = DecodeCache()
+"""Decoded stored messages of this process by their JSON: every model Step reads the
+whole history again, and a stored item never changes."""
+
+
 def stored_messages(messages: Sequence[AgentMessage]) -> list[BaseMessage]:
-    """The session's stored messages as LangChain messages, from framework items only."""
-    return [
-        message_from_framework_item(message.framework_item)
+    """The session's stored messages as LangChain messages, from framework items only.
+
+    Each item is decoded once per process. A message without an ID is handed out
+    as a copy, since LangGraph's ``add_messages`` reducer gives it one; a message
+    with an ID is shared, and nothing changes it.
+    """
+    decoded = [
+        _DECODED_MESSAGES.get_or_decode(message.framework_item, message_from_framework_item)
         for message in messages
         if not is_display_only(message.framework_item)
     ]
+    return [message if message.id is not None else message.model_copy() for message in decoded]
 
 
 def message_text(message: BaseMessage) -> str:

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from dex_agents import FrameworkMessage
+from dex_agents.decode_cache import DecodeCache
 from dex_agents.texts import OUTCOME_UNKNOWN_TOOL_RESULT
 from dex_agents.values import AgentMessage
 
@@ -22,6 +23,7 @@ __all__ = [
     "framework_message_of",
     "message_text",
     "replay_items",
+    "stored_item",
     "user_input_item",
 ]
 
@@ -115,15 +117,30 @@ def _str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _load(message: AgentMessage) -> InputItem:
+_DECODED_ITEMS: DecodeCache[InputItem] = DecodeCache()
+"""Decoded stored items of this process by their JSON: every model Step reads the whole
+history again, and a stored item never changes."""
+
+
+def stored_item(message: AgentMessage) -> InputItem:
+    """The input item stored in ``message``, decoded once per process.
+
+    The item is shared: read it, never change it. The SDK copies the input items
+    it is given before it changes any (``copy_input_items``).
+    """
     try:
-        item = json.loads(message.framework_item)
+        return _DECODED_ITEMS.get_or_decode(message.framework_item, _decode_item)
+    except ValueError as error:
+        raise ValueError(f"stored message {message.sequence} {error}") from error
+
+
+def _decode_item(framework_item: str) -> InputItem:
+    try:
+        item = json.loads(framework_item)
     except json.JSONDecodeError as error:
-        raise ValueError(
-            f"stored message {message.sequence} is not an OpenAI Agents SDK input item: {error}"
-        ) from error
+        raise ValueError(f"is not an OpenAI Agents SDK input item: {error}") from error
     if not isinstance(item, dict):
-        raise ValueError(f"stored message {message.sequence} is not a JSON object")
+        raise ValueError("is not a JSON object")
     return cast(InputItem, item)
 
 
@@ -134,7 +151,7 @@ def replay_items(messages: Sequence[AgentMessage]) -> list[InputItem]:
     failed mid-way) gets an outcome-unknown output right after its response's
     calls, so no orphaned call reaches a provider. The added item is not stored.
     """
-    items = [_load(message) for message in messages]
+    items = [stored_item(message) for message in messages]
     answered = {item.get("call_id") for item in items if item.get("type") == _OUTPUT_TYPE}
     replayed: list[InputItem] = []
     pending: list[InputItem] = []

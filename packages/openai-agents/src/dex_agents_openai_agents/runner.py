@@ -93,6 +93,7 @@ from dex_agents_openai_agents.items import (
     call_names,
     framework_message_of,
     replay_items,
+    stored_item,
     user_input_item,
 )
 from dex_agents_openai_agents.mcp_keys import stamp_mcp_idempotency_keys
@@ -164,7 +165,7 @@ class OpenAIAgentsRunner(ToolTaskForwarding):
 
     def build_unfinished_turn_messages(self, turn: AgentTurnContext) -> Sequence[FrameworkMessage]:
         """Outputs of the stored calls whose records are final but not stored yet."""
-        items = [json.loads(message.framework_item) for message in turn.messages]
+        items = [stored_item(message) for message in turn.messages]
         answered = {
             item.get("call_id") for item in items if item.get("type") == "function_call_output"
         }
@@ -284,7 +285,7 @@ class OpenAIAgentsRunner(ToolTaskForwarding):
             return None
         items: list[CutItem] = []
         for message in turn.messages:
-            item = json.loads(message.framework_item)
+            item = stored_item(message)
             call_id = str(item.get("call_id", ""))
             kind = item.get("type")
             tokens = estimate_text_tokens(message.framework_item)

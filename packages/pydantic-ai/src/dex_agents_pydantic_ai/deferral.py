@@ -24,7 +24,7 @@ from pydantic_core import SchemaValidator, core_schema
 
 from dex_agents import ToolExecutionError
 
-__all__ = ["DeferEveryToolCall", "RefuseToolDeferral"]
+__all__ = ["DeferEveryToolCall", "RefuseToolDeferral", "tool_deferred_its_call"]
 
 _ANY_JSON = SchemaValidator(schema=core_schema.any_schema())
 
@@ -113,7 +113,12 @@ class RefuseToolDeferral(AbstractCapability[Any]):
         self, ctx: RunContext[Any], *, requests: DeferredToolRequests
     ) -> DeferredToolResults | None:
         names = ", ".join(call.tool_name for call in [*requests.calls, *requests.approvals])
-        raise ToolExecutionError(
-            f"tool {names} deferred its own call (CallDeferred or ApprovalRequired), which a"
-            " session tool call cannot wait for"
-        )
+        raise tool_deferred_its_call(names)
+
+
+def tool_deferred_its_call(names: str) -> ToolExecutionError:
+    """The failure of a tool that deferred its own call; the session cannot wait for it."""
+    return ToolExecutionError(
+        f"tool {names} deferred its own call (CallDeferred or ApprovalRequired), which a"
+        " session tool call cannot wait for"
+    )

@@ -9,10 +9,12 @@ records of the previous response's calls go back in through Pydantic AI's own
 only a marker and the history always comes from stored framework items.
 
 ``execute_deferred_tool_call`` runs the agent's real tool through Pydantic AI
-itself: a run whose history ends in the one call, approved, stopped before the
-model request that would follow. Pydantic AI validates the arguments, builds the
-tool's ``RunContext`` (deps included) and runs the function with the agent's
-capabilities; the tool return it produces becomes the outcome.
+itself, without a model request: Pydantic AI's ``ToolManager`` over the agent's
+toolsets validates the arguments, builds the tool's ``RunContext`` (deps
+included) and runs the function (``tool_step``). An agent with capabilities of
+its own, whose tool hooks only a run applies, gets a run instead: its history
+ends in the one call, approved, and the run stops before the model request that
+would follow. Either way the tool return Pydantic AI produces becomes the outcome.
 
 The runner keeps no state between calls; deps come from the factory's ``deps``
 or ``deps_factory``, never from session state.
@@ -106,6 +108,7 @@ from dex_agents_pydantic_ai.session_context import (  # noqa: TID251 (internal)
     serving_deferred_tool_execution,
     serving_model_step,
 )
+from dex_agents_pydantic_ai.tool_step import resolve_model, run_tool_directly
 
 __all__ = ["DepsFactory", "PydanticAIRunner"]
 
@@ -153,6 +156,7 @@ class PydanticAIRunner(ToolTaskForwarding, Generic[DepsT]):
         self._deps = deps
         self._deps_factory = deps_factory
         self._stream_text = stream_text
+        self._tool_step_models: dict[str, Model | None] = {}
 
     # --- messages ------------------------------------------------------------------
 
@@ -406,12 +410,11 @@ class PydanticAIRunner(ToolTaskForwarding, Generic[DepsT]):
         )
         # The call alone, approved: Pydantic AI validates and runs it, then would ask
         # the model again, which is where the run stops.
-        history: list[ModelMessage] = [ModelResponse(parts=[tool_call])]
         stamp_mcp_idempotency_keys(self.agent)
         async with self._step_deps(call.flow_id) as deps:
             with serving_deferred_tool_execution(call):
                 try:
-                    tool_return = await self._run_tool(history, tool_call, deps, call)
+                    tool_return = await self._run_tool(tool_call, deps, call)
                 except UnexpectedModelBehavior as error:
                     # Pydantic AI gave up on the call, e.g. a retry past the tool's max_retries.
                     raise ToolExecutionError(str(error)) from error
@@ -421,12 +424,41 @@ class PydanticAIRunner(ToolTaskForwarding, Generic[DepsT]):
         raise ToolExecutionError(text)
 
     async def _run_tool(
+        self, tool_call: ToolCallPart, deps: object, call: DeferredToolExecution
+    ) -> ToolReturnPart:
+        metadata = {IDEMPOTENCY_KEY_METADATA_KEY: call.idempotency_key}
+        model = self._tool_step_model()
+        if model is not None:
+            direct = await run_tool_directly(
+                self.agent,
+                tool_call,
+                deps=deps,
+                model=model,
+                conversation_id=call.flow_id,
+                metadata=metadata,
+            )
+            if direct is not None:
+                return direct
+        return await self._run_tool_in_agent_run(tool_call, deps, call, metadata)
+
+    def _tool_step_model(self) -> Model | None:
+        """The agent's model for a tool's ``RunContext``, built once per model name."""
+        name = self.agent.model
+        if isinstance(name, Model) or name is None:
+            return name
+        if name not in self._tool_step_models:
+            self._tool_step_models[name] = resolve_model(self.agent)
+        return self._tool_step_models[name]
+
+    async def _run_tool_in_agent_run(
         self,
-        history: list[ModelMessage],
         tool_call: ToolCallPart,
         deps: object,
         call: DeferredToolExecution,
+        metadata: dict[str, Any],
     ) -> ToolReturnPart:
+        """The fallback of ``_run_tool``: an agent run that stops once the call has run."""
+        history: list[ModelMessage] = [ModelResponse(parts=[tool_call])]
         async with self.agent.iter(
             message_history=history,
             deferred_tool_results=DeferredToolResults(
@@ -434,7 +466,7 @@ class PydanticAIRunner(ToolTaskForwarding, Generic[DepsT]):
             ),
             deps=cast(DepsT, deps),
             capabilities=[RefuseToolDeferral()],
-            metadata={IDEMPOTENCY_KEY_METADATA_KEY: call.idempotency_key},
+            metadata=metadata,
             conversation_id=call.flow_id,
         ) as run:
             node = run.next_node

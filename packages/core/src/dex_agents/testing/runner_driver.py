@@ -140,6 +140,14 @@ class RunnerDriver(Generic[RunnerT]):
         self.run_state = None
         self.store([self.runner.build_user_message(text)])
 
+    async def run_text_turns(self, *texts: str) -> None:
+        """One turn per text whose model step answers at once (no tool calls)."""
+        for text in texts:
+            self.start_turn(text)
+            outcome = await self.run_model()
+            if not isinstance(outcome, TurnCompleted):
+                raise AssertionError(f"the turn of {text!r} asked for tools")
+
     def items(self) -> list[Any]:
         """Every stored ``framework_item``, parsed as JSON."""
         return [json.loads(message.framework_item) for message in self.messages]
