@@ -169,3 +169,22 @@ async def test_an_agent_with_tool_hooks_runs_the_tool_in_an_agent_run(
     assert runs == [1]  # the capability's hook needs the run
     assert hooked == ["c1"]
     assert result == ToolExecutionResult("counted 4")
+
+
+async def test_a_runner_that_saw_no_model_step_runs_the_tool_in_an_agent_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A Worker that restarted between the model step and the tool Step: Pydantic AI
+    # publishes the run's default tool retries only on a run's context, so the first
+    # tool Step of this process takes the agent run and the tool sees the same context.
+    seen = Seen([])
+    agent = probe_agent(script(ToolCallPart("probe", {"count": 3}, tool_call_id="c1")), retries=3)
+    session, runs = await after_the_model_step(agent, seen, monkeypatch)
+    restarted = PydanticAIRunner(agent, deps=seen)
+
+    result = await restarted.execute_deferred_tool_call(session.execution(session.record("c1")))
+
+    assert runs == [1]
+    assert result == ToolExecutionResult("counted 3")
+    assert seen.contexts[-1]["max_retries"] == 3
+    assert seen.contexts[-1]["key"] == "s-1/turn-1/c1"

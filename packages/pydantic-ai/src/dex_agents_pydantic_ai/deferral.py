@@ -24,7 +24,12 @@ from pydantic_core import SchemaValidator, core_schema
 
 from dex_agents import ToolExecutionError
 
-__all__ = ["DeferEveryToolCall", "RefuseToolDeferral", "tool_deferred_its_call"]
+__all__ = [
+    "DeferEveryToolCall",
+    "RefuseToolDeferral",
+    "RunSettingsSeen",
+    "tool_deferred_its_call",
+]
 
 _ANY_JSON = SchemaValidator(schema=core_schema.any_schema())
 
@@ -50,13 +55,24 @@ _ANY_ARGUMENTS = _AcceptAnyArguments()
 
 
 @dataclass
+class RunSettingsSeen:
+    """What a model step's run resolved that a tool Step needs and Pydantic AI does not
+    publish: the run's default tool retries (``RunContext.max_retries``), which a tool
+    without a ``max_retries`` of its own gets."""
+
+    tool_retries: int | None = None
+
+
+@dataclass
 class _DeferringToolset(WrapperToolset[Any]):
     """The wrapped toolset's tools, each marked ``external``; records what it offered."""
 
     declared: dict[str, ToolDefinition] = field(default_factory=dict[str, ToolDefinition])
+    run_settings: RunSettingsSeen = field(default_factory=RunSettingsSeen)
 
     async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
         tools = await self.wrapped.get_tools(ctx)
+        self.run_settings.tool_retries = ctx.max_retries
         self.declared.clear()
         deferred: dict[str, ToolsetTool[Any]] = {}
         for name, tool in tools.items():
@@ -88,6 +104,7 @@ class DeferEveryToolCall(AbstractCapability[Any]):
 
     declared: dict[str, ToolDefinition] = field(default_factory=dict[str, ToolDefinition])
     output_tools: set[str] = field(default_factory=set[str])
+    run_settings: RunSettingsSeen = field(default_factory=RunSettingsSeen)
 
     async def prepare_output_tools(
         self, ctx: RunContext[Any], tool_defs: list[ToolDefinition]
@@ -96,7 +113,7 @@ class DeferEveryToolCall(AbstractCapability[Any]):
         return tool_defs
 
     def get_wrapper_toolset(self, toolset: AbstractToolset[Any]) -> AbstractToolset[Any] | None:
-        return _DeferringToolset(toolset, declared=self.declared)
+        return _DeferringToolset(toolset, declared=self.declared, run_settings=self.run_settings)
 
 
 @dataclass

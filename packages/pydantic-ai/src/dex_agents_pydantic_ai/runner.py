@@ -157,6 +157,8 @@ class PydanticAIRunner(ToolTaskForwarding, Generic[DepsT]):
         self._deps_factory = deps_factory
         self._stream_text = stream_text
         self._tool_step_models: dict[str, Model | None] = {}
+        # The run's default tool retries, as the last model step's run resolved them.
+        self._tool_retries: int | None = None
 
     # --- messages ------------------------------------------------------------------
 
@@ -288,6 +290,20 @@ class PydanticAIRunner(ToolTaskForwarding, Generic[DepsT]):
         Pydantic AI's own output handling (output tools, validators).
         """
         deferral = DeferEveryToolCall()
+        try:
+            return await self._model_step_run(history, results, deps, turn, deferral)
+        finally:
+            if deferral.run_settings.tool_retries is not None:
+                self._tool_retries = deferral.run_settings.tool_retries
+
+    async def _model_step_run(
+        self,
+        history: list[ModelMessage],
+        results: DeferredToolResults | None,
+        deps: object,
+        turn: AgentTurnContext,
+        deferral: DeferEveryToolCall,
+    ) -> _StepRun:
         async with self.agent.iter(
             message_history=history,
             deferred_tool_results=results,
@@ -434,6 +450,7 @@ class PydanticAIRunner(ToolTaskForwarding, Generic[DepsT]):
                 tool_call,
                 deps=deps,
                 model=model,
+                tool_retries=self._tool_retries,
                 conversation_id=call.flow_id,
                 metadata=metadata,
             )

@@ -13,9 +13,10 @@ The agent run stays the path for what only a run reproduces: an agent with
 capabilities beyond Pydantic AI's defaults (their tool hooks and toolsets are
 resolved per run), a tool the agent's toolsets do not list (Pydantic AI's
 unknown-tool retry names the run's tools), an external tool, and a model given
-by name that cannot be resolved here, and a Pydantic AI version without the
-agent's tool-retry resolver this reads. ``run_tool_directly`` returns ``None``
-for those.
+by name that cannot be resolved here, and a process that has not yet seen a
+model step's run of the agent (the run's default tool retries, which a tool
+without its own ``max_retries`` gets, are published only on a run's
+``RunContext``). ``run_tool_directly`` returns ``None`` for those.
 """
 
 from __future__ import annotations
@@ -55,23 +56,6 @@ def _default_capability_types() -> frozenset[type]:
     return frozenset(type(capability) for capability in Agent().root_capability.capabilities)
 
 
-def _tool_retries_default(agent: Agent[Any, Any]) -> int | None:
-    """The agent's retry budget for tools that set none (``Agent(retries=...)``, or an
-    ``override``), which a run puts in ``RunContext.max_retries``.
-
-    Pydantic AI has no public reader for it, so this asks the agent's own resolver
-    and, should a version lack it, the tool Step takes the agent-run path instead.
-    """
-    resolve = getattr(agent, "_resolve_tool_retries", None)
-    if not callable(resolve):
-        return None
-    try:
-        retries = resolve()
-    except Exception:  # a changed signature: fall back to the run
-        return None
-    return retries if isinstance(retries, int) else None
-
-
 def _needs_an_agent_run(agent: Agent[Any, Any]) -> bool:
     defaults = _default_capability_types()
     return any(
@@ -85,6 +69,7 @@ async def run_tool_directly(
     *,
     deps: object,
     model: Model,
+    tool_retries: int | None,
     conversation_id: str,
     metadata: dict[str, Any],
 ) -> ToolReturnPart | None:
@@ -94,8 +79,7 @@ async def run_tool_directly(
     Raises ``UnexpectedModelBehavior`` as a run does when a retry is past the tool's
     ``max_retries``, and ``ToolExecutionError`` when the tool defers its own call.
     """
-    max_retries = _tool_retries_default(agent)
-    if max_retries is None or _needs_an_agent_run(agent):
+    if tool_retries is None or _needs_an_agent_run(agent):
         return None
     history: list[ModelMessage] = [ModelResponse(parts=[tool_call])]
     ctx = RunContext[Any](
@@ -105,7 +89,7 @@ async def run_tool_directly(
         agent=agent,
         messages=history,
         run_step=1,
-        max_retries=max_retries,
+        max_retries=tool_retries,
         conversation_id=conversation_id,
         metadata=metadata,
     )
