@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import importlib
 import re
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -27,22 +26,15 @@ from dex_agents.models import (
     ToolResultItem,
     UserTextItem,
 )
-from dex_agents.testing.http_endpoint import HttpAnswer, ScriptedHttpEndpoint
+from dex_agents.testing.http_endpoint import HttpAnswer, ScriptedHttpEndpoint, loopback_only
 
 MODEL = "served-model"
 
 
 @pytest.fixture(autouse=True)
-def loopback_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fail any lookup of a host other than loopback, so a test cannot reach the network."""
-    resolve = socket.getaddrinfo
-
-    def guarded(host: Any, *args: Any, **kwargs: Any) -> Any:
-        if host not in ("127.0.0.1", "localhost", b"127.0.0.1"):
-            raise OSError(f"test tried to reach {host!r}")
-        return resolve(host, *args, **kwargs)
-
-    monkeypatch.setattr(socket, "getaddrinfo", guarded)
+def no_network() -> Iterator[None]:
+    with loopback_only():
+        yield
 
 
 @pytest.fixture
@@ -308,6 +300,23 @@ async def test_a_nameless_tool_call_is_a_model_client_error(
         await client(endpoint).generate(
             ModelRequest(instructions="", items=(UserTextItem("hi"),)), RecordingStreamSink()
         )
+
+
+async def test_a_stream_without_usage_is_counted_without_downloading_a_tokenizer(
+    endpoint: ScriptedHttpEndpoint,
+) -> None:
+    # For a llama model LiteLLM would fetch a tokenizer from Hugging Face to count the
+    # tokens of a stream that sent no usage; the module turned that download off.
+    endpoint.answers.append(text_stream("Hello."))
+    model = LiteLLMModelClient(
+        "openai/llama-3.3-70b", api_base=f"{endpoint.url}/v1", api_key="test-key"
+    )
+    response = await model.generate(
+        ModelRequest(instructions="", items=(UserTextItem("hi"),)), RecordingStreamSink()
+    )
+    assert response.output.text == "Hello."
+    assert response.usage.output_tokens > 0, "LiteLLM counted the tokens itself"
+    assert litellm.disable_hf_tokenizer_download is True
 
 
 def test_bad_arguments_are_refused() -> None:

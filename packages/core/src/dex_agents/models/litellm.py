@@ -7,9 +7,12 @@ Chat Completions client's own code (``openai_chat``): the stored assistant messa
 a Chat Completions message, replayed unchanged on the next call, and the output of
 one client replays natively to the other for the same provider name.
 
-Importing this module sets ``LITELLM_LOCAL_MODEL_COST_MAP=True`` unless it is already
-set, so LiteLLM reads its bundled cost map instead of fetching one over the network
-when it loads.
+The client reaches nothing but the provider. Importing this module sets
+``LITELLM_LOCAL_MODEL_COST_MAP=True`` unless it is already set, so LiteLLM reads its
+bundled cost map instead of fetching one when it loads, and
+``litellm.disable_hf_tokenizer_download`` unless you set it, so counting the tokens of a
+stream that came without usage (LiteLLM does, for some model names) uses the bundled
+tokenizer instead of downloading one from Hugging Face.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ try:
     import litellm
 except ImportError as error:  # pragma: no cover - depends on the installed extras
     raise missing_extra_error("litellm", "litellm") from error
+if litellm.disable_hf_tokenizer_download is None:
+    litellm.disable_hf_tokenizer_download = True
 
 # LiteLLM depends on the OpenAI SDK, so the Chat Completions client's module imports.
 from openai.types.chat import ChatCompletionChunk

@@ -9,14 +9,18 @@ what it got. It binds ``127.0.0.1`` only, so nothing leaves the machine.
 from __future__ import annotations
 
 import json
+import socket
 import threading
-from collections.abc import Iterable
+from collections.abc import Generator, Iterable
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Self
 
-__all__ = ["HttpAnswer", "RecordedRequest", "ScriptedHttpEndpoint", "sse_body"]
+__all__ = ["HttpAnswer", "RecordedRequest", "ScriptedHttpEndpoint", "loopback_only", "sse_body"]
+
+_LOOPBACK_HOSTS = ("127.0.0.1", "localhost", b"127.0.0.1", b"localhost")
 
 
 @dataclass(frozen=True)
@@ -124,3 +128,26 @@ class ScriptedHttpEndpoint:
         handler.send_header("content-length", str(len(answer.body)))
         handler.end_headers()
         handler.wfile.write(answer.body)
+
+
+@contextmanager
+def loopback_only() -> Generator[None]:
+    """Refuse every name lookup but loopback's while inside, and fail on leaving if one
+    was tried: a library that catches a failed download and goes on (LiteLLM does)
+    would otherwise hide it."""
+    resolve = socket.getaddrinfo
+    attempts: list[object] = []
+
+    def guarded(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if host not in _LOOPBACK_HOSTS:
+            attempts.append(host)
+            raise OSError(f"only loopback may be reached here, not {host!r}")
+        return resolve(host, *args, **kwargs)
+
+    socket.getaddrinfo = guarded
+    try:
+        yield
+    finally:
+        socket.getaddrinfo = resolve
+    if attempts:
+        raise AssertionError(f"tried to reach the network: {attempts}")
