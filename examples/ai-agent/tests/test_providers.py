@@ -17,7 +17,12 @@ from dex_agents.models import (
     RecordingStreamSink,
     UserTextItem,
 )
-from dex_agents.testing.http_endpoint import HttpAnswer, ScriptedHttpEndpoint, loopback_only
+from dex_agents.testing.http_endpoint import (
+    HttpAnswer,
+    ScriptedHttpEndpoint,
+    chat_completion_chunk,
+    loopback_only,
+)
 from dex_agents_ai_agent.providers import create_model_client
 
 ENVIRON = {
@@ -28,14 +33,11 @@ ENVIRON = {
 }
 
 
-CHAT_COMPLETION_CHUNK = {
-    "id": "chatcmpl-1",
-    "object": "chat.completion.chunk",
-    "created": 1764400000,
-    "model": "served-model",
-    "choices": [{"index": 0, "delta": {"content": "Hello."}, "finish_reason": "stop"}],
-    "usage": {"prompt_tokens": 9, "completion_tokens": 2, "total_tokens": 11},
-}
+CHAT_COMPLETION_CHUNK = chat_completion_chunk(
+    {"content": "Hello."},
+    finish_reason="stop",
+    usage={"prompt_tokens": 9, "completion_tokens": 2, "total_tokens": 11},
+)
 GEMINI_CHUNK = {
     "candidates": [
         {"content": {"role": "model", "parts": [{"text": "Hello."}]}, "finishReason": "STOP"}

@@ -26,7 +26,12 @@ from dex_agents.models import (
     ToolResultItem,
     UserTextItem,
 )
-from dex_agents.testing.http_endpoint import HttpAnswer, ScriptedHttpEndpoint, loopback_only
+from dex_agents.testing.http_endpoint import (
+    HttpAnswer,
+    ScriptedHttpEndpoint,
+    chat_completion_chunk,
+    loopback_only,
+)
 
 MODEL = "served-model"
 
@@ -55,19 +60,9 @@ def chunk(
     finish_reason: str | None = None,
     usage: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    choices = (
-        [{"index": 0, "delta": delta or {}, "finish_reason": finish_reason}]
-        if delta is not None or finish_reason is not None
-        else []
+    return chat_completion_chunk(
+        delta, finish_reason=finish_reason, usage=usage, model=MODEL, chunk_id="chatcmpl-7"
     )
-    return {
-        "id": "chatcmpl-7",
-        "object": "chat.completion.chunk",
-        "created": 1764400000,
-        "model": MODEL,
-        "choices": choices,
-        "usage": usage,
-    }
 
 
 USAGE = {

@@ -18,7 +18,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Self
 
-__all__ = ["HttpAnswer", "RecordedRequest", "ScriptedHttpEndpoint", "loopback_only", "sse_body"]
+__all__ = [
+    "HttpAnswer",
+    "RecordedRequest",
+    "ScriptedHttpEndpoint",
+    "chat_completion_chunk",
+    "loopback_only",
+    "sse_body",
+]
 
 _LOOPBACK_HOSTS = ("127.0.0.1", "localhost", b"127.0.0.1", b"localhost")
 
@@ -57,6 +64,31 @@ def sse_body(events: Iterable[Any], *, done: bool = True) -> bytes:
     if done:
         lines.append("data: [DONE]\n\n")
     return "".join(lines).encode()
+
+
+def chat_completion_chunk(
+    delta: dict[str, Any] | None = None,
+    *,
+    finish_reason: str | None = None,
+    usage: dict[str, Any] | None = None,
+    model: str = "served-model",
+    chunk_id: str = "chatcmpl-1",
+) -> dict[str, Any]:
+    """One streamed Chat Completions chunk: choice 0 with ``delta`` and ``finish_reason``,
+    or no choice at all (a usage chunk) when neither is given."""
+    choices = (
+        [{"index": 0, "delta": delta or {}, "finish_reason": finish_reason}]
+        if delta is not None or finish_reason is not None
+        else []
+    )
+    return {
+        "id": chunk_id,
+        "object": "chat.completion.chunk",
+        "created": 1764400000,
+        "model": model,
+        "choices": choices,
+        "usage": usage,
+    }
 
 
 @dataclass
