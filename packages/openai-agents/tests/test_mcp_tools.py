@@ -16,7 +16,7 @@ from dex_agents.testing.runner_driver import RunnerDriver as Session
 from dex_agents_openai_agents import OpenAIAgentsRunner
 
 SERVER = Path(__file__).parent / "mcp_orders_server.py"
-# openai-agents 0.23 keeps an MCP tool's annotations private (0.24 made them public as
+# openai-agents before 0.24 keeps an MCP tool's annotations private (0.24 made them public as
 # FunctionTool.mcp_annotations): there, MCP tools declare no effect and the defaults apply.
 MCP_ANNOTATIONS = hasattr(FunctionTool, "mcp_annotations")
 
