@@ -170,7 +170,7 @@ def packaging(session: nox.Session) -> None:
 # The third-party frameworks each runner claims, by the package whose pyproject states the
 # range (an extra's range counts too). `compat` tests both ends of each range.
 FRAMEWORKS = {
-    "core": ("packages/core", ["dex-python-sdk", "openai", "anthropic", "mcp"]),
+    "core": ("packages/core", ["dex-python-sdk", "openai", "anthropic", "litellm", "mcp"]),
     "pydantic-ai": ("packages/pydantic-ai", ["pydantic-ai-slim"]),
     "openai-agents": ("packages/openai-agents", ["openai-agents"]),
     "langgraph": ("packages/langgraph", ["langgraph", "langchain-core"]),

@@ -1,22 +1,27 @@
-"""Each provider's client reaches its own endpoint with the key from the server's
-environment: a real chat turn per provider over httpx2.MockTransport, no network."""
+"""Each provider gets its client, and the LiteLLM ones (Gemini, Groq, custom) reach
+their own endpoint with the key from the server's environment: a real chat turn each
+against an endpoint on loopback, with no other address resolvable."""
 
 from __future__ import annotations
 
-import json
+from collections.abc import Iterator
 from typing import Any
 
-import httpx2
 import pytest
 
 from dex_agents.models import (
     AnthropicModelClient,
-    ModelClient,
+    LiteLLMModelClient,
     ModelRequest,
-    OpenAIChatModelClient,
     OpenAIResponsesModelClient,
     RecordingStreamSink,
     UserTextItem,
+)
+from dex_agents.testing.http_endpoint import (
+    HttpAnswer,
+    ScriptedHttpEndpoint,
+    chat_completion_chunk,
+    loopback_only,
 )
 from dex_agents_ai_agent.providers import create_model_client
 
@@ -28,83 +33,95 @@ ENVIRON = {
 }
 
 
-def chat_completion_stream() -> bytes:
-    chunk = {
-        "id": "chatcmpl-1",
-        "object": "chat.completion.chunk",
-        "created": 1764400000,
-        "model": "served-model",
-        "choices": [{"index": 0, "delta": {"content": "Hello."}, "finish_reason": "stop"}],
-    }
-    return f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode()
+CHAT_COMPLETION_CHUNK = chat_completion_chunk(
+    {"content": "Hello."},
+    finish_reason="stop",
+    usage={"prompt_tokens": 9, "completion_tokens": 2, "total_tokens": 11},
+)
+GEMINI_CHUNK = {
+    "candidates": [
+        {"content": {"role": "model", "parts": [{"text": "Hello."}]}, "finishReason": "STOP"}
+    ],
+    "usageMetadata": {"promptTokenCount": 9, "candidatesTokenCount": 2, "totalTokenCount": 11},
+}
 
 
-class Endpoint:
-    """Records each request and answers it as a Chat Completions stream."""
-
-    def __init__(self) -> None:
-        self.requests: list[httpx2.Request] = []
-
-    def handle(self, request: httpx2.Request) -> httpx2.Response:
-        self.requests.append(request)
-        return httpx2.Response(
-            200, headers={"content-type": "text/event-stream"}, content=chat_completion_stream()
-        )
-
-    def client(self, provider: str, model: str, environ: dict[str, str]) -> ModelClient | None:
-        transport = httpx2.AsyncClient(transport=httpx2.MockTransport(self.handle))
-        return create_model_client(provider, model, environ, http_client=transport)
+@pytest.fixture
+def endpoint() -> Iterator[ScriptedHttpEndpoint]:
+    with loopback_only(), ScriptedHttpEndpoint() as server:
+        yield server
 
 
 @pytest.mark.parametrize(
-    ("provider", "model", "url", "key", "sent_model"),
+    ("provider", "model", "answer", "path", "key_header", "sent_model"),
     [
         (
             "groq",
             "groq/openai/gpt-oss-20b",
-            "https://api.groq.com/openai/v1/chat/completions",
-            "gsk-groq",
+            CHAT_COMPLETION_CHUNK,
+            "/groq/chat/completions",
+            ("authorization", "Bearer gsk-groq"),
             "openai/gpt-oss-20b",
         ),
         (
             "gemini",
             "gemini/gemini-2.5-flash",
-            "https://generativelanguage.googleapis.com/v1beta/openai/chat/completions",
-            "gemini-key",
-            "gemini-2.5-flash",
+            GEMINI_CHUNK,
+            "/gemini/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
+            ("x-goog-api-key", "gemini-key"),
+            None,
         ),
         (
             "custom",
             "custom/meta-llama/Llama-3.1-8B",
-            "http://models.internal:8000/v1/chat/completions",
-            "no-key",
+            CHAT_COMPLETION_CHUNK,
+            "/v1/chat/completions",
+            ("authorization", "Bearer no-key"),
             "meta-llama/Llama-3.1-8B",
         ),
     ],
 )
-async def test_chat_completions_providers_call_their_endpoint_with_the_server_key(
-    provider: str, model: str, url: str, key: str, sent_model: str
+async def test_litellm_providers_call_their_endpoint_with_the_server_key(
+    endpoint: ScriptedHttpEndpoint,
+    provider: str,
+    model: str,
+    answer: dict[str, Any],
+    path: str,
+    key_header: tuple[str, str],
+    sent_model: str | None,
 ) -> None:
-    endpoint = Endpoint()
-    client = endpoint.client(provider, model, ENVIRON)
-    assert isinstance(client, OpenAIChatModelClient)
+    endpoint.answers.append(HttpAnswer.event_stream([answer]))
+    # The custom server is the environment's; Gemini's and Groq's endpoints are moved here.
+    environ = {**ENVIRON, "DEX_AGENT_CUSTOM_BASE_URL": f"{endpoint.url}/v1"}
+    api_base = None if provider == "custom" else f"{endpoint.url}/{provider}"
+    client = create_model_client(provider, model, environ, api_base=api_base)
+    assert isinstance(client, LiteLLMModelClient)
     response = await client.generate(
         ModelRequest(instructions="Be brief.", items=(UserTextItem("hi"),)),
         RecordingStreamSink(),
     )
     assert response.output.text == "Hello."
     assert response.output.provider == provider
+    assert response.usage.input_tokens == 9
     (request,) = endpoint.requests
-    assert str(request.url) == url
+    assert request.path == path
     # The custom server gets its own key or none: never another provider's key.
-    assert request.headers["authorization"] == f"Bearer {key}"
-    assert json.loads(request.content)["model"] == sent_model
+    name, value = key_header
+    assert request.headers[name] == value
+    if sent_model is not None:
+        assert request.json()["model"] == sent_model
 
 
-async def test_a_custom_server_key_comes_from_its_own_variable() -> None:
-    endpoint = Endpoint()
-    environ = {**ENVIRON, "DEX_AGENT_CUSTOM_API_KEY": "custom-key"}
-    client = endpoint.client("custom", "custom/qwen3", environ)
+async def test_a_custom_server_key_comes_from_its_own_variable(
+    endpoint: ScriptedHttpEndpoint,
+) -> None:
+    endpoint.answers.append(HttpAnswer.event_stream([CHAT_COMPLETION_CHUNK]))
+    environ = {
+        **ENVIRON,
+        "DEX_AGENT_CUSTOM_BASE_URL": f"{endpoint.url}/v1",
+        "DEX_AGENT_CUSTOM_API_KEY": "custom-key",
+    }
+    client = create_model_client("custom", "custom/qwen3", environ)
     assert client is not None
     await client.generate(
         ModelRequest(instructions="", items=(UserTextItem("hi"),)), RecordingStreamSink()

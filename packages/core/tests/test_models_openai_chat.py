@@ -22,6 +22,7 @@ from dex_agents.models import (
     ToolResultItem,
     UserTextItem,
 )
+from dex_agents.testing.http_endpoint import chat_completion_chunk, sse_body
 
 BASE_URL = "https://api.groq.test/openai/v1"
 
@@ -32,24 +33,13 @@ def chunk(
     finish_reason: str | None = None,
     usage: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    choices = (
-        [{"index": 0, "delta": delta or {}, "finish_reason": finish_reason}]
-        if delta is not None or finish_reason is not None
-        else []
+    return chat_completion_chunk(
+        delta,
+        finish_reason=finish_reason,
+        usage=usage,
+        model="llama-3.3-70b-versatile",
+        chunk_id="chatcmpl-01",
     )
-    return {
-        "id": "chatcmpl-01",
-        "object": "chat.completion.chunk",
-        "created": 1764400000,
-        "model": "llama-3.3-70b-versatile",
-        "choices": choices,
-        "usage": usage,
-    }
-
-
-def sse(chunks: list[dict[str, Any]]) -> bytes:
-    lines = [f"data: {json.dumps(item)}\n\n" for item in chunks]
-    return ("".join(lines) + "data: [DONE]\n\n").encode()
 
 
 USAGE = {
@@ -62,7 +52,7 @@ USAGE = {
 
 
 def tool_call_stream() -> bytes:
-    return sse(
+    return sse_body(
         [
             chunk({"role": "assistant", "content": ""}),
             chunk({"reasoning": "Look the order "}),
@@ -120,7 +110,7 @@ STORED_CALL_MESSAGE = {
 
 
 def final_answer_stream() -> bytes:
-    return sse(
+    return sse_body(
         [
             chunk({"role": "assistant", "content": "Ship"}),
             chunk({"content": "ped."}),
@@ -358,7 +348,7 @@ async def test_an_error_inside_the_stream_raises() -> None:
 
 
 async def test_an_empty_stream_or_a_nameless_tool_call_is_a_model_client_error() -> None:
-    nameless = sse(
+    nameless = sse_body(
         [chunk({"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}), chunk()]
     )
     provider = Provider([b"data: [DONE]\n\n", nameless])

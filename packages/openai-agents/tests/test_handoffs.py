@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agents import Agent, function_tool, handoff
+import pytest
+from agents import Agent, RunContextWrapper, function_tool, handoff
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
+from pydantic import BaseModel
 
 from dex_agents import ToolCallsRequested, TurnCompleted
 from dex_agents.testing.runner_driver import RunnerDriver as Session
@@ -22,7 +24,7 @@ def charge_card(amount: int) -> str:
     return f"charged {amount}"
 
 
-async def _run_handoff(use_handoff_object: bool) -> None:
+async def _run_handoff(use_handoff_object: bool, *, listed_elsewhere: bool = False) -> None:
     charged.clear()
     model = ScriptedModel(
         [
@@ -37,7 +39,11 @@ async def _run_handoff(use_handoff_object: bool) -> None:
         model=model,
         handoffs=[handoff(billing) if use_handoff_object else billing],
     )
-    session = Session(OpenAIAgentsRunner(triage))
+    if listed_elsewhere:
+        # The Handoff's target is also a plain handoff of another reachable agent.
+        triage.handoffs.append(Agent[Any](name="archive", model=model, handoffs=[billing]))
+    handoff_agents = [billing] if use_handoff_object and not listed_elsewhere else []
+    session = Session(OpenAIAgentsRunner(triage, handoff_agents=handoff_agents))
     session.start_turn("charge me 5")
 
     first = await session.run_model()
@@ -65,3 +71,60 @@ async def test_a_handoff_to_an_agent_keeps_its_tools_deferred() -> None:
 
 async def test_a_handoff_object_keeps_its_target_tools_deferred() -> None:
     await _run_handoff(use_handoff_object=True)
+
+
+async def test_a_handoff_object_finds_its_target_among_the_agents_of_the_graph() -> None:
+    await _run_handoff(use_handoff_object=True, listed_elsewhere=True)
+
+
+def test_a_handoff_object_to_an_agent_the_runner_was_not_given_is_refused() -> None:
+    billing = Agent[Any](name="billing")
+    triage = Agent[Any](name="triage", handoffs=[handoff(billing)])
+    with pytest.raises(ValueError, match=r"handoff to agent 'billing'.*handoff_agents"):
+        OpenAIAgentsRunner(triage)
+
+
+class Reason(BaseModel):
+    reason: str
+
+
+async def test_a_handoff_object_keeps_its_name_input_and_callback() -> None:
+    reasons: list[str] = []
+
+    async def on_handoff(context: RunContextWrapper[Any], data: Reason) -> None:
+        del context
+        reasons.append(data.reason)
+
+    model = ScriptedModel(
+        [
+            ModelStep(output=[function_call("to_billing", {"reason": "refund"}, call_id="h1")]),
+            ModelStep(output=[assistant_message("Billing here.")]),
+        ]
+    )
+    billing = Agent[Any](name="billing", model=model, tools=[charge_card])
+    triage = Agent[Any](
+        name="triage",
+        model=model,
+        handoffs=[
+            handoff(
+                billing,
+                tool_name_override="to_billing",
+                tool_description_override="Send to billing.",
+                on_handoff=on_handoff,
+                input_type=Reason,
+            )
+        ],
+    )
+    session = Session(OpenAIAgentsRunner(triage, handoff_agents=[billing]))
+    session.start_turn("refund please")
+
+    final = await session.run_model()
+    assert isinstance(final, TurnCompleted)
+    assert final.new_messages[-1].text == "Billing here."
+    assert reasons == ["refund"], "the original handoff's callback ran with its typed input"
+    [offered] = [tool for tool in model.calls[0].handoffs]
+    assert (offered.tool_name, offered.tool_description) == ("to_billing", "Send to billing.")
+    assert offered.input_json_schema["properties"] == {
+        "reason": {"title": "Reason", "type": "string"}
+    }
+    assert [tool.name for tool in model.calls[1].tools] == ["charge_card"]

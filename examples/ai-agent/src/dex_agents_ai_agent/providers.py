@@ -14,8 +14,6 @@ from typing import Any
 from dex_agents.models import ModelClient
 
 MOCK_MODEL = "mock/dex"
-GROQ_BASE_URL = "https://api.groq.com/openai/v1"
-GEMINI_BASE_URL = "https://generativelanguage.googleapis.com/v1beta/openai/"
 CUSTOM_BASE_URL_VARIABLE = "DEX_AGENT_CUSTOM_BASE_URL"
 CUSTOM_API_KEY_VARIABLE = "DEX_AGENT_CUSTOM_API_KEY"
 CUSTOM_PREFIX = "custom"
@@ -26,15 +24,13 @@ NO_API_KEY = "no-key"
 @dataclass(frozen=True)
 class Provider:
     """One catalogue entry. ``environment_variable`` is what makes it configured (the
-    key, or the custom server's base URL); ``chat_base_url`` marks a provider reached
-    through ``OpenAIChatModelClient``."""
+    key, or the custom server's base URL)."""
 
     id: str
     label: str
     prefix: str | None
     default_model: str
     environment_variable: str | None
-    chat_base_url: str | None = None
 
     def is_configured(self, environ: Mapping[str, str]) -> bool:
         if self.environment_variable is None:
@@ -56,15 +52,8 @@ PROVIDERS: tuple[Provider, ...] = (
     Provider("mock", "Local mock", None, MOCK_MODEL, None),
     Provider("openai", "OpenAI", "openai", "gpt-5-mini", "OPENAI_API_KEY"),
     Provider("anthropic", "Anthropic", "anthropic", "claude-sonnet-4-5", "ANTHROPIC_API_KEY"),
-    Provider(
-        "gemini",
-        "Google Gemini",
-        "gemini",
-        "gemini-2.5-flash",
-        "GEMINI_API_KEY",
-        GEMINI_BASE_URL,
-    ),
-    Provider("groq", "Groq", "groq", "llama-3.3-70b-versatile", "GROQ_API_KEY", GROQ_BASE_URL),
+    Provider("gemini", "Google Gemini", "gemini", "gemini-2.5-flash", "GEMINI_API_KEY"),
+    Provider("groq", "Groq", "groq", "llama-3.3-70b-versatile", "GROQ_API_KEY"),
     Provider(
         "custom",
         "Custom OpenAI-compatible server",
@@ -120,10 +109,16 @@ def create_model_client(
     model: str,
     environ: Mapping[str, str] | None = None,
     http_client: Any = None,
+    api_base: str | None = None,
 ) -> ModelClient | None:
     """The provider client for a session's ``model``, its key read from ``environ``
     (the process environment by default); ``None`` for the mock provider.
-    ``http_client`` (an ``httpx2.AsyncClient``) replaces the SDK's transport in tests."""
+
+    OpenAI and Anthropic use the core's native clients; ``http_client`` (an
+    ``httpx2.AsyncClient``) replaces their SDK's transport in tests. Gemini, Groq and a
+    custom server go through ``LiteLLMModelClient`` (``dex-agents[litellm]``, imported
+    only here, when one of them is chosen); ``api_base`` replaces Gemini's or Groq's
+    endpoint in tests."""
     values = os.environ if environ is None else environ
     provider = PROVIDERS_BY_ID.get(provider_id)
     if provider is None or provider.id == "mock":
@@ -140,26 +135,32 @@ def create_model_client(
                 api_key=_key(provider, values), http_client=http_client
             ),
         )
-    import openai
-
     if provider.id == "openai":
+        import openai
+
         from dex_agents.models import OpenAIResponsesModelClient
 
         return OpenAIResponsesModelClient(
             name, client=openai.AsyncOpenAI(api_key=_key(provider, values), http_client=http_client)
         )
-    from dex_agents.models import OpenAIChatModelClient
+    from dex_agents.models.litellm import LiteLLMModelClient
 
     if provider.id == "custom":
         base_url = values.get(CUSTOM_BASE_URL_VARIABLE, "").strip()
+        if not base_url:
+            raise ValueError(f"{provider.id} has no base URL; set {CUSTOM_BASE_URL_VARIABLE}")
         api_key = values.get(CUSTOM_API_KEY_VARIABLE, "").strip() or NO_API_KEY
-    else:
-        base_url = provider.chat_base_url or ""
-        api_key = _key(provider, values)
-    if not base_url:
-        raise ValueError(f"{provider.id} has no base URL; set {CUSTOM_BASE_URL_VARIABLE}")
-    sdk = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, http_client=http_client)
-    return OpenAIChatModelClient(name, client=sdk, provider=provider.id)
+        # LiteLLM's "openai/" route: any OpenAI-compatible server at api_base.
+        return LiteLLMModelClient(
+            f"openai/{name}", api_base=base_url, api_key=api_key, provider=provider.id
+        )
+    # LiteLLM's own route for the provider ("gemini/...", "groq/...").
+    return LiteLLMModelClient(
+        f"{provider.prefix}/{name}",
+        api_key=_key(provider, values),
+        api_base=api_base,
+        provider=provider.id,
+    )
 
 
 def _key(provider: Provider, environ: Mapping[str, str]) -> str:

@@ -70,7 +70,9 @@ def declared_effect(tool: FunctionTool) -> ToolEffect | None:
     declaration = _declaration(tool)
     if declaration is not None:
         return declaration.effect
-    annotations = tool.mcp_annotations
+    # A public property since openai-agents 0.24; older releases keep MCP annotations to
+    # themselves, so their MCP tools declare nothing (the session's defaults apply).
+    annotations: object = getattr(tool, "mcp_annotations", None)
     if annotations is None:
         return None
     # MCP annotations are the server's hints; only the two clear ones are taken. The

@@ -9,18 +9,23 @@ runs, and on resume the SDK feeds the recorded results back itself.
 from __future__ import annotations
 
 import dataclasses
-import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from agents import Agent, FunctionTool, Handoff, RunContextWrapper, Tool
+from agents import Agent, FunctionTool, Handoff, RunContextWrapper, Tool, handoff
 from agents.tool_context import ToolContext
 
 from dex_agents.builtin_tools import BuiltInToolDefinition
 
-__all__ = ["DeferringGraph", "ReplayFunction", "build_deferring_graph", "handoff_target"]
+__all__ = [
+    "DeferringGraph",
+    "ReplayFunction",
+    "UnknownHandoffTargetError",
+    "build_deferring_graph",
+    "reachable_agents",
+]
 
 ReplayFunction = Callable[[ToolContext[Any], str], Awaitable[str]]
 
@@ -45,19 +50,23 @@ class DeferringGraph:
         return None
 
 
-def handoff_target(item: Agent[Any] | Handoff[Any, Any]) -> Agent[Any] | None:
-    """The agent a handoff entry leads to, when the SDK can tell without running it."""
-    if isinstance(item, Agent):
-        return item
-    reference = item._agent_ref  # pyright: ignore[reportPrivateUsage]
-    target = reference() if reference is not None else None
-    return cast(Agent[Any], target) if isinstance(target, Agent) else None
+class UnknownHandoffTargetError(ValueError):
+    """A ``Handoff`` object leads to an agent the runner was not given."""
 
 
-def _reachable_agents(root: Agent[Any]) -> list[Agent[Any]]:
+def reachable_agents(
+    root: Agent[Any], handoff_agents: Sequence[Agent[Any]] = ()
+) -> list[Agent[Any]]:
+    """``root``, ``handoff_agents`` and every agent reachable from them, ``root`` first.
+
+    An ``Agent`` in ``handoffs`` leads to itself. A ``Handoff`` object (``handoff(...)``)
+    does not say which agent it leads to, only the agent's name (``agent_name``): that
+    name must be one of the agents found here, or ``handoff_agents`` must list it.
+    """
     seen: set[int] = set()
     ordered: list[Agent[Any]] = []
-    queue: deque[Agent[Any]] = deque([root])
+    queue: deque[Agent[Any]] = deque([root, *handoff_agents])
+    handoff_names: dict[str, str] = {}
     while queue:
         agent = queue.popleft()
         if id(agent) in seen:
@@ -65,15 +74,23 @@ def _reachable_agents(root: Agent[Any]) -> list[Agent[Any]]:
         seen.add(id(agent))
         ordered.append(agent)
         for item in agent.handoffs:
-            target = handoff_target(item)
-            if target is not None:
-                queue.append(target)
+            if isinstance(item, Agent):
+                queue.append(item)
+            else:
+                handoff_names.setdefault(item.agent_name, agent.name)
     names = [agent.name for agent in ordered]
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
         raise ValueError(
             f"agents reachable through handoffs need unique names to resume; repeated: {duplicates}"
         )
+    for target, source in handoff_names.items():
+        if target not in names:
+            raise UnknownHandoffTargetError(
+                f"agent {source!r} has a handoff to agent {target!r}, which is not reachable"
+                " through agents listed in handoffs; pass it to the runner in"
+                f" handoff_agents=[...] (known agents: {names})"
+            )
     return ordered
 
 
@@ -111,14 +128,16 @@ async def build_deferring_graph(
     replay: ReplayFunction,
     built_ins: Sequence[BuiltInToolDefinition] = (),
     *,
+    handoff_agents: Sequence[Agent[Any]] = (),
     planning: bool = False,
 ) -> DeferringGraph:
     """Clone ``root`` and every agent reachable through handoffs, with deferred tools.
 
-    A planning turn's clones offer only the built-in tools (``write_todos``) and no
-    handoffs, so the model can only write the plan.
+    ``handoff_agents`` are the agents that ``Handoff`` objects lead to (see
+    ``reachable_agents``). A planning turn's clones offer only the built-in tools
+    (``write_todos``) and no handoffs, so the model can only write the plan.
     """
-    originals = _reachable_agents(root)
+    originals = reachable_agents(root, handoff_agents)
     built_in_names = frozenset(definition.name for definition in built_ins)
     real_tools: dict[str, dict[str, FunctionTool]] = {}
     clones: dict[int, Agent[Any]] = {}
@@ -139,9 +158,12 @@ async def build_deferring_graph(
         tools.extend(_built_in_tool(definition, replay) for definition in built_ins)
         real_tools[agent.name] = by_name
         clones[id(agent)] = agent.clone(tools=tools, mcp_servers=[], handoffs=[])
-    for agent in originals:
-        if not planning:
-            clones[id(agent)].handoffs = [_rewired(item, clones) for item in agent.handoffs]
+    if not planning:
+        clones_by_name = {agent.name: clones[id(agent)] for agent in originals}
+        for agent in originals:
+            clones[id(agent)].handoffs = [
+                _rewired(item, clones, clones_by_name) for item in agent.handoffs
+            ]
     return DeferringGraph(
         root=clones[id(root)],
         real_tools=real_tools,
@@ -150,19 +172,49 @@ async def build_deferring_graph(
     )
 
 
+# The public fields a rebuilt handoff takes from the original: all but its name and
+# target, which ``handoff()`` sets, and the invoke function, which is wrapped.
+_COPIED_HANDOFF_FIELDS = tuple(
+    entry.name
+    for entry in dataclasses.fields(Handoff)
+    if not entry.name.startswith("_")
+    and entry.name not in ("tool_name", "agent_name", "on_invoke_handoff")
+)
+
+
 def _rewired(
-    item: Agent[Any] | Handoff[Any, Any], clones: dict[int, Agent[Any]]
+    item: Agent[Any] | Handoff[Any, Any],
+    clones: dict[int, Agent[Any]],
+    clones_by_name: dict[str, Agent[Any]],
 ) -> Agent[Any] | Handoff[Any, Any]:
+    """The clone's handoff entry: the target's clone, or a ``Handoff`` leading to it.
+
+    A ``Handoff`` is rebuilt with the public ``handoff()`` factory on the target's clone,
+    so the SDK's own walks of the graph (restoring a ``RunState`` finds the current agent
+    by name among them) reach the clones, and takes the original's public fields (tool
+    name, description, schema, input filter, switches). Its ``on_invoke_handoff`` still
+    runs the original's (``on_handoff`` callbacks, input validation) and swaps the agent
+    it returns for its clone, so the target's tools stay deferred.
+    """
     if isinstance(item, Agent):
         return clones[id(item)]
+    clone = clones_by_name[item.agent_name]
+    default_name = Handoff.default_tool_name(clone)
+    rewired = handoff(
+        clone, tool_name_override=None if item.tool_name == default_name else item.tool_name
+    )
+    for name in _COPIED_HANDOFF_FIELDS:
+        setattr(rewired, name, getattr(item, name))
     original = item.on_invoke_handoff
 
     async def invoke(context: RunContextWrapper[Any], arguments: str) -> Agent[Any]:
         target = cast(Agent[Any], await original(context, arguments))
-        return clones.get(id(target), target)
+        if id(target) not in clones:
+            raise UnknownHandoffTargetError(
+                f"handoff {item.tool_name!r} led to an agent named {target.name!r} that the"
+                " runner was not given; pass that agent object in handoff_agents=[...]"
+            )
+        return clones[id(target)]
 
-    rewired = dataclasses.replace(item, on_invoke_handoff=invoke)
-    target = handoff_target(item)
-    if target is not None:
-        rewired._agent_ref = weakref.ref(clones[id(target)])  # pyright: ignore[reportPrivateUsage]
+    rewired.on_invoke_handoff = invoke
     return rewired

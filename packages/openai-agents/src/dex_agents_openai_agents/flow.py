@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Unpack
 
 from agents import Agent, RunConfig
@@ -29,6 +30,7 @@ def create_openai_agents_session_flow(
     sdk_tracing: bool = False,
     max_turns: int | None = DEFAULT_MAX_MODEL_CALLS_PER_TURN,
     tool_tasks: ToolTasksOption = None,
+    handoff_agents: Sequence[Agent[Any]] = (),
     **session_options: Unpack[AgentSessionOptionValues],
 ) -> AgentSessionFlow:
     """A new session Flow of ``flow_type`` that runs ``agent`` with an ``OpenAIAgentsRunner``.
@@ -36,7 +38,8 @@ def create_openai_agents_session_flow(
     ``options`` (or the same fields as keywords, such as ``tool_policies=``) are
     the session options (tool policies, default effect, interrupt deadline,
     built-in tools, event stream capacity). ``run_config``,
-    ``context_factory``, ``max_turns`` (model calls per session turn) and ``sdk_tracing``
+    ``context_factory``, ``max_turns`` (model calls per session turn), ``handoff_agents``
+    (the agents only ``handoff(...)`` objects lead to) and ``sdk_tracing``
     (the runner's ``tracing``: the OpenAI Agents SDK's own traces) go to the runner; SDK
     tracing is off unless you turn it on. The session's OpenTelemetry spans are the
     ``tracing`` session option.
@@ -47,6 +50,7 @@ def create_openai_agents_session_flow(
         context_factory=context_factory,
         tracing=sdk_tracing,
         max_turns=max_turns,
+        handoff_agents=handoff_agents,
     )
     runner.tool_tasks = ToolTaskPollers(tool_tasks)
     return create_agent_session_flow(runner, flow_type, options, **session_options)

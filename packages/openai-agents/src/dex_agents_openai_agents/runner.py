@@ -86,7 +86,7 @@ from dex_agents_openai_agents.declarations import (  # noqa: TID251
 from dex_agents_openai_agents.deferral import (
     DeferringGraph,
     build_deferring_graph,
-    handoff_target,
+    reachable_agents,
 )
 from dex_agents_openai_agents.items import (
     InputItem,
@@ -124,7 +124,10 @@ class OpenAIAgentsRunner(ToolTaskForwarding):
     ``MaxTurnsExceeded`` and the turn fails, so a model that keeps calling tools cannot
     run forever. It defaults to Stepwise's ``max_model_calls_per_turn`` (100), not the
     SDK's 10, because every tool round of a session turn is a model call; ``None``
-    removes the bound.
+    removes the bound. ``handoff_agents`` lists the agents that ``handoff(...)`` objects
+    lead to and that no agent lists directly in its ``handoffs`` (the SDK tells a
+    ``Handoff``'s target only by name); a handoff to an agent found nowhere is a
+    ``ValueError`` naming it.
     """
 
     supports_plan_mode = True
@@ -138,9 +141,15 @@ class OpenAIAgentsRunner(ToolTaskForwarding):
         context_factory: ContextFactory | None = None,
         tracing: bool = False,
         max_turns: int | None = DEFAULT_MAX_MODEL_CALLS_PER_TURN,
+        handoff_agents: Sequence[Agent[Any]] = (),
     ) -> None:
         if not isinstance(agent, Agent):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"agent must be an agents.Agent, got {type(agent).__name__}")
+        for extra in handoff_agents:
+            if not isinstance(extra, Agent):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise TypeError(
+                    f"handoff_agents must hold agents.Agent objects, got {type(extra).__name__}"
+                )
         if run_config is not None and not isinstance(run_config, RunConfig):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError("run_config must be an agents.RunConfig")
         if context_factory is not None and not callable(context_factory):
@@ -152,6 +161,8 @@ class OpenAIAgentsRunner(ToolTaskForwarding):
         ):
             raise ValueError(f"max_turns must be a positive integer or None, got {max_turns!r}")
         self.agent = agent
+        self.handoff_agents = tuple(handoff_agents)
+        reachable_agents(agent, self.handoff_agents)  # Names and handoff targets, checked early.
         self.max_turns = max_turns
         self.run_config = dataclasses.replace(
             run_config if run_config is not None else RunConfig(), tracing_disabled=not tracing
@@ -202,6 +213,7 @@ class OpenAIAgentsRunner(ToolTaskForwarding):
             run_context,
             _replay_recorded_result(turn),
             enabled_builtin_tool_definitions(turn.enabled_built_in_tools),
+            handoff_agents=self.handoff_agents,
             planning=turn.interaction_mode is InteractionMode.PLANNING,
         )
         if turn.framework_run_state is None:
@@ -435,7 +447,7 @@ class OpenAIAgentsRunner(ToolTaskForwarding):
                 agent_name = json.loads(source_reference).get("agent")
             except (json.JSONDecodeError, AttributeError):
                 agent_name = None
-        for agent in _agents_by_name(self.agent, agent_name):
+        for agent in _agents_by_name(self.agent, self.handoff_agents, agent_name):
             for tool in await agent.get_all_tools(run_context):
                 if isinstance(tool, FunctionTool) and tool.name == tool_name:
                     stamp_mcp_idempotency_keys(agent)
@@ -443,18 +455,11 @@ class OpenAIAgentsRunner(ToolTaskForwarding):
         raise ToolExecutionError(unknown_tool_error(tool_name))
 
 
-def _agents_by_name(root: Agent[Any], preferred: str | None) -> list[Agent[Any]]:
+def _agents_by_name(
+    root: Agent[Any], handoff_agents: Sequence[Agent[Any]], preferred: str | None
+) -> list[Agent[Any]]:
     """Every agent reachable through handoffs, the one named ``preferred`` first."""
-    seen: set[int] = set()
-    ordered: list[Agent[Any]] = []
-    queue = [root]
-    while queue:
-        agent = queue.pop(0)
-        if id(agent) in seen:
-            continue
-        seen.add(id(agent))
-        ordered.append(agent)
-        queue.extend(t for t in (handoff_target(h) for h in agent.handoffs) if t is not None)
+    ordered = reachable_agents(root, handoff_agents)
     ordered.sort(key=lambda agent: agent.name != preferred)
     return ordered
 

@@ -1,8 +1,9 @@
 """Model clients of the Stepwise loop: one provider call per ``generate``.
 
 ``OpenAIResponsesModelClient`` and ``OpenAIChatModelClient`` need
-``dex-agents[openai]`` and ``AnthropicModelClient`` needs ``dex-agents[anthropic]``;
-they load on first use, so this package imports without either SDK.
+``dex-agents[openai]``, ``AnthropicModelClient`` needs ``dex-agents[anthropic]`` and
+``LiteLLMModelClient`` needs ``dex-agents[litellm]``; they load on first use, so this
+package imports without any of those SDKs.
 """
 
 from __future__ import annotations
@@ -37,12 +38,14 @@ from dex_agents.runner import ModelCallMetadata
 
 if TYPE_CHECKING:
     from dex_agents.models.anthropic_messages import AnthropicModelClient
+    from dex_agents.models.litellm import LiteLLMModelClient
     from dex_agents.models.openai_chat import OpenAIChatModelClient
     from dex_agents.models.openai_responses import OpenAIResponsesModelClient
 
 __all__ = [
     "AnthropicModelClient",
     "DiscardingStreamSink",
+    "LiteLLMModelClient",
     "ModelCallMetadata",
     "ModelClient",
     "ModelClientError",
@@ -82,4 +85,8 @@ def __getattr__(name: str) -> Any:
         from dex_agents.models.anthropic_messages import AnthropicModelClient
 
         return AnthropicModelClient
+    if name == "LiteLLMModelClient":
+        from dex_agents.models.litellm import LiteLLMModelClient
+
+        return LiteLLMModelClient
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -91,45 +91,49 @@ class OpenAIChatModelClient:
         self._include_usage = include_usage
 
     async def generate(self, request: ModelRequest, stream: ModelStreamSink) -> ModelResponse:
-        arguments = self._request_arguments(request)
+        arguments = chat_request_arguments(
+            request, self.model, self.provider, include_usage=self._include_usage
+        )
         chunks = await self._client.chat.completions.create(**arguments, stream=True)
-        message = _StreamedMessage()
+        message = StreamedChatMessage()
         async for chunk in chunks:
             await message.add(chunk, stream)
-        if not message.chunk_seen:
-            raise ModelClientError("the Chat Completions stream ended without a chunk")
         return message.response(self.provider, self.model)
 
-    def _request_arguments(self, request: ModelRequest) -> dict[str, Any]:
-        settings = request.settings
-        arguments: dict[str, Any] = {
-            "model": self.model,
-            "messages": chat_messages_input(request, self.provider),
-        }
-        if self._include_usage:
-            arguments["stream_options"] = {"include_usage": True}
-        if request.tools:
-            arguments["tools"] = [
-                {
-                    "type": "function",
-                    "function": {
-                        "name": tool.name,
-                        "description": tool.description,
-                        "parameters": tool.parameters,
-                    },
-                }
-                for tool in request.tools
-            ]
-            if request.tool_choice == "required":
-                arguments["tool_choice"] = "required"
-        if settings.temperature is not None:
-            arguments["temperature"] = settings.temperature
-        if settings.max_output_tokens is not None:
-            arguments["max_completion_tokens"] = settings.max_output_tokens
-        if settings.reasoning_effort is not None:
-            arguments["reasoning_effort"] = settings.reasoning_effort
-        arguments.update(settings.provider_options)
-        return arguments
+
+def chat_request_arguments(
+    request: ModelRequest, model: str, provider: str, *, include_usage: bool
+) -> dict[str, Any]:
+    """The arguments of one streamed Chat Completions call (``stream`` itself left out)."""
+    settings = request.settings
+    arguments: dict[str, Any] = {
+        "model": model,
+        "messages": chat_messages_input(request, provider),
+    }
+    if include_usage:
+        arguments["stream_options"] = {"include_usage": True}
+    if request.tools:
+        arguments["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": tool.parameters,
+                },
+            }
+            for tool in request.tools
+        ]
+        if request.tool_choice == "required":
+            arguments["tool_choice"] = "required"
+    if settings.temperature is not None:
+        arguments["temperature"] = settings.temperature
+    if settings.max_output_tokens is not None:
+        arguments["max_completion_tokens"] = settings.max_output_tokens
+    if settings.reasoning_effort is not None:
+        arguments["reasoning_effort"] = settings.reasoning_effort
+    arguments.update(settings.provider_options)
+    return arguments
 
 
 def chat_messages_input(
@@ -175,8 +179,12 @@ class _PartialToolCall:
 
 
 @dataclass
-class _StreamedMessage:
-    """The assistant message as its chunks arrive: deltas go to the sink as they come."""
+class StreamedChatMessage:
+    """The assistant message as its chunks arrive: deltas go to the sink as they come.
+
+    Shared by every client that streams Chat Completions chunks (``LiteLLMModelClient``
+    too); ``response`` raises ``ModelClientError`` when no chunk came.
+    """
 
     chunk_seen: bool = False
     response_id: str = ""
@@ -221,6 +229,8 @@ class _StreamedMessage:
                     partial.arguments.append(function.arguments)
 
     def response(self, provider: str, request_model: str) -> ModelResponse:
+        if not self.chunk_seen:
+            raise ModelClientError("the Chat Completions stream ended without a chunk")
         calls: list[ModelToolCall] = []
         for index in sorted(self.tool_calls):
             partial = self.tool_calls[index]
