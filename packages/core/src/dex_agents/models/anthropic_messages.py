@@ -26,7 +26,6 @@ from dex_agents.values import AgentUsage
 
 try:
     import anthropic
-    from anthropic.lib.streaming._types import TextEvent, ThinkingEvent
     from anthropic.types import Message, TextBlock, ThinkingBlock, ToolUseBlock, Usage
 except ImportError as error:  # pragma: no cover - depends on the installed extras
     raise missing_extra_error("anthropic", "anthropic") from error
@@ -69,9 +68,11 @@ class AnthropicModelClient:
         arguments = self._request_arguments(request)
         async with self._client.messages.stream(**arguments) as events:
             async for event in events:
-                if isinstance(event, TextEvent):
+                # The SDK's helper events, by their public ``type`` (their classes
+                # are not all exported).
+                if event.type == "text":
                     await stream.text_delta(event.text)
-                elif isinstance(event, ThinkingEvent):
+                elif event.type == "thinking":
                     await stream.reasoning_delta(event.thinking)
             message = await events.get_final_message()
         return _response_from_anthropic(message, self.model)
