@@ -65,7 +65,8 @@ def read_calls(log: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
 
 
-def _append(log: Path, entry: dict[str, Any]) -> None:
+def append_call(log: Path, entry: dict[str, Any]) -> None:
+    """Append one JSON line to the call log, synced so another process sees it."""
     with log.open("a") as file:
         file.write(json.dumps(entry) + "\n")
         file.flush()
@@ -132,7 +133,7 @@ class TestTasks(Extension):
             return await call_next(ctx)
         label = str((params.arguments or {}).get("label"))
         key = (ctx.meta or {}).get(IDEMPOTENCY_META_KEY)  # pyright: ignore[reportUnknownMemberType]
-        _append(
+        append_call(
             self._log, {"tool": params.name, "arguments": {"label": label}, "idempotency_key": key}
         )
         task = _Task(uuid.uuid4().hex)
@@ -198,7 +199,7 @@ class TestTasks(Extension):
         self, _: ServerRequestContext[Any, Any], params: _UpdateParams
     ) -> HandlerResult:
         task = self._task(params.task_id)
-        _append(
+        append_call(
             self._log,
             {"tool": "tasks/update", "task_id": task.task_id, "responses": params.input_responses},
         )
@@ -218,7 +219,7 @@ class TestTasks(Extension):
         self, _: ServerRequestContext[Any, Any], params: _TaskIdParams
     ) -> HandlerResult:
         task = self._task(params.task_id)
-        _append(self._log, {"tool": "tasks/cancel", "task_id": task.task_id})
+        append_call(self._log, {"tool": "tasks/cancel", "task_id": task.task_id})
         if task.status not in ("completed", "failed", "cancelled"):
             task.status = "cancelled"
             task.input_requests = None
@@ -244,7 +245,7 @@ def build_server(
     def record(ctx: Context, tool: str, arguments: dict[str, Any]) -> None:
         meta = ctx.request_context.meta or {}
         key = meta.get(IDEMPOTENCY_META_KEY)  # pyright: ignore[reportUnknownMemberType]
-        _append(log, {"tool": tool, "arguments": arguments, "idempotency_key": key})
+        append_call(log, {"tool": tool, "arguments": arguments, "idempotency_key": key})
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     def lookup(order_id: str, ctx: Context) -> str:
