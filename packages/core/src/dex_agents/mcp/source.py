@@ -82,6 +82,8 @@ logger = logging.getLogger(__name__)
 
 _INTERNAL_ERROR = -32603
 _CANCELLATION_POLL_SECONDS = 0.2
+_ANSWER_GRACE_SECONDS = 5.0
+"""How long a 2025-11-25 poll stays after answering, for the task to end or move on."""
 _CLIENT_INFO = Implementation(name="dex-agents", version="0.2.0")
 
 ServerConfig = McpStdioServer | McpHttpServer
@@ -834,12 +836,26 @@ async def _legacy_input(
     ``tasks/result`` runs for at most ``wait`` seconds: until the server asks (the
     question, or the answer goes back), or the task ends (its result).
     """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait
     result = asyncio.ensure_future(task_result(session, state.task_id))
-    asked = asyncio.ensure_future(inbox.asked.wait())
     try:
-        await asyncio.wait({result, asked}, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+        # After the answer went back, keep the connection until the task ends, asks
+        # again or the wait is over, so the answer is not cut off on its way out.
+        while not result.done() and not inbox.requests and loop.time() < deadline:
+            inbox.asked.clear()
+            asked = asyncio.ensure_future(inbox.asked.wait())
+            try:
+                await asyncio.wait(
+                    {result, asked},
+                    timeout=deadline - loop.time(),
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+            finally:
+                asked.cancel()
+            if inbox.delivered:
+                deadline = min(deadline, loop.time() + _ANSWER_GRACE_SECONDS)
     finally:
-        asked.cancel()
         if not result.done():
             result.cancel()
     if result.done() and not result.cancelled():
