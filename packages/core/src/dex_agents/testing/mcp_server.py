@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import uvicorn
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -333,6 +333,8 @@ HTTP_READY_LINE = "dex-agents test MCP server ready"
 class McpHttpTestServer:
     """The test server over Streamable HTTP in a child process, on a loopback port."""
 
+    module = "dex_agents.testing.mcp_server"
+
     def __init__(
         self,
         *,
@@ -353,10 +355,10 @@ class McpHttpTestServer:
         self._process_log = process_log
         self._process: ChildProcess | None = None
 
-    def start(self) -> McpHttpTestServer:
+    def start(self) -> Self:
         """Start the child and return once it accepts requests."""
         self._process = ChildProcess.spawn(
-            [sys.executable, "-m", "dex_agents.testing.mcp_server", *self._arguments],
+            [sys.executable, "-m", self.module, *self._arguments],
             log_path=self._process_log,
         )
         self._process.wait_for_log_line(HTTP_READY_LINE, timedelta(seconds=60))
@@ -367,7 +369,7 @@ class McpHttpTestServer:
             self._process.kill()
             self._process = None
 
-    def __enter__(self) -> McpHttpTestServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *_: object) -> None:
@@ -376,6 +378,11 @@ class McpHttpTestServer:
 
 async def _serve_http(server: MCPServer, port: int, stateful: bool) -> None:
     app = server.streamable_http_app(stateless_http=not stateful, json_response=not stateful)
+    await serve_http_app(app, port)
+
+
+async def serve_http_app(app: Any, port: int) -> None:
+    """Serve an ASGI app on a loopback port; print the ready line once it accepts requests."""
     web = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     serving = asyncio.ensure_future(web.serve())
     while not web.started and not serving.done():  # noqa: ASYNC110

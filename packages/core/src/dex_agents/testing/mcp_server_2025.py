@@ -21,14 +21,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 import uuid
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import uvicorn
 from mcp.server.context import CallNext, ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
@@ -49,9 +47,12 @@ from mcp_types import (
     ToolExecution,
 )
 
-from dex_agents.testing.mcp_server import HTTP_READY_LINE, IDEMPOTENCY_META_KEY, append_call
-from dex_agents.testing.ports import find_free_loopback_ports
-from dex_agents.testing.processes import ChildProcess
+from dex_agents.testing.mcp_server import (
+    IDEMPOTENCY_META_KEY,
+    McpHttpTestServer,
+    append_call,
+    serve_http_app,
+)
 
 __all__ = ["LegacyTaskServer", "McpLegacyTaskTestServer", "build_legacy_server", "main"]
 
@@ -265,51 +266,22 @@ def build_legacy_server(
     return server
 
 
-class McpLegacyTaskTestServer:
+class McpLegacyTaskTestServer(McpHttpTestServer):
     """The 2025-11-25 test server over stateful Streamable HTTP in a child process."""
+
+    module = "dex_agents.testing.mcp_server_2025"
 
     def __init__(
         self, *, calls: Path, release: Path | None, process_log: Path, task_poll_ms: int = 1000
     ) -> None:
-        self.port = find_free_loopback_ports(1)[0]
-        self.url = f"http://127.0.0.1:{self.port}/mcp"
-        self._arguments = ["--log", str(calls), "--http", str(self.port)]
-        self._arguments += ["--task-poll-ms", str(task_poll_ms)]
-        if release is not None:
-            self._arguments += ["--release", str(release)]
-        self._process_log = process_log
-        self._process: ChildProcess | None = None
-
-    def start(self) -> McpLegacyTaskTestServer:
-        """Start the child and return once it accepts requests."""
-        self._process = ChildProcess.spawn(
-            [sys.executable, "-m", "dex_agents.testing.mcp_server_2025", *self._arguments],
-            log_path=self._process_log,
+        # No ``--stateful`` flag: this server always keeps protocol sessions.
+        super().__init__(
+            calls=calls,
+            release=release,
+            stateful=False,
+            process_log=process_log,
+            task_poll_ms=task_poll_ms,
         )
-        self._process.wait_for_log_line(HTTP_READY_LINE, timedelta(seconds=60))
-        return self
-
-    def stop(self) -> None:
-        if self._process is not None:
-            self._process.kill()
-            self._process = None
-
-    def __enter__(self) -> McpLegacyTaskTestServer:
-        return self.start()
-
-    def __exit__(self, *_: object) -> None:
-        self.stop()
-
-
-async def _serve_http(server: Server[Any], port: int) -> None:
-    # Stateful: the elicitation of ``tasks/result`` needs a session to answer on.
-    app = server.streamable_http_app()
-    web = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    serving = asyncio.ensure_future(web.serve())
-    while not web.started and not serving.done():  # noqa: ASYNC110
-        await asyncio.sleep(0.02)
-    print(HTTP_READY_LINE, flush=True)
-    await serving
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -319,9 +291,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--http", type=int, required=True, help="loopback port")
     parser.add_argument("--task-poll-ms", type=int, default=1000, help="tasks' pollInterval")
     args = parser.parse_args(argv)
-    asyncio.run(
-        _serve_http(build_legacy_server(args.log, args.release, args.task_poll_ms), args.http)
-    )
+    server = build_legacy_server(args.log, args.release, args.task_poll_ms)
+    # Stateful: the elicitation of ``tasks/result`` needs a session to answer on.
+    asyncio.run(serve_http_app(server.streamable_http_app(), args.http))
 
 
 if __name__ == "__main__":
