@@ -672,12 +672,15 @@ class McpToolSource:
 
         async def request() -> CallToolResult:
             sent = False
-            channel = TaskChannel()
+            # Only a tool that lists ``execution.taskSupport`` (2025-11-25) can need it.
+            channel = TaskChannel() if reference.task_support != "forbidden" else None
             try:
                 # Declaring the tasks extension lets the server run the call as a task.
                 async with self._client(server, TaskClaim(on_task), channel=channel) as client:
                     sent = True
-                    if uses_legacy_tasks(client.session, reference.task_support):
+                    if channel is not None and uses_legacy_tasks(
+                        client.session, reference.task_support
+                    ):
                         # 2025-11-25: the client asks for the task (``task: {ttl}``).
                         params = {"name": reference.tool, "arguments": arguments}
                         if meta is not None:

@@ -354,8 +354,10 @@ class TaskChannel(AbstractAsyncContextManager[Any]):
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
         traceback: TracebackType | None,
-    ) -> bool | None:
-        return await self._stack.__aexit__(exc_type, exc, traceback)
+    ) -> None:
+        # Closed on its own: the body's error is not threaded through this stack, whose
+        # task group would chain it into a context cycle with the caller's exit stack.
+        await self._stack.aclose()
 
     async def _forward(self, read: Any, send_on: Any) -> None:
         async with send_on:
