@@ -19,9 +19,10 @@ from datetime import UTC, datetime
 from typing import Any, Literal, TypeVar
 
 from mcp import Client, MCPError
+from mcp.client import Transport
 from mcp.client.extension import ClientExtension, advertise
 from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client  # pyright: ignore[reportPrivateUsage]
 from mcp_types import CallToolResult, Implementation
@@ -38,16 +39,22 @@ from dex_agents.mcp.resource_tools import (
     run_resource_or_prompt_tool,
 )
 from dex_agents.mcp.tasks import (
+    LEGACY_TASKS_PROTOCOL_VERSION,
     TASKS_EXTENSION_ID,
     CreatedTask,
+    LegacyTaskInput,
     McpTaskState,
+    TaskChannel,
     TaskClaim,
     TaskContinuation,
     TaskQuestion,
     cancel_task,
     get_task,
+    legacy_task_call,
     next_poll_interval,
+    task_result,
     update_task,
+    uses_legacy_tasks,
 )
 from dex_agents.models.types import ModelToolCall, ModelToolDefinition
 from dex_agents.runner import (
@@ -75,6 +82,8 @@ logger = logging.getLogger(__name__)
 
 _INTERNAL_ERROR = -32603
 _CANCELLATION_POLL_SECONDS = 0.2
+_ANSWER_GRACE_SECONDS = 5.0
+"""How long a 2025-11-25 poll stays after answering, for the task to end or move on."""
 _CLIENT_INFO = Implementation(name="dex-agents", version="0.2.0")
 
 ServerConfig = McpStdioServer | McpHttpServer
@@ -231,6 +240,7 @@ class McpToolSource:
         connection_attempts: int = 3,
         task_poll_max_interval_seconds: float = 60.0,
         task_wait_timeout_seconds: float = 600.0,
+        task_ttl_seconds: float = 3600.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         names = [server.name for server in servers]
@@ -246,6 +256,7 @@ class McpToolSource:
         self._connection_attempts = connection_attempts
         self._task_poll_max_interval = task_poll_max_interval_seconds
         self._task_wait_timeout = task_wait_timeout_seconds
+        self._task_ttl_ms = round(task_ttl_seconds * 1000)
         self._clock = clock
         self._listings: dict[str, _Listing] = {name: _Listing() for name in self._servers}
         self._background: set[asyncio.Task[None]] = set()
@@ -464,11 +475,22 @@ class McpToolSource:
         server = self._server(reference.server)
         before = TaskContinuation.decode(record.input_continuation)
         task = _TaskCall(record.tool_call_id, record.tool_name, poll.events)
+        # 2025-11-25 servers ask for input during tasks/result, on this connection.
+        inbox = LegacyTaskInput(task_id, before.input_key, poll.pending_answer)
         try:
-            async with self._client(server, advertise(TASKS_EXTENSION_ID)) as client:
-                if poll.pending_answer is not None and before.input_key is not None:
+            async with self._client(
+                server, advertise(TASKS_EXTENSION_ID), elicitation=inbox
+            ) as client:
+                legacy = client.session.protocol_version == LEGACY_TASKS_PROTOCOL_VERSION
+                if poll.pending_answer is not None and before.input_key is not None and not legacy:
                     await _deliver_answer(client.session, task_id, before.input_key, poll)
                 state = await get_task(client.session, task_id)
+                if legacy and state.status == "input_required":
+                    wait = next_poll_interval(state.poll_interval_ms, None, self._max_interval)
+                    if poll.pending_answer is not None:
+                        # Only this poll has the answer: wait for the question it answers.
+                        wait = max((poll.deadline - datetime.now(UTC)).total_seconds() - 1, 1)
+                    state = await _legacy_input(client.session, inbox, state, wait)
         except (MCPError, ToolExecutionError) as error:
             message = error.error.message if isinstance(error, MCPError) else error.message
             raise McpTaskPollError(
@@ -509,7 +531,7 @@ class McpToolSource:
             raise McpTaskPollError(INPUT_NOT_PROVIDED.format(detail=error)) from None
         if question is None or question.key == before.input_key:
             # The answer is delivered and the server has not moved on yet.
-            key = question.key if question is not None else None
+            key = question.key if question is not None else before.input_key
             interval = next_poll_interval(state.poll_interval_ms, None, self._max_interval)
             return ToolTaskPending(interval, TaskContinuation("input_required", key).encode())
         return ToolInputRequested(
@@ -650,10 +672,25 @@ class McpToolSource:
 
         async def request() -> CallToolResult:
             sent = False
+            # Only a tool that lists ``execution.taskSupport`` (2025-11-25) can need it.
+            channel = TaskChannel() if reference.task_support != "forbidden" else None
             try:
                 # Declaring the tasks extension lets the server run the call as a task.
-                async with self._client(server, TaskClaim(on_task)) as client:
+                async with self._client(server, TaskClaim(on_task), channel=channel) as client:
                     sent = True
+                    if channel is not None and uses_legacy_tasks(
+                        client.session, reference.task_support
+                    ):
+                        # 2025-11-25: the client asks for the task (``task: {ttl}``).
+                        params = {"name": reference.tool, "arguments": arguments}
+                        if meta is not None:
+                            params["_meta"] = meta
+                        created = await legacy_task_call(
+                            channel, params, self._task_ttl_ms, timeout
+                        )
+                        if isinstance(created, CallToolResult):
+                            return created
+                        return await on_task(created, client.session)
                     return await client.call_tool(
                         reference.tool,
                         arguments,
@@ -703,7 +740,11 @@ class McpToolSource:
 
     @asynccontextmanager
     async def _client(
-        self, server: ServerConfig, *extensions: ClientExtension
+        self,
+        server: ServerConfig,
+        *extensions: ClientExtension,
+        channel: TaskChannel | None = None,
+        elicitation: LegacyTaskInput | None = None,
     ) -> AsyncGenerator[Client]:
         """A connected client, after at most ``connection_attempts`` tries.
 
@@ -715,7 +756,9 @@ class McpToolSource:
             stack = AsyncExitStack()
             try:
                 async with asyncio.timeout(server.connection_timeout_seconds):
-                    client = await stack.enter_async_context(_new_client(server, stack, extensions))
+                    client = await stack.enter_async_context(
+                        _new_client(server, stack, extensions, channel, elicitation)
+                    )
                 break
             except Exception as error:
                 errors.append(_describe(error))
@@ -744,22 +787,31 @@ class McpToolSource:
 
 
 def _new_client(
-    server: ServerConfig, stack: AsyncExitStack, extensions: Sequence[ClientExtension]
+    server: ServerConfig,
+    stack: AsyncExitStack,
+    extensions: Sequence[ClientExtension],
+    channel: TaskChannel | None,
+    elicitation: LegacyTaskInput | None,
 ) -> Client:
+    transport: StdioServerParameters | Transport
     if isinstance(server, McpStdioServer):
-        parameters = StdioServerParameters(
+        transport = StdioServerParameters(
             command=server.command, args=list(server.args), env=server.env, cwd=server.cwd
         )
-        return Client(
-            parameters, cache=None, client_info=_CLIENT_INFO, extensions=list(extensions) or None
-        )
-    http = create_mcp_http_client(headers=dict(server.headers))
-    stack.push_async_callback(http.aclose)
+        if channel is not None:
+            transport = channel.wrap(stdio_client(transport))
+    else:
+        http = create_mcp_http_client(headers=dict(server.headers))
+        stack.push_async_callback(http.aclose)
+        transport = streamable_http_client(server.url, http_client=http)
+        if channel is not None:
+            transport = channel.wrap(transport)
     return Client(
-        streamable_http_client(server.url, http_client=http),
+        transport,
         cache=None,
         client_info=_CLIENT_INFO,
         extensions=list(extensions) or None,
+        elicitation_callback=elicitation,
     )
 
 
@@ -777,6 +829,54 @@ async def _deliver_answer(
         return
     question = TaskQuestion.parse(input_key, request)
     await update_task(session, task_id, {input_key: question.response(answer)})
+
+
+async def _legacy_input(
+    session: ClientSession, inbox: LegacyTaskInput, state: McpTaskState, wait: float
+) -> McpTaskState:
+    """Read a 2025-11-25 task's input request, or deliver the pending answer to it.
+
+    ``tasks/result`` runs for at most ``wait`` seconds: until the server asks (the
+    question, or the answer goes back), or the task ends (its result).
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait
+    result = asyncio.ensure_future(task_result(session, state.task_id))
+    try:
+        # After the answer went back, keep the connection until the task ends, asks
+        # again or the wait is over, so the answer is not cut off on its way out.
+        while not result.done() and not inbox.requests and loop.time() < deadline:
+            inbox.asked.clear()
+            asked = asyncio.ensure_future(inbox.asked.wait())
+            try:
+                await asyncio.wait(
+                    {result, asked},
+                    timeout=deadline - loop.time(),
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+            finally:
+                asked.cancel()
+            if inbox.delivered:
+                deadline = min(deadline, loop.time() + _ANSWER_GRACE_SECONDS)
+    finally:
+        if not result.done():
+            result.cancel()
+    if result.done() and not result.cancelled():
+        error = result.exception()
+        if isinstance(error, MCPError):
+            failed = {"status": "failed", "error": {"message": error.error.message}}
+            return state.model_copy(update=failed)
+        if error is not None:
+            raise error
+        dumped = result.result().model_dump(by_alias=True, mode="json")
+        return state.model_copy(update={"status": "completed", "result": dumped})
+    if inbox.requests:
+        return state.model_copy(update={"input_requests": inbox.requests})
+    if inbox.delivered or not inbox.has_answer:
+        return state.model_copy(update={"input_requests": None})
+    raise McpTaskPollError(
+        f"MCP task {state.task_id} did not ask again for the input the answer is for"
+    )
 
 
 async def _cancel_best_effort(session: ClientSession, task_id: str) -> None:

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import uvicorn
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -65,7 +65,8 @@ def read_calls(log: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
 
 
-def _append(log: Path, entry: dict[str, Any]) -> None:
+def append_call(log: Path, entry: dict[str, Any]) -> None:
+    """Append one JSON line to the call log, synced so another process sees it."""
     with log.open("a") as file:
         file.write(json.dumps(entry) + "\n")
         file.flush()
@@ -132,7 +133,7 @@ class TestTasks(Extension):
             return await call_next(ctx)
         label = str((params.arguments or {}).get("label"))
         key = (ctx.meta or {}).get(IDEMPOTENCY_META_KEY)  # pyright: ignore[reportUnknownMemberType]
-        _append(
+        append_call(
             self._log, {"tool": params.name, "arguments": {"label": label}, "idempotency_key": key}
         )
         task = _Task(uuid.uuid4().hex)
@@ -198,7 +199,7 @@ class TestTasks(Extension):
         self, _: ServerRequestContext[Any, Any], params: _UpdateParams
     ) -> HandlerResult:
         task = self._task(params.task_id)
-        _append(
+        append_call(
             self._log,
             {"tool": "tasks/update", "task_id": task.task_id, "responses": params.input_responses},
         )
@@ -218,7 +219,7 @@ class TestTasks(Extension):
         self, _: ServerRequestContext[Any, Any], params: _TaskIdParams
     ) -> HandlerResult:
         task = self._task(params.task_id)
-        _append(self._log, {"tool": "tasks/cancel", "task_id": task.task_id})
+        append_call(self._log, {"tool": "tasks/cancel", "task_id": task.task_id})
         if task.status not in ("completed", "failed", "cancelled"):
             task.status = "cancelled"
             task.input_requests = None
@@ -244,7 +245,7 @@ def build_server(
     def record(ctx: Context, tool: str, arguments: dict[str, Any]) -> None:
         meta = ctx.request_context.meta or {}
         key = meta.get(IDEMPOTENCY_META_KEY)  # pyright: ignore[reportUnknownMemberType]
-        _append(log, {"tool": tool, "arguments": arguments, "idempotency_key": key})
+        append_call(log, {"tool": tool, "arguments": arguments, "idempotency_key": key})
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     def lookup(order_id: str, ctx: Context) -> str:
@@ -332,6 +333,8 @@ HTTP_READY_LINE = "dex-agents test MCP server ready"
 class McpHttpTestServer:
     """The test server over Streamable HTTP in a child process, on a loopback port."""
 
+    module = "dex_agents.testing.mcp_server"
+
     def __init__(
         self,
         *,
@@ -352,10 +355,10 @@ class McpHttpTestServer:
         self._process_log = process_log
         self._process: ChildProcess | None = None
 
-    def start(self) -> McpHttpTestServer:
+    def start(self) -> Self:
         """Start the child and return once it accepts requests."""
         self._process = ChildProcess.spawn(
-            [sys.executable, "-m", "dex_agents.testing.mcp_server", *self._arguments],
+            [sys.executable, "-m", self.module, *self._arguments],
             log_path=self._process_log,
         )
         self._process.wait_for_log_line(HTTP_READY_LINE, timedelta(seconds=60))
@@ -366,7 +369,7 @@ class McpHttpTestServer:
             self._process.kill()
             self._process = None
 
-    def __enter__(self) -> McpHttpTestServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *_: object) -> None:
@@ -375,6 +378,11 @@ class McpHttpTestServer:
 
 async def _serve_http(server: MCPServer, port: int, stateful: bool) -> None:
     app = server.streamable_http_app(stateless_http=not stateful, json_response=not stateful)
+    await serve_http_app(app, port)
+
+
+async def serve_http_app(app: Any, port: int) -> None:
+    """Serve an ASGI app on a loopback port; print the ready line once it accepts requests."""
     web = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     serving = asyncio.ensure_future(web.serve())
     while not web.started and not serving.done():  # noqa: ASYNC110
