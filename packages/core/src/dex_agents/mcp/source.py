@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeVar
 
+import httpx2
 from mcp import Client, MCPError
 from mcp.client import Transport
 from mcp.client.extension import ClientExtension, advertise
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client  # pyright: ignore[reportPrivateUsage]
 from mcp_types import CallToolResult, Implementation
 
 from dex_agents.mcp.config import McpHttpServer, McpStdioServer
@@ -801,7 +801,7 @@ def _new_client(
         if channel is not None:
             transport = channel.wrap(stdio_client(transport))
     else:
-        http = create_mcp_http_client(headers=dict(server.headers))
+        http = _http_client(server)
         stack.push_async_callback(http.aclose)
         transport = streamable_http_client(server.url, http_client=http)
         if channel is not None:
@@ -968,3 +968,13 @@ def _result_text(result: CallToolResult) -> str:
                 )
             )
     return "\n".join(parts)
+
+
+# The MCP transports' own defaults: 30 s to connect, write and wait for a pooled
+# connection, 5 min to read, since a server may hold a response stream open.
+_HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
+
+
+def _http_client(server: McpHttpServer) -> httpx2.AsyncClient:
+    """An HTTP client for one connection to ``server``, with its configured headers."""
+    return httpx2.AsyncClient(headers=dict(server.headers), timeout=_HTTP_TIMEOUT)
