@@ -126,7 +126,8 @@ def test_resolved_policy_checks_its_fields() -> None:
         ResolvedToolPolicy(ToolEffect.READ, None)  # type: ignore[arg-type]
 
 
-# --- a tool Step writes tool_call_started and sends a heartbeat before the tool runs ----
+# --- a tool Step has output out before the tool runs: its tool_call_started event, or a
+# heartbeat when the event was dropped ----
 
 
 class _Log:
@@ -152,10 +153,16 @@ class _Context:
 
 
 class _Events:
-    def __init__(self, log: _Log) -> None:
+    def __init__(self, log: _Log, *, dropped: bool) -> None:
         self._log = log
+        self._dropped = dropped
+        self.written = 0
 
     def write_tool_call_started(self, tool_call_id: str, tool_name: str) -> None:
+        if self._dropped:
+            self._log.entries.append("event dropped")
+            return
+        self.written += 1
         self._log.entries.append(f"tool_call_started {tool_call_id}")
 
 
@@ -176,13 +183,20 @@ class _Runner:
         return ToolExecutionResult("ok")
 
 
-async def test_a_tool_step_announces_and_heartbeats_before_the_tool_runs() -> None:
+@pytest.mark.parametrize(
+    ("dropped", "before_the_tool"),
+    [(False, ["tool_call_started c1"]), (True, ["event dropped", "heartbeat"])],
+)
+async def test_a_tool_step_has_output_out_before_the_tool_runs(
+    dropped: bool, before_the_tool: list[str]
+) -> None:
     log = _Log()
     runner = _Runner(log)
     flow = create_agent_session_flow(runner, "OrderAgent")
     step = CallTool(flow.session)
-    changes = await step._run(_Context(log), _record(), _Events(log))  # type: ignore[arg-type]
-    assert log.entries[:3] == ["tool_call_started c1", "heartbeat", "tool ran"]
+    events = _Events(log, dropped=dropped)
+    changes = await step._run(_Context(log), _record(), events)  # type: ignore[arg-type]
+    assert log.entries[: len(before_the_tool) + 1] == [*before_the_tool, "tool ran"]
     call = runner.calls[0]
     assert call.idempotency_key == "session-1/turn-3/c1"
     assert call.heartbeat_checkpoint is None

@@ -205,6 +205,17 @@ class AgentSessionClient:
         """One committed view of the session."""
         return await self.client.invoke_rpc(self.flow.get_agent_snapshot, session_id)
 
+    async def snapshot_after_event(
+        self, session_id: str, event: AgentEvent, *, within: timedelta = timedelta(seconds=5)
+    ) -> AgentSnapshot:
+        """The snapshot once the Step that wrote ``event`` has committed (or ``within`` has
+        passed): a Step's events arrive before its commit, so a snapshot read on the
+        event alone may not show what the event announces yet."""
+        step = _step_execution(event.step_execution_id)
+        if step is not None:
+            await self._steps_committed(session_id, [step], within.total_seconds())
+        return await self.snapshot(session_id)
+
     async def list_messages(
         self, session_id: str, *, before_sequence: int | None = None, limit: int | None = None
     ) -> ListAgentMessagesOutput:

@@ -212,7 +212,7 @@ class Chat:
         elif kind == "tool_call_started":
             self.say(f"  [tool] {payload.get('tool_name')} running")
         elif kind == "tool_call_finished":
-            await self._show_finished_tool(payload)
+            await self._show_finished_tool(event, payload)
         elif kind == "timer_started":
             until, reason = payload.get("wait_until"), payload.get("reason")
             self.say(f"  [wait] durable timer until {until} ({reason})")
@@ -231,15 +231,13 @@ class Chat:
         if kind in _WAKE_EVENTS:
             self._activity.set()
 
-    async def _show_finished_tool(self, payload: dict[str, Any]) -> None:
+    async def _show_finished_tool(self, event: AgentEvent, payload: dict[str, Any]) -> None:
         tool_call_id = str(payload.get("tool_call_id"))
         status = str(payload.get("status"))
         detail = ""
         with contextlib.suppress(Exception):
-            snapshot = await self.snapshot()
-            for record in snapshot.tool_calls:
-                if record.tool_call_id == tool_call_id:
-                    detail = record.output or record.error or record.rejection_message or ""
+            snapshot = await self.sessions.snapshot_after_event(self.session_id, event)
+            detail = _tool_detail(snapshot, tool_call_id)
         suffix = f": {_preview(detail)}" if detail else ""
         self.say(f"  [tool] {payload.get('tool_name')} {status}{suffix}")
 
@@ -454,3 +452,15 @@ class Chat:
         if not accepted:
             self.say("  (the session refused that answer; it may not be one of the choices)")
             self._handled_interrupts.discard(interrupt.interrupt_id)
+
+
+def _tool_detail(snapshot: AgentSnapshot, tool_call_id: str) -> str:
+    """What a finished call gave: its record while its turn runs, else its stored result
+    message (a turn that has already ended keeps no records)."""
+    for record in snapshot.tool_calls:
+        if record.tool_call_id == tool_call_id:
+            return record.output or record.error or record.rejection_message or ""
+    for message in reversed(snapshot.messages):
+        if message.role == "tool" and message.tool_call_id == tool_call_id:
+            return message.tool_output or message.text or ""
+    return ""
