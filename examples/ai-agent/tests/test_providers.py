@@ -23,7 +23,7 @@ from dex_agents.testing.http_endpoint import (
     chat_completion_chunk,
     loopback_only,
 )
-from dex_agents_ai_agent.providers import create_model_client
+from dex_agents_ai_agent.providers import create_model_client, uses_litellm
 
 ENVIRON = {
     "OPENAI_API_KEY": "sk-openai",
@@ -154,3 +154,19 @@ def test_a_missing_setting_on_the_worker_is_a_clear_error(
 ) -> None:
     with pytest.raises(ValueError, match=message):
         create_model_client(provider, f"{provider}/m", environ)
+
+
+@pytest.mark.parametrize(
+    ("environ", "expected"),
+    [
+        ({}, False),
+        ({"OPENAI_API_KEY": "sk-test", "ANTHROPIC_API_KEY": "sk-test"}, False),
+        ({"GROQ_API_KEY": "gsk-test"}, True),
+        ({"GEMINI_API_KEY": " "}, False),
+        ({"DEX_AGENT_CUSTOM_BASE_URL": "http://127.0.0.1:1/v1"}, True),
+    ],
+)
+def test_the_app_warms_litellm_up_only_when_a_provider_needs_it(
+    environ: dict[str, str], expected: bool
+) -> None:
+    assert uses_litellm(environ) is expected

@@ -7,7 +7,9 @@ pydantic and a bad one gets a 400 that says what is wrong.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import importlib
 import os
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -43,6 +45,7 @@ from dex_agents_ai_agent.providers import (
     StartRuleError,
     check_configured,
     resolve_model_name,
+    uses_litellm,
 )
 from dex_agents_ai_agent.tools import BUILT_IN_TOOLS, ToolCatalog
 
@@ -382,9 +385,23 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncGenerator[None]:
+        # LiteLLM takes seconds to import; a thread does it now, so the first model Step
+        # of a Gemini, Groq or custom session does not hold the Worker's event loop.
+        warm_up = (
+            asyncio.create_task(
+                asyncio.to_thread(importlib.import_module, "dex_agents.models.litellm")
+            )
+            if uses_litellm(app.environ)
+            else None
+        )
         app.catalog = await app.catalog.with_source_tools()
-        async with host:
-            yield
+        try:
+            async with host:
+                yield
+        finally:
+            if warm_up is not None:
+                with contextlib.suppress(Exception):
+                    await warm_up
 
     def route(path: str, handler: Callable[[Request], Awaitable[Response]], method: str) -> Route:
         return Route(f"{PREFIX}{path}", _guarded(handler), methods=[method])

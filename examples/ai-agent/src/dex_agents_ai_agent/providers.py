@@ -99,6 +99,19 @@ def check_configured(provider: Provider, environ: Mapping[str, str] | None = Non
         )
 
 
+LITELLM_PROVIDERS = frozenset({"gemini", "groq", "custom"})
+"""The providers whose client is ``LiteLLMModelClient``."""
+
+
+def uses_litellm(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether a provider served through LiteLLM is configured, so a session may choose it."""
+    values = os.environ if environ is None else environ
+    return any(
+        provider.id in LITELLM_PROVIDERS and provider.is_configured(values)
+        for provider in PROVIDERS
+    )
+
+
 def provider_model_name(model: str) -> str:
     """The name the provider knows: the session's model without its first prefix."""
     return model.split("/", 1)[1] if "/" in model else model
