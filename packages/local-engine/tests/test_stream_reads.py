@@ -54,3 +54,42 @@ def test_a_follower_looks_only_at_the_newest_messages() -> None:
     log.looked_at = 0
     assert first_index_after(log, 10_000) is None
     assert log.looked_at == 1
+
+
+def _pages_through_a_store(retained: list[int], page_size: int) -> list[list[int]]:
+    """Every page of a Stream whose retained messages have ``retained`` numbers."""
+    from dex.dexpb import dex_pb2 as pb
+
+    from dex_local_engine.store import Store
+    from dex_local_engine.streams import StreamStore
+
+    streams = StreamStore(Store(":memory:"))
+    for _ in range(max(retained, default=0)):
+        streams.write(
+            flow_type="T", stream="s", flow_id="f", value=pb.Value(), capacity=0, source="t"
+        )
+    for log in streams._logs.values():  # pyright: ignore[reportPrivateUsage]
+        log.messages = deque(m for m in log.messages if m.seq in set(retained))
+    pages: list[list[int]] = []
+    token = ""
+    while True:
+        page, token = streams.page("T", "s", "f", page_size, token)
+        pages.append([int(m.resume_token) for m in page])
+        if not token:
+            return pages
+
+
+@pytest.mark.parametrize(
+    ("retained", "page_size", "expected"),
+    [
+        ([], 2, [[]]),
+        ([1, 2, 3, 4, 5], 2, [[5, 4], [3, 2], [1]]),
+        ([1, 2, 3, 4], 2, [[4, 3], [2, 1]]),
+        ([1, 2, 3], 5, [[3, 2, 1]]),
+        ([2, 5, 6, 9], 3, [[9, 6, 5], [2]]),  # gaps left by trimming
+    ],
+)
+def test_pages_go_newest_first_through_every_retained_message(
+    retained: list[int], page_size: int, expected: list[list[int]]
+) -> None:
+    assert _pages_through_a_store(retained, page_size) == expected

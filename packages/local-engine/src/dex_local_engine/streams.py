@@ -10,6 +10,7 @@ decimal sequence number of a message within its Flow's log.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from collections import deque
 from collections.abc import Sequence
@@ -169,10 +170,16 @@ class StreamStore:
         if log is None:
             return [], ""
         size = min(page_size or DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
-        older = [m for m in log.messages if before is None or m.seq < before]
-        chosen = older[-size:]
-        chosen.reverse()
-        next_token = str(chosen[-1].seq) if chosen and len(older) > len(chosen) else ""
+        # Walks back from the newest message, so the first page (a follower catching up,
+        # the newest token) costs the page, not the whole retained log.
+        messages = log.messages
+        end = len(messages)  # the messages before the page token: messages[:end]
+        if before is not None:
+            first_at_or_after = first_index_after(messages, before - 1)
+            end = end if first_at_or_after is None else first_at_or_after
+        skip = len(messages) - end
+        chosen = list(itertools.islice(reversed(messages), skip, skip + size))
+        next_token = str(chosen[-1].seq) if chosen and end > len(chosen) else ""
         return [m.to_proto() for m in chosen], next_token
 
 
