@@ -6,7 +6,6 @@ call with the idempotency key they received in ``_meta``.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,21 +16,16 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from dex_agents import AgentHost, get_deferred_tool_execution
-from dex_agents.mcp import McpHttpServer, McpStdioServer, McpTool, McpToolSource
+from dex_agents.mcp import McpTool, McpToolSource
 from dex_agents.testing import executed_step_types, read_step_history
-from dex_agents.testing.mcp_server import McpHttpTestServer, read_calls
+from dex_agents.testing.mcp_transports import StdioAndHttpMcpServers
 from dex_agents_pydantic_ai import create_pydantic_ai_session_flow
 
 
 @pytest.fixture
-def http_server(tmp_path: Path) -> Iterator[McpHttpTestServer]:
-    with McpHttpTestServer(
-        calls=tmp_path / "http-calls.jsonl",
-        release=None,
-        stateful=False,
-        process_log=tmp_path / "http.log",
-    ) as server:
-        yield server
+def servers(tmp_path: Path) -> Iterator[StdioAndHttpMcpServers]:
+    with StdioAndHttpMcpServers(tmp_path) as servers:
+        yield servers
 
 
 def as_tool(tools: McpToolSource, tool: McpTool) -> Tool[Any]:
@@ -55,19 +49,9 @@ def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
 
 
 async def test_tools_of_a_stdio_and_an_http_server_run_in_tool_steps_with_the_key(
-    tmp_path: Path, http_server: McpHttpTestServer
+    servers: StdioAndHttpMcpServers,
 ) -> None:
-    stdio_calls = tmp_path / "stdio-calls.jsonl"
-    tools = McpToolSource(
-        [
-            McpStdioServer(
-                name="files",
-                command=sys.executable,
-                args=("-m", "dex_agents.testing.mcp_server", "--log", str(stdio_calls)),
-            ),
-            McpHttpServer(name="tickets", url=http_server.url),
-        ]
-    )
+    tools = servers.source
     agent = Agent(
         FunctionModel(model), tools=[as_tool(tools, tool) for tool in await tools.list_tools()]
     )
@@ -81,11 +65,6 @@ async def test_tools_of_a_stdio_and_an_http_server_run_in_tool_steps_with_the_ke
         history = await read_step_history(host.server_address, "mcp-2")
 
     assert executed_step_types(history).count("CallTool") == 2
-    assert [(c["tool"], c["idempotency_key"]) for c in read_calls(stdio_calls)] == [
-        ("lookup", "mcp-2/turn-1/c1")
-    ]
-    http_calls = read_calls(tmp_path / "http-calls.jsonl")
-    assert [(c["tool"], c["idempotency_key"]) for c in http_calls] == [
-        ("set_value", "mcp-2/turn-1/c2")
-    ]
+    assert servers.calls("files") == [("lookup", "mcp-2/turn-1/c1")]
+    assert servers.calls("tickets") == [("set_value", "mcp-2/turn-1/c2")]
     assert snapshot.messages[-1].text == "order 42: shipped | a = 1"
