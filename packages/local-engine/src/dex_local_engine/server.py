@@ -16,6 +16,12 @@ from dex.dexpb import dex_pb2_grpc as pb_grpc
 from dex_local_engine.auth import BearerTokenInterceptor, InsecureListenError, check_listen_address
 from dex_local_engine.durability import DEFAULT_DURABILITY, Durability
 from dex_local_engine.engine import Engine
+from dex_local_engine.in_process import (
+    InProcessServer,
+    collect_method_handlers,
+    register,
+    unregister,
+)
 from dex_local_engine.limits import EngineLimits, RequestCheckInterceptor
 from dex_local_engine.service import FlowService, WorkerTaskService
 from dex_local_engine.store import Store
@@ -28,7 +34,13 @@ class EngineStartError(RuntimeError):
 
 
 class EngineServer:
-    """The engine's gRPC server on the running event loop."""
+    """The engine's gRPC server on the running event loop.
+
+    With ``in_process=True`` it also serves its address in process: Dex SDK async
+    channels to exactly that address (once ``dex_local_engine.sdk_patches.
+    route_in_process_channels()`` is applied) reach the same handlers without gRPC;
+    see :mod:`dex_local_engine.in_process`. The gRPC port serves everyone else.
+    """
 
     def __init__(
         self,
@@ -40,6 +52,7 @@ class EngineServer:
         limits: EngineLimits | None = None,
         token: str | None = None,
         allow_insecure: bool = False,
+        in_process: bool = False,
     ) -> None:
         if not 0 <= port <= 65535:
             raise EngineStartError(f"port {port} is out of range 0-65535")
@@ -58,8 +71,10 @@ class EngineServer:
         self.port = port
         self.limits = limits or EngineLimits()
         self._token = token
+        self.in_process = in_process
         self.address = ""
         self._server: Any = None
+        self._in_process: InProcessServer | None = None
         self._engine: Engine | None = None
         self._store: Store | None = None
 
@@ -83,12 +98,17 @@ class EngineServer:
         engine.dispatch.max_task_bytes = limits.max_task_bytes
         engine.dispatch.max_value_bytes = limits.max_value_bytes
         engine.dispatch.max_streams_per_worker = limits.max_concurrent_streams_per_worker
+        # Authentication first: an unauthenticated peer learns nothing, not even sizes.
+        interceptors: list[grpc.aio.ServerInterceptor] = [
+            *([BearerTokenInterceptor(self._token)] if self._token is not None else []),
+            RequestCheckInterceptor(limits.max_value_bytes),
+        ]
+        servicers: list[tuple[Any, Any]] = [
+            (cast(Any, pb_grpc).add_FlowServiceServicer_to_server, FlowService(engine)),
+            (cast(Any, pb_grpc).add_WorkerTaskServiceServicer_to_server, WorkerTaskService(engine)),
+        ]
         server = cast(Any, grpc).aio.server(
-            # Authentication first: an unauthenticated peer learns nothing, not even sizes.
-            interceptors=[
-                *([BearerTokenInterceptor(self._token)] if self._token is not None else []),
-                RequestCheckInterceptor(limits.max_value_bytes),
-            ],
+            interceptors=interceptors,
             options=[
                 ("grpc.so_reuseport", 0),
                 ("grpc.max_receive_message_length", limits.max_request_bytes),
@@ -97,10 +117,8 @@ class EngineServer:
                 ("grpc.http2.min_recv_ping_interval_without_data_ms", 5000),
             ],
         )
-        cast(Any, pb_grpc).add_FlowServiceServicer_to_server(FlowService(engine), server)
-        cast(Any, pb_grpc).add_WorkerTaskServiceServicer_to_server(
-            WorkerTaskService(engine), server
-        )
+        for add, servicer in servicers:
+            add(servicer, server)
         target = f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
         try:
             bound = server.add_insecure_port(target)
@@ -114,6 +132,15 @@ class EngineServer:
         self._server = server
         shown = f"[{self.host}]" if ":" in self.host else self.host
         self.address = f"{shown}:{bound}"
+        if self.in_process:
+            # The same handlers and interceptors, reached without a socket.
+            self._in_process = InProcessServer(
+                collect_method_handlers(servicers),
+                interceptors,
+                max_receive_bytes=limits.max_request_bytes,
+                max_send_bytes=limits.max_task_bytes,
+            )
+            register(self.address, self._in_process)
         _LOG.info(
             "dex-local-engine listening on %s (database %s, durability %s)",
             self.address,
@@ -136,9 +163,14 @@ class EngineServer:
                 # Workers drain their streams and reconnect (to the next engine) by themselves.
                 self._engine.dispatch.ask_to_reconnect("the engine is stopping")
                 await asyncio.sleep(0.05)
+        in_process, self._in_process = self._in_process, None
+        if in_process is not None:
+            unregister(self.address, in_process)
+        stopping = [in_process.stop(grace)] if in_process is not None else []
         if self._server is not None:
-            await self._server.stop(grace)
+            stopping.append(self._server.stop(grace))
             self._server = None
+        await asyncio.gather(*stopping)
         await self._close_quietly()
         self._engine = None
         self._store = None
@@ -152,6 +184,8 @@ class LocalEngine:
 
     ``durability`` is ``Durability.PROCESS_CRASH`` (the default) or
     ``Durability.POWER_LOSS`` (an fsync per commit); see :mod:`dex_local_engine.durability`.
+    ``in_process`` serves the address in process too (see ``EngineServer``); calls from
+    other threads then hop onto the engine thread's loop.
     """
 
     def __init__(
@@ -164,6 +198,7 @@ class LocalEngine:
         limits: EngineLimits | None = None,
         token: str | None = None,
         allow_insecure: bool = False,
+        in_process: bool = False,
     ) -> None:
         self.durability = Durability.parse(durability)
         self.database = os.fspath(database)
@@ -172,6 +207,7 @@ class LocalEngine:
         self.limits = limits or EngineLimits()
         self.token = token
         self.allow_insecure = allow_insecure
+        self.in_process = in_process
         self._address = ""
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -225,6 +261,7 @@ class LocalEngine:
             limits=self.limits,
             token=self.token,
             allow_insecure=self.allow_insecure,
+            in_process=self.in_process,
         )
         self._stopped = asyncio.Event()
         self._address = await server.start()
