@@ -12,6 +12,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import dex
 import pytest
 from dex._invocation_context import InvocationContext
 
@@ -34,7 +35,7 @@ from dex_agents import (
     describe_tool_call_outcome,
     empty_agent_usage,
 )
-from dex_agents.host import EmbeddedEngine
+from dex_agents.host import EmbeddedEngine, EmbeddedTransport
 from dex_agents.testing import PrivateDexEngine
 
 TOOLS = ("check_stock", "refund_order")
@@ -136,6 +137,28 @@ async def test_the_embedded_engine_runs_on_the_hosts_loop_or_its_own_thread(
     assert len(_engine_threads()) == before
 
 
+@pytest.mark.parametrize("placement", ["loop", "thread"])
+@pytest.mark.parametrize("transport", ["in-process", "grpc"])
+async def test_a_turn_runs_over_each_transport_and_the_grpc_port_stays_open(
+    placement: EmbeddedEngine, transport: EmbeddedTransport
+) -> None:
+    from dex_local_engine.in_process import InProcessChannel
+
+    flow = _build_flow()
+    async with AgentHost(flow, embedded_engine=placement, embedded_transport=transport) as host:
+        channel = vars(host.dex_client)["_channel"]
+        assert isinstance(channel, InProcessChannel) == (transport == "in-process")
+        assert await _run_turn(host.client(), f"over-{transport}") == EXPECTED_REPLY
+        # Other processes and the sync Client still reach the engine by gRPC.
+        sync_client = dex.Client(
+            host.registry, host.blob_cache, dex.ClientOptions(server_address=host.server_address)
+        )
+        try:
+            assert await asyncio.to_thread(sync_client.health_check)
+        finally:
+            sync_client.close()
+
+
 async def test_sessions_in_a_database_file_outlive_the_host(tmp_path: Path) -> None:
     database = tmp_path / "sessions" / "dex.sqlite3"
     async with AgentHost(_build_flow(), database=database) as host:
@@ -227,6 +250,8 @@ def test_bad_host_arguments_are_refused_at_once() -> None:
         AgentHost(_build_flow(), max_concurrent_tasks=1)
     with pytest.raises(ValueError, match="embedded_engine must be one of loop, thread"):
         AgentHost(_build_flow(), embedded_engine="process")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="embedded_transport must be one of in-process, grpc"):
+        AgentHost(_build_flow(), embedded_transport="socket")  # type: ignore[arg-type]
     pending = asyncio.sleep(0)
     with pytest.raises(RuntimeError, match="call\\(\\) is for"):
         AgentHost(_build_flow()).call(pending)

@@ -33,10 +33,12 @@ from dex_agents.values import session_codec_registry
 if TYPE_CHECKING:
     from dex_local_engine import EngineServer, LocalEngine
 
-__all__ = ["AgentHost", "EmbeddedEngine"]
+__all__ = ["AgentHost", "EmbeddedEngine", "EmbeddedTransport"]
 
 EmbeddedEngine = Literal["loop", "thread"]
 """Where the embedded engine runs: on the host's event loop, or on a thread of its own."""
+EmbeddedTransport = Literal["in-process", "grpc"]
+"""How the host's Client and Worker reach the embedded engine: directly, or by gRPC."""
 
 _LOG = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -89,6 +91,15 @@ class AgentHost:
     Benchmarks). Choose ``"thread"`` when async Step handlers block the loop for long
     stretches, as the engine then waits with them.
 
+    ``embedded_transport`` says how the host's own Client and Worker reach the embedded
+    engine: ``"in-process"`` (the default) hands their calls straight to the engine's
+    handlers (``dex_local_engine.in_process``: no sockets, gRPC's statuses, limits,
+    deadlines and cancellation kept; with ``"thread"`` each call hops onto the engine's
+    loop); ``"grpc"`` uses loopback gRPC. The engine listens on its gRPC port either way,
+    for other processes and the sync ``dex.Client``. It applies the version-gated
+    ``dex_local_engine.sdk_patches.route_in_process_channels()`` and falls back to gRPC,
+    saying so in the log, for another SDK release.
+
     Use ``async with AgentHost(flow) as host:`` in async code. In sync code, ``with
     AgentHost(flow) as host:`` runs the host on a background event loop and
     ``host.call(coroutine)`` runs a coroutine there and returns its result.
@@ -107,6 +118,7 @@ class AgentHost:
         memoize_sdk_version: bool = True,
         keep_pull_streams: bool = True,
         embedded_engine: EmbeddedEngine = "loop",
+        embedded_transport: EmbeddedTransport = "in-process",
         blob_cache_directory: str | os.PathLike[str] | None = None,
         registration_timeout: timedelta = DEFAULT_REGISTRATION_TIMEOUT,
     ) -> None:
@@ -127,7 +139,13 @@ class AgentHost:
                 f"embedded_engine must be one of {', '.join(get_args(EmbeddedEngine))}, "
                 f"not {embedded_engine!r}"
             )
+        if embedded_transport not in get_args(EmbeddedTransport):
+            raise ValueError(
+                f"embedded_transport must be one of {', '.join(get_args(EmbeddedTransport))}, "
+                f"not {embedded_transport!r}"
+            )
         self.embedded_engine: EmbeddedEngine = embedded_engine
+        self.embedded_transport: EmbeddedTransport = embedded_transport
         self.database = os.fspath(database)
         self._requested_address = server_address or os.environ.get(SERVER_ADDRESS_VARIABLE) or None
         self.runs_worker = worker
@@ -252,20 +270,23 @@ class AgentHost:
             Path(self.database).parent.mkdir(parents=True, exist_ok=True)
         # Imported here: a Worker-only or Client-only process never loads the engine.
         from dex_local_engine import EngineServer, LocalEngine
+        from dex_local_engine.sdk_patches import route_in_process_channels
 
+        in_process = self.embedded_transport == "in-process" and route_in_process_channels()
         if self.embedded_engine == "loop":
-            server = EngineServer(self.database, "127.0.0.1", 0)
+            server = EngineServer(self.database, "127.0.0.1", 0, in_process=in_process)
             address = await server.start()
             self._engine_server = server
         else:
-            engine = LocalEngine(database=self.database, port=0)
+            engine = LocalEngine(database=self.database, port=0, in_process=in_process)
             await asyncio.to_thread(engine.start)
             self._engine = engine
             address = engine.address
         _LOG.info(
-            "embedded dex-local-engine on %s (%s), database %s",
+            "embedded dex-local-engine on %s (%s, %s), database %s",
             address,
             "the host's event loop" if self.embedded_engine == "loop" else "its own thread",
+            "in-process calls" if in_process else "gRPC calls",
             self.database,
         )
         return address
