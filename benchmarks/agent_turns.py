@@ -8,8 +8,9 @@ text (two model requests and one read tool call). The same scripted agent runs:
 - **session**: the same agent under a dex-agents session on the embedded engine
   (``AgentHost``; the engine runs in this process on the host's event loop, the
   default, or on its own thread with ``--engine thread``, or as a child process
-  with ``--engine child``), the client sending the message and following the
-  event stream until ``turn_completed``;
+  with ``--engine child``; the host's Client and Worker reach an embedded engine
+  in process, or by loopback gRPC with ``--transport grpc``), the client sending
+  the message and following the event stream until ``turn_completed``;
 - **dbos** (Pydantic AI only): ``agent.run`` inside a ``@DBOS.workflow`` with
   Pydantic AI's ``DBOSDurability`` capability, on SQLite.
 
@@ -23,7 +24,7 @@ Usage::
 
     uv run --group bench python benchmarks/agent_turns.py [--frameworks pydantic-ai,...]
         [--turns N] [--long-turns 200] [--concurrent 10] [--engine loop|thread|child]
-        [--json PATH]
+        [--transport in-process|grpc] [--json PATH]
 
 Nothing here asserts a time; it measures and prints.
 """
@@ -523,6 +524,7 @@ async def measure(arguments: argparse.Namespace) -> dict[str, Any]:
                 server_address=address,
                 database=root / "engine.sqlite",
                 embedded_engine="thread" if arguments.engine == "thread" else "loop",
+                embedded_transport=arguments.transport,
             ) as host:
                 clock = CpuClock(engine_pid)
                 modes: list[Mode] = []
@@ -559,6 +561,7 @@ async def measure(arguments: argparse.Namespace) -> dict[str, Any]:
             "cpu_count": os.cpu_count(),
             "load_average_at_start": [round(v, 2) for v in os.getloadavg()],
             "engine": arguments.engine,
+            "transport": arguments.transport if arguments.engine != "child" else "grpc",
             "decode_caches": not arguments.no_decode_cache,
             "turn": "2 model requests + 1 read tool call",
             "figures": report(modes),
@@ -588,6 +591,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--long-turns", type=int, default=200, help="0 skips the long session")
     parser.add_argument("--engine", choices=("loop", "thread", "child"), default="loop")
     parser.add_argument(
+        "--transport",
+        choices=("in-process", "grpc"),
+        default="in-process",
+        help="how the host reaches the embedded engine (--engine loop or thread)",
+    )
+    parser.add_argument(
         "--no-decode-cache",
         action="store_true",
         help="decode every stored message on every Step (the cost before the decode caches)",
@@ -599,7 +608,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     results = asyncio.run(measure(arguments))
     print(
         f"python {results['python']}, {results['cpu_count']} CPUs, engine {results['engine']},"
-        f" load {results['load_average_at_start']}"
+        f" transport {results['transport']}, load {results['load_average_at_start']}"
     )
     print_figures(results["figures"])
     if arguments.json is not None:

@@ -13,7 +13,8 @@ Runs an embedded ``LocalEngine`` with a real pull-mode ``AsyncWorker`` and an
 
 Each run measures the engine in four configurations, one after the other:
 embedded (a thread of this process, sharing the GIL with the Worker and the
-Client) and as a ``dex-local-engine serve`` child process, each in both
+Client), on the Worker's own loop (``loop``, by loopback gRPC; ``inproc``, through
+the in-process channel) and as a ``dex-local-engine serve`` child process, each in both
 durability modes (``process-crash``: SQLite ``synchronous=NORMAL``;
 ``power-loss``: ``synchronous=FULL``, an fsync per commit). Interleaved with
 them, it runs the same trivial workloads on DBOS over SQLite (one workflow of N
@@ -79,7 +80,7 @@ from dex import (
 )
 
 from dex_local_engine import EngineServer, LocalEngine
-from dex_local_engine.sdk_patches import memoize_sdk_version
+from dex_local_engine.sdk_patches import memoize_sdk_version, route_in_process_channels
 
 # flow_id -> perf_counter() at the start of every Step execution, in order.
 STEP_STARTS: defaultdict[str, list[float]] = defaultdict(list)
@@ -336,16 +337,21 @@ CONFIGS = (
     "embedded/power-loss",
     "loop/process-crash",
     "loop/power-loss",
+    "inproc/process-crash",
+    "inproc/power-loss",
     "process/process-crash",
     "process/power-loss",
 )
 
 
 async def measure_on_this_loop(
-    arguments: argparse.Namespace, database: str, durability: str
+    arguments: argparse.Namespace, database: str, durability: str, in_process: bool = False
 ) -> Figures:
-    """Measure an engine that serves on the Worker's own event loop (no engine thread)."""
-    server = EngineServer(database, "127.0.0.1", 0, durability)
+    """Measure an engine that serves on the Worker's own event loop (no engine thread);
+    ``in_process``: the Worker and Client reach it through the in-process channel."""
+    if in_process and not route_in_process_channels():
+        raise SystemExit("the in-process channel does not support this dex SDK release")
+    server = EngineServer(database, "127.0.0.1", 0, durability, in_process=in_process)
     address = await server.start()
     try:
         return await measure(arguments, address)
@@ -358,8 +364,10 @@ def run_engine(arguments: argparse.Namespace, config: str) -> Figures:
     placement, durability = config.split("/")
     with tempfile.TemporaryDirectory(prefix="dex-bench-db-") as db_directory:
         database = str(Path(db_directory) / "engine.sqlite3")
-        if placement == "loop":
-            figures = asyncio.run(measure_on_this_loop(arguments, database, durability))
+        if placement in ("loop", "inproc"):
+            figures = asyncio.run(
+                measure_on_this_loop(arguments, database, durability, placement == "inproc")
+            )
         else:
             with engine_address(database, placement == "process", durability) as address:
                 figures = asyncio.run(measure(arguments, address))
