@@ -89,6 +89,20 @@ if os.environ.get("{IN_PROCESS_VARIABLE}"):
     IN_PROCESS_ENGINE = LocalEngine(in_process=True)
     IN_PROCESS_ENGINE.start()
     os.environ["DEX_SERVER_ADDRESS"] = IN_PROCESS_ENGINE.address
+
+    from dex_local_engine.in_process import InProcessServer
+
+    SERVED_IN_PROCESS = [0]
+    _open_call = InProcessServer.open_call
+
+    def _counted_open_call(self, *arguments):
+        SERVED_IN_PROCESS[0] += 1
+        return _open_call(self, *arguments)
+
+    InProcessServer.open_call = _counted_open_call
+
+    def pytest_terminal_summary(terminalreporter):
+        terminalreporter.write_line(f"calls served in process: {{SERVED_IN_PROCESS[0]}}")
 """
 
 PYTEST_INI = f"""[pytest]
