@@ -206,6 +206,24 @@ async def test_closing_the_channel_cancels_its_active_calls(cache_dir: str) -> N
             pb_grpc.FlowServiceStub(channel).HealthCheck(empty_pb2.Empty())
 
 
+async def test_calls_pass_the_engines_interceptors_bearer_token_included() -> None:
+    server = EngineServer(":memory:", "127.0.0.1", 0, token="s3cret", in_process=True)
+    address = await server.start()
+    try:
+        in_process = server_at(address)
+        assert in_process is not None
+        stub = pb_grpc.FlowServiceStub(InProcessChannel(in_process))
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await stub.HealthCheck(empty_pb2.Empty())
+        assert refused.value.code() is grpc.StatusCode.UNAUTHENTICATED
+        answer = await stub.HealthCheck(
+            empty_pb2.Empty(), metadata=(("authorization", "Bearer s3cret"),)
+        )
+        assert answer.condition == "OK"
+    finally:
+        await server.stop()
+
+
 async def test_unimplemented_kinds_of_calls_fail_clearly_when_called() -> None:
     async with serving("in-process") as address:
         server = server_at(address)

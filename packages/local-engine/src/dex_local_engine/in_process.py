@@ -822,13 +822,17 @@ async def _open_stream(
     return server.open_stream(method, metadata, call_timeout)
 
 
-class _UnaryUnaryMultiCallable:
+class _MultiCallable:
+    """What ``channel.unary_unary(...)`` and ``channel.stream_stream(...)`` return."""
+
     def __init__(self, channel: InProcessChannel, method: str, serializer: Any, deserializer: Any):
         self._channel = channel
         self._method = method
         self._serializer = serializer
         self._deserializer = deserializer
 
+
+class _UnaryUnaryMultiCallable(_MultiCallable):
     def __call__(
         self,
         request: Any,
@@ -856,13 +860,7 @@ class _UnaryUnaryMultiCallable:
         return UnaryUnaryCall(channel, response, self._deserializer)
 
 
-class _StreamStreamMultiCallable:
-    def __init__(self, channel: InProcessChannel, method: str, serializer: Any, deserializer: Any):
-        self._channel = channel
-        self._method = method
-        self._serializer = serializer
-        self._deserializer = deserializer
-
+class _StreamStreamMultiCallable(_MultiCallable):
     def __call__(
         self,
         request_iterator: Any = None,
@@ -915,7 +913,6 @@ class InProcessChannel:
         self.caller = _Caller(server)
         self.active: set[UnaryUnaryCall | StreamStreamCall] = set()
         self._closed = False
-        self._lock = threading.Lock()
 
     def check_open(self, credentials: Any) -> None:
         if credentials is not None:
