@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -222,6 +223,29 @@ async def test_calls_pass_the_engines_interceptors_bearer_token_included() -> No
         assert answer.condition == "OK"
     finally:
         await server.stop()
+
+
+async def test_a_channel_by_address_follows_the_engine_across_a_restart() -> None:
+    with socket.socket() as probe:  # a free port, for two engines one after the other
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    first = EngineServer(":memory:", "127.0.0.1", port, in_process=True)
+    address = await first.start()
+    async with InProcessChannel(address=address) as channel:
+        stub = pb_grpc.FlowServiceStub(channel)
+        assert (await stub.HealthCheck(empty_pb2.Empty())).condition == "OK"
+        assert channel.target() is server_at(address) is not None
+        await first.stop()
+        with pytest.raises(grpc.aio.AioRpcError) as nobody:  # over gRPC: nothing listens
+            await stub.HealthCheck(empty_pb2.Empty(), timeout=5)
+        assert nobody.value.code() is grpc.StatusCode.UNAVAILABLE
+        second = EngineServer(":memory:", "127.0.0.1", port, in_process=True)
+        assert await second.start() == address
+        try:
+            assert channel.target() is server_at(address) is not None
+            assert (await stub.HealthCheck(empty_pb2.Empty())).condition == "OK"
+        finally:
+            await second.stop()
 
 
 async def test_unimplemented_kinds_of_calls_fail_clearly_when_called() -> None:

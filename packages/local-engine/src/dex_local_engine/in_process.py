@@ -557,22 +557,18 @@ def _metadata_tuple(metadata: Any) -> tuple[tuple[str, str | bytes], ...]:
 # --- the client side -----------------------------------------------------------------
 
 
-class _Caller:
-    """Runs a call's steps on the engine's loop, directly when already on it."""
+def _on_loop_of(server: InProcessServer) -> bool:
+    try:
+        return asyncio.get_running_loop() is server.loop
+    except RuntimeError:
+        return False
 
-    def __init__(self, server: InProcessServer) -> None:
-        self.server = server
 
-    def on_engine_loop(self) -> bool:
-        try:
-            return asyncio.get_running_loop() is self.server.loop
-        except RuntimeError:
-            return False
-
-    async def run(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
-        if self.on_engine_loop():
-            return await coroutine
-        return await asyncio.wrap_future(self.server.submit(coroutine))
+async def _run_on(server: InProcessServer, coroutine: Coroutine[Any, Any, _T]) -> _T:
+    """Run a step of a call on the engine's loop: directly when already on it."""
+    if _on_loop_of(server):
+        return await coroutine
+    return await asyncio.wrap_future(server.submit(coroutine))
 
 
 class UnaryUnaryCall:
@@ -651,12 +647,13 @@ class StreamStreamCall:
     def __init__(
         self,
         channel: InProcessChannel,
+        server: InProcessServer,
         call: _ServerCall | Awaitable[_ServerCall],
         serializer: Any,
         deserializer: Any,
     ) -> None:
         self._channel = channel
-        self._caller = channel.caller
+        self._server = server
         self._serializer = serializer
         self._deserializer = deserializer
         self._call: _ServerCall | None = call if isinstance(call, _ServerCall) else None
@@ -679,14 +676,14 @@ class StreamStreamCall:
             raise asyncio.InvalidStateError('RPC is half closed after calling "done_writing".')
         data = _encode(request, self._serializer)
         call = await self._server_call()
-        await self._caller.run(_put_request(call, data))
+        await _run_on(self._server, _put_request(call, data))
 
     async def done_writing(self) -> None:
         if self.done() or self._done_writing:
             return
         self._done_writing = True
         call = await self._server_call()
-        await self._caller.run(_put_request(call, _END))
+        await _run_on(self._server, _put_request(call, _END))
 
     async def read(self) -> Any:
         if self._locally_cancelled:
@@ -695,7 +692,7 @@ class StreamStreamCall:
             return self._end()
         call = await self._server_call()
         try:
-            item = await self._caller.run(call.responses.get())
+            item = await _run_on(self._server, call.responses.get())
         except asyncio.CancelledError:
             self.cancel()  # as gRPC: a cancelled read cancels the call
             raise
@@ -741,10 +738,10 @@ class StreamStreamCall:
 
         call = self._call
         if call is not None:
-            if self._caller.on_engine_loop():
+            if _on_loop_of(self._server):
                 cancel_on_engine(call)
             else:
-                self._caller.server.loop.call_soon_threadsafe(cancel_on_engine, call)
+                self._server.loop.call_soon_threadsafe(cancel_on_engine, call)
         return True
 
     def cancelled(self) -> bool:
@@ -778,7 +775,7 @@ class StreamStreamCall:
         if self._status is not None:
             return self._status
         call = await self._server_call()
-        await self._caller.run(_wait_finished(call))
+        await _run_on(self._server, _wait_finished(call))
         return _status(call)
 
 
@@ -842,14 +839,23 @@ class _UnaryUnaryMultiCallable(_MultiCallable):
         credentials: Any = None,
         wait_for_ready: bool | None = None,
         compression: Any = None,
-    ) -> UnaryUnaryCall:
-        del wait_for_ready, compression
+    ) -> Any:
         channel = self._channel
         channel.check_open(credentials)
-        server = channel.server
+        server = channel.target()
+        if server is None:  # nothing serves the address in process (now): gRPC's turn
+            return channel.fallback().unary_unary(
+                self._method, self._serializer, self._deserializer
+            )(
+                request,
+                timeout=timeout,
+                metadata=metadata,
+                wait_for_ready=wait_for_ready,
+                compression=compression,
+            )
         data = _encode(request, self._serializer)
         metadata_tuple = _metadata_tuple(metadata)
-        if channel.caller.on_engine_loop():
+        if _on_loop_of(server):
             response: Awaitable[bytes] = server.start_unary(
                 self._method, metadata_tuple, timeout, data
             )
@@ -870,17 +876,25 @@ class _StreamStreamMultiCallable(_MultiCallable):
         credentials: Any = None,
         wait_for_ready: bool | None = None,
         compression: Any = None,
-    ) -> StreamStreamCall:
-        del wait_for_ready, compression
+    ) -> Any:
         if request_iterator is not None:
             raise NotImplementedError(
                 "in-process streams are reader/writer style: call write() and done_writing()"
             )
         channel = self._channel
         channel.check_open(credentials)
-        server = channel.server
+        server = channel.target()
+        if server is None:  # nothing serves the address in process (now): gRPC's turn
+            return channel.fallback().stream_stream(
+                self._method, self._serializer, self._deserializer
+            )(
+                timeout=timeout,
+                metadata=metadata,
+                wait_for_ready=wait_for_ready,
+                compression=compression,
+            )
         metadata_tuple = _metadata_tuple(metadata)
-        if channel.caller.on_engine_loop():
+        if _on_loop_of(server):
             opened: _ServerCall | Awaitable[_ServerCall] = server.open_stream(
                 self._method, metadata_tuple, timeout
             )
@@ -888,7 +902,7 @@ class _StreamStreamMultiCallable(_MultiCallable):
             opened = asyncio.wrap_future(
                 server.submit(_open_stream(server, self._method, metadata_tuple, timeout))
             )
-        return StreamStreamCall(channel, opened, self._serializer, self._deserializer)
+        return StreamStreamCall(channel, server, opened, self._serializer, self._deserializer)
 
 
 class _UnsupportedMultiCallable:
@@ -906,13 +920,38 @@ class _UnsupportedMultiCallable:
 
 
 class InProcessChannel:
-    """The part of ``grpc.aio.Channel`` the Dex SDK uses, to an :class:`InProcessServer`."""
+    """The part of ``grpc.aio.Channel`` the Dex SDK uses, to an :class:`InProcessServer`.
 
-    def __init__(self, server: InProcessServer) -> None:
-        self.server = server
-        self.caller = _Caller(server)
+    Given a ``server``, every call goes to it. Given an ``address`` instead, each call
+    goes to the server registered for it at that moment, or, with none, over a real
+    gRPC channel to the address: like a gRPC channel, it reaches an engine restarted
+    on the same address, and fails as gRPC does while none listens.
+    """
+
+    def __init__(
+        self, server: InProcessServer | None = None, *, address: str | None = None
+    ) -> None:
+        if (server is None) == (address is None):
+            raise ValueError("give an InProcessChannel either a server or an address")
+        self._server = server
+        self.address = address
         self.active: set[UnaryUnaryCall | StreamStreamCall] = set()
         self._closed = False
+        self._fallback: grpc.aio.Channel | None = None
+
+    def target(self) -> InProcessServer | None:
+        """The server this channel's next call goes to; None: over gRPC."""
+        if self._server is not None:
+            return self._server
+        assert self.address is not None
+        return server_at(self.address)
+
+    def fallback(self) -> grpc.aio.Channel:
+        """The real gRPC channel to ``address``, opened on first use."""
+        if self._fallback is None:
+            assert self.address is not None
+            self._fallback = grpc.aio.insecure_channel(self.address)
+        return self._fallback
 
     def check_open(self, credentials: Any) -> None:
         if credentials is not None:
@@ -980,6 +1019,8 @@ class InProcessChannel:
         for call in calls:
             call.cancel()
         self.active.clear()
+        if self._fallback is not None:
+            await self._fallback.close(grace)
 
     async def __aenter__(self) -> InProcessChannel:
         return self

@@ -66,7 +66,8 @@ def route_in_process_channels() -> bool:
 
     Patches the channel factories of ``dex.async_client``, ``dex.async_worker`` and
     ``dex._pull_worker``: an address an ``EngineServer(in_process=True)`` registered
-    gets a :class:`dex_local_engine.in_process.InProcessChannel`; every other address,
+    gets a :class:`dex_local_engine.in_process.InProcessChannel` (each call goes to the
+    server registered for the address then, else over gRPC); every other address,
     and a Client with a credential (its credential interceptor needs gRPC), gets the
     SDK's own gRPC channel. The sync ``dex.Client`` is untouched. Process-wide and
     idempotent; True when applied, False (logged) for an SDK release other than
@@ -100,17 +101,17 @@ def route_in_process_channels() -> bool:
 
     def routed(original: Any) -> Any:
         def async_channel(server_address: str, credential_runner: Any) -> Any:
-            server = server_at(server_address)
-            if server is None or credential_runner is not None:
+            if server_at(server_address) is None or credential_runner is not None:
                 return original(server_address, credential_runner)
-            return InProcessChannel(server)
+            return InProcessChannel(address=server_address)
 
         setattr(async_channel, _ROUTED, True)
         return async_channel
 
     def outbound_worker_task_channel(server_address: str) -> Any:
-        server = server_at(server_address)
-        return worker_channel(server_address) if server is None else InProcessChannel(server)
+        if server_at(server_address) is None:
+            return worker_channel(server_address)
+        return InProcessChannel(address=server_address)
 
     setattr(outbound_worker_task_channel, _ROUTED, True)
     for module, original in zip(modules, originals, strict=True):
