@@ -164,7 +164,10 @@ async def test_chat_completions_providers_start_with_their_model_names(
     http: httpx.AsyncClient, provider: str, model: str, stored: str
 ) -> None:
     workflow_id = await start(http, provider=provider, model=model, mcpEnabled=False)
-    value = await snapshot(http, workflow_id)
+    # The session stores its settings in its first Step, which may not have run yet.
+    value = await wait_for(
+        http, workflow_id, lambda v: bool(v.get("session_settings")), "the session's settings"
+    )
     assert value["session_settings"]["provider"] == provider
     assert value["session_settings"]["model"] == stored
     assert GROQ_SECRET not in json.dumps(value)
