@@ -224,18 +224,11 @@ class _ServerCall:
         if self.status is not None:
             raise asyncio.InvalidStateError("RPC already finished.")
         data = _encode(message, self.response_serializer)
-        limit = self.server.max_send_bytes
-        if len(data) > limit:
-            self._fail(_too_large("SERVER: Sent", len(data), limit))
-            return
-        if len(data) > CLIENT_MAX_RECEIVE_BYTES:
-            self._fail(_too_large("CLIENT: Received", len(data), CLIENT_MAX_RECEIVE_BYTES))
+        refused = _refused_response(len(data), self.server.max_send_bytes)
+        if refused is not None:
+            self.cancel(refused)  # as gRPC's transport ends the call; the handler stops
             return
         self.responses.put(data)
-
-    def _fail(self, status: _Status) -> None:
-        """End the call as gRPC's transport would, and stop the handler."""
-        self.cancel(status)
 
     async def send_initial_metadata(self, initial_metadata: Any) -> None:
         del initial_metadata
@@ -437,12 +430,7 @@ class InProcessServer:
             call.finish(status)
             return b""
         data = _encode(result, call.response_serializer)
-        if len(data) > self.max_send_bytes:
-            call.finish(_too_large("SERVER: Sent", len(data), self.max_send_bytes))
-        elif len(data) > CLIENT_MAX_RECEIVE_BYTES:
-            call.finish(_too_large("CLIENT: Received", len(data), CLIENT_MAX_RECEIVE_BYTES))
-        else:
-            call.finish(status)
+        call.finish(_refused_response(len(data), self.max_send_bytes) or status)
         return data
 
     def open_stream(
@@ -534,6 +522,16 @@ def _unexpected(error: Exception, method: str) -> _Status:
     return _Status(grpc.StatusCode.UNKNOWN, f"Unexpected {type(error)}: {error}")
 
 
+def _refused_response(size: int, max_send_bytes: int) -> _Status | None:
+    """The status a response of ``size`` bytes ends its call with, if gRPC refuses it:
+    over the server's send limit, or over the SDK channel's receive limit."""
+    if size > max_send_bytes:
+        return _too_large("SERVER: Sent", size, max_send_bytes)
+    if size > CLIENT_MAX_RECEIVE_BYTES:
+        return _too_large("CLIENT: Received", size, CLIENT_MAX_RECEIVE_BYTES)
+    return None
+
+
 def _too_large(what: str, size: int, limit: int) -> _Status:
     return _Status(
         grpc.StatusCode.RESOURCE_EXHAUSTED, f"{what} message larger than max ({size} vs. {limit})"
@@ -580,7 +578,12 @@ class UnaryUnaryCall:
         self._task: asyncio.Future[bytes] = asyncio.ensure_future(response)
         self._locally_cancelled = False
         channel.active.add(self)
-        self._task.add_done_callback(lambda _: channel.active.discard(self))
+        self._task.add_done_callback(self._ended)
+
+    def _ended(self, task: asyncio.Future[bytes]) -> None:
+        self._channel.active.discard(self)
+        if not task.cancelled():
+            task.exception()  # an error nobody awaits is not "never retrieved", as in gRPC
 
     def __await__(self) -> Any:
         try:
