@@ -30,3 +30,29 @@ def test_memoized_lookup_reads_the_metadata_once() -> None:
         [sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=120, check=False
     )
     assert done.stdout.strip() == "ok", done.stderr
+
+
+OTHER_RELEASE_SCRIPT = """
+import dex._pull_worker as pull_worker
+import dex._server_protocol as server_protocol
+import dex.async_client as async_client
+from dex_local_engine.sdk_patches import route_in_process_channels
+
+before = (async_client.async_channel, pull_worker.outbound_worker_task_channel)
+server_protocol.sdk_version = lambda: "9.9.9"
+assert route_in_process_channels() is False
+assert (async_client.async_channel, pull_worker.outbound_worker_task_channel) == before
+print("ok")
+"""
+
+
+def test_in_process_routing_leaves_another_sdk_release_alone() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", OTHER_RELEASE_SCRIPT],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.stdout.strip() == "ok", done.stderr
+    assert "written for dex-python-sdk 1.23.0, found 9.9.9" in done.stderr
