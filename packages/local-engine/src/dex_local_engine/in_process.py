@@ -980,22 +980,12 @@ class InProcessChannel:
     ) -> _StreamStreamMultiCallable:
         return _StreamStreamMultiCallable(self, method, request_serializer, response_deserializer)
 
-    def unary_stream(
-        self,
-        method: str,
-        request_serializer: Any = None,
-        response_deserializer: Any = None,
-        _registered_method: bool | None = False,
-    ) -> _UnsupportedMultiCallable:
+    def unary_stream(self, method: str, *codec: Any, **options: Any) -> _UnsupportedMultiCallable:
+        del codec, options
         return _UnsupportedMultiCallable(method, "unary-stream")
 
-    def stream_unary(
-        self,
-        method: str,
-        request_serializer: Any = None,
-        response_deserializer: Any = None,
-        _registered_method: bool | None = False,
-    ) -> _UnsupportedMultiCallable:
+    def stream_unary(self, method: str, *codec: Any, **options: Any) -> _UnsupportedMultiCallable:
+        del codec, options
         return _UnsupportedMultiCallable(method, "stream-unary")
 
     def get_state(self, try_to_connect: bool = False) -> grpc.ChannelConnectivity:
