@@ -27,22 +27,37 @@ It stays faithful to gRPC where the SDK or the engine can tell the difference:
 registers it under its address, and ``dex_local_engine.sdk_patches.
 route_in_process_channels()`` makes the SDK's async channels to that exact address
 in-process ones. Every other address keeps a real gRPC channel.
+
+This module is the client side. The engine's side is ``in_process_server`` (the server
+and the address registry, re-exported here) and ``in_process_call`` (a call's context).
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
-import concurrent.futures
-import contextvars
-import inspect
-import logging
-import threading
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Sequence
-from typing import Any, NamedTuple, TypeVar, cast
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from typing import Any, TypeVar, cast
 
 import grpc
+
+from dex_local_engine.in_process_call import (
+    CANCELLED_LOCALLY,
+    EOF,
+    OK,
+    MetadataPairs,
+    ServerCall,
+    Status,
+    decode,
+    encode,
+    metadata_tuple,
+)
+from dex_local_engine.in_process_server import (
+    InProcessServer,
+    collect_method_handlers,
+    register,
+    server_at,
+    unregister,
+)
 
 __all__ = [
     "InProcessChannel",
@@ -53,506 +68,7 @@ __all__ = [
     "unregister",
 ]
 
-_LOG = logging.getLogger("dex_local_engine.in_process")
 _T = TypeVar("_T")
-
-CLIENT_MAX_RECEIVE_BYTES = 4 * 1024 * 1024
-"""gRPC's default receive limit, which the SDK's channels keep."""
-
-_EOF: Any = vars(grpc.aio)["EOF"]  # not in the typing stubs
-_PEER = "in-process"
-_LOCALLY_CANCELLED = "Locally cancelled by application!"
-
-
-class _CallDetails(NamedTuple):
-    """What server interceptors see of a call (``grpc.HandlerCallDetails``)."""
-
-    method: str
-    invocation_metadata: tuple[tuple[str, str | bytes], ...]
-
-
-class _Status(NamedTuple):
-    code: grpc.StatusCode
-    details: str
-    trailing_metadata: tuple[tuple[str, str | bytes], ...] = ()
-
-    def error(self) -> grpc.aio.AioRpcError:
-        return grpc.aio.AioRpcError(
-            self.code,
-            grpc.aio.Metadata(),
-            grpc.aio.Metadata(*self.trailing_metadata),
-            self.details,
-            None,
-        )
-
-
-_OK = _Status(grpc.StatusCode.OK, "")
-
-
-class _HandlerRecorder:
-    """Stands in for a gRPC server while ``add_*Servicer_to_server`` registers handlers."""
-
-    def __init__(self) -> None:
-        self.generic_handlers: list[Any] = []
-
-    def add_generic_rpc_handlers(self, generic_rpc_handlers: Iterable[Any]) -> None:
-        self.generic_handlers.extend(generic_rpc_handlers)
-
-    def add_registered_method_handlers(self, service: str, handlers: dict[str, Any]) -> None:
-        del service, handlers  # the same handlers as the generic ones
-
-
-def collect_method_handlers(
-    adders: Iterable[tuple[Callable[[Any, Any], None], Any]],
-) -> list[Any]:
-    """The generic handlers ``add_XServicer_to_server(servicer, server)`` would register."""
-    recorder = _HandlerRecorder()
-    for add, servicer in adders:
-        add(servicer, recorder)
-    return recorder.generic_handlers
-
-
-class _Pipe:
-    """Messages one way within a call, on the engine's loop: bytes, then one end mark."""
-
-    def __init__(self) -> None:
-        self._items: collections.deque[Any] = collections.deque()
-        self._waiter: asyncio.Future[None] | None = None
-
-    def put(self, item: Any) -> None:
-        self._items.append(item)
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    def clear(self) -> None:
-        self._items.clear()
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    async def get(self) -> Any:
-        while not self._items:
-            self._waiter = asyncio.get_running_loop().create_future()
-            try:
-                await self._waiter
-            finally:
-                self._waiter = None
-        return self._items.popleft()
-
-
-_END = object()  # the end of a direction of a call
-
-
-class _ServerCall:
-    """One call's server side: its servicer context and state, on the engine's loop."""
-
-    def __init__(
-        self,
-        server: InProcessServer,
-        method: str,
-        metadata: tuple[tuple[str, str | bytes], ...],
-        timeout: float | None,
-    ) -> None:
-        self.server = server
-        self.method = method
-        self.metadata = metadata
-        self.deadline = None if timeout is None else time.monotonic() + timeout
-        self.requests = _Pipe()
-        self.responses = _Pipe()
-        self.status: _Status | None = None
-        self.task: asyncio.Task[Any] | None = None
-        self._cancelled = False
-        self._deadline_handle: asyncio.TimerHandle | None = None
-        self.request_deserializer: Any = None
-        self.response_serializer: Any = None
-        self._code: grpc.StatusCode | None = None
-        self._details = ""
-        self._trailing: tuple[tuple[str, str | bytes], ...] = ()
-        self._done_callbacks: list[Callable[[Any], None]] = []
-
-    def finish(self, status: _Status) -> None:
-        """End the call with ``status`` once; the client reads it after the responses."""
-        if self.status is not None:
-            return
-        self.status = status
-        self.responses.put(_END)
-        self.requests.put(_END)  # the handler's next read sees the end
-        self.server.active.discard(self)
-        if self._deadline_handle is not None:
-            self._deadline_handle.cancel()
-        for callback in self._done_callbacks:
-            try:
-                callback(self)
-            except Exception:
-                _LOG.exception("a servicer context done callback failed")
-
-    def cancel(self, status: _Status) -> None:
-        """The call ends early (client cancel, deadline, size limit, stop): stop the handler."""
-        if self.status is not None:
-            return
-        self._cancelled = True
-        if self.task is not None and not self.task.done():
-            self.task.cancel()
-        self.finish(status)
-
-    def start_deadline(self, task: asyncio.Task[Any] | None) -> None:
-        """Run as ``task``, and end with DEADLINE_EXCEEDED once the deadline passes."""
-        self.task = task
-        if self.deadline is not None and self.status is None:
-            self._deadline_handle = self.server.loop.call_at(
-                self.server.loop.time() + max(0.0, self.deadline - time.monotonic()),
-                self.cancel,
-                _Status(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded"),
-            )
-
-    def end_status(self) -> _Status:
-        if self._code is None or self._code is grpc.StatusCode.OK:
-            return _OK
-        return _Status(self._code, self._details, self._trailing)
-
-    # --- grpc.aio.ServicerContext ---------------------------------------------------
-
-    async def read(self) -> Any:
-        item = await self.requests.get()
-        if item is _END:
-            self.requests.put(_END)  # later reads see the end again
-            return _EOF
-        return _decode(item, self.request_deserializer)
-
-    async def write(self, message: Any) -> None:
-        if self.status is not None:
-            raise asyncio.InvalidStateError("RPC already finished.")
-        data = _encode(message, self.response_serializer)
-        refused = _refused_response(len(data), self.server.max_send_bytes)
-        if refused is not None:
-            self.cancel(refused)  # as gRPC's transport ends the call; the handler stops
-            return
-        self.responses.put(data)
-
-    async def send_initial_metadata(self, initial_metadata: Any) -> None:
-        del initial_metadata
-
-    async def abort(
-        self, code: grpc.StatusCode, details: str = "", trailing_metadata: Any = ()
-    ) -> Any:
-        if code is grpc.StatusCode.OK:
-            _LOG.error("abort() called with StatusCode.OK; returning UNKNOWN")
-            code, details = grpc.StatusCode.UNKNOWN, ""
-        self._code = code
-        self._details = details
-        self._trailing = _metadata_tuple(trailing_metadata) or self._trailing
-        raise grpc.aio.AbortError()
-
-    async def abort_with_status(self, status: Any) -> Any:
-        await self.abort(status.code, status.details, status.trailing_metadata)
-
-    def set_code(self, code: grpc.StatusCode) -> None:
-        self._code = code
-
-    def set_details(self, details: str) -> None:
-        self._details = details
-
-    def set_trailing_metadata(self, trailing_metadata: Any) -> None:
-        self._trailing = _metadata_tuple(trailing_metadata)
-
-    def code(self) -> grpc.StatusCode | None:
-        return self._code
-
-    def details(self) -> str:
-        return self._details
-
-    def trailing_metadata(self) -> tuple[tuple[str, str | bytes], ...]:
-        return self._trailing
-
-    def invocation_metadata(self) -> tuple[tuple[str, str | bytes], ...]:
-        return self.metadata
-
-    def peer(self) -> str:
-        return _PEER
-
-    def peer_identities(self) -> None:
-        return None
-
-    def peer_identity_key(self) -> None:
-        return None
-
-    def auth_context(self) -> dict[str, Any]:
-        return {}
-
-    def time_remaining(self) -> float | None:
-        return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
-
-    def cancelled(self) -> bool:
-        # A cancel of the handler's task is the call's cancel: true while it unwinds, too.
-        task = self.task
-        return self._cancelled or (task is not None and not task.done() and task.cancelling() > 0)
-
-    def done(self) -> bool:
-        return self.status is not None
-
-    def add_done_callback(self, callback: Callable[[Any], None]) -> None:
-        if self.status is not None:
-            callback(self)
-        else:
-            self._done_callbacks.append(callback)
-
-    def set_compression(self, compression: Any) -> None:
-        del compression
-
-    def disable_next_message_compression(self) -> None:
-        return None
-
-
-class InProcessServer:
-    """One engine's method handlers, reached without a socket.
-
-    ``generic_handlers`` are what the servicers register (see
-    :func:`collect_method_handlers`); ``interceptors`` are the gRPC server's, applied
-    in the same order to every call. The limits are the server's receive and send
-    limits, as its ``grpc.max_receive_message_length`` / ``max_send_message_length``.
-    """
-
-    def __init__(
-        self,
-        generic_handlers: Sequence[Any],
-        interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
-        *,
-        max_receive_bytes: int,
-        max_send_bytes: int,
-    ) -> None:
-        self.generic_handlers = tuple(generic_handlers)
-        self.interceptors = tuple(interceptors)
-        self.max_receive_bytes = max_receive_bytes
-        self.max_send_bytes = max_send_bytes
-        self.loop = asyncio.get_running_loop()
-        self.active: set[_ServerCall] = set()
-        self.stopped = False
-
-    async def stop(self, grace: float | None = None) -> None:
-        """Refuse new calls; after ``grace`` seconds end the active ones (UNAVAILABLE)."""
-        self.stopped = True
-        if grace and self.active:
-            tasks = [call.task for call in self.active if call.task is not None]
-            if tasks:
-                await asyncio.wait(tasks, timeout=grace)
-        for call in tuple(self.active):
-            call.cancel(_Status(grpc.StatusCode.UNAVAILABLE, "the in-process engine stopped"))
-
-    # --- calls, on the engine's loop ---------------------------------------------------
-
-    async def _handler(self, call: _ServerCall) -> Any:
-        details = _CallDetails(call.method, call.metadata)
-
-        async def continue_with(index: int, call_details: Any) -> Any:
-            if index == len(self.interceptors):
-                for generic in self.generic_handlers:
-                    handler = generic.service(call_details)
-                    if handler is not None:
-                        return handler
-                return None
-            return await self.interceptors[index].intercept_service(
-                lambda next_details: continue_with(index + 1, next_details), call_details
-            )
-
-        handler = await continue_with(0, details)
-        if handler is not None:
-            call.request_deserializer = handler.request_deserializer
-            call.response_serializer = handler.response_serializer
-        return handler
-
-    def open_call(
-        self, method: str, metadata: tuple[tuple[str, str | bytes], ...], timeout: float | None
-    ) -> _ServerCall:
-        """A new call's server side; an already ended one when the server stopped."""
-        call = _ServerCall(self, method, metadata, timeout)
-        if self.stopped:
-            call.finish(_Status(grpc.StatusCode.UNAVAILABLE, "the in-process engine stopped"))
-        else:
-            self.active.add(call)
-        return call
-
-    def start_unary(
-        self,
-        method: str,
-        metadata: tuple[tuple[str, str | bytes], ...],
-        timeout: float | None,
-        request: bytes,
-    ) -> asyncio.Task[bytes]:
-        """Start a unary call in a task of its own, on this (the engine's) loop."""
-        call = self.open_call(method, metadata, timeout)
-        task = self.loop.create_task(self._unary(call, request), context=contextvars.Context())
-        call.start_deadline(task)
-        # A task cancelled before it ran still ends its call.
-        task.add_done_callback(
-            lambda _: call.cancel(_Status(grpc.StatusCode.CANCELLED, _LOCALLY_CANCELLED))
-        )
-        return task
-
-    async def _unary(self, call: _ServerCall, request: bytes) -> bytes:
-        response = b""
-        try:
-            if call.status is None:
-                response = await self._serve_unary(call, request)
-        except asyncio.CancelledError:
-            if call.status is None:  # the client cancelled
-                call.cancel(_Status(grpc.StatusCode.CANCELLED, _LOCALLY_CANCELLED))
-                raise
-            # Ended by the deadline or the server stopping: the client sees that status.
-            task = asyncio.current_task()
-            if task is not None:
-                task.uncancel()
-        status = _status(call)
-        if status.code is not grpc.StatusCode.OK:
-            raise status.error()
-        return response
-
-    async def _serve_unary(self, call: _ServerCall, request: bytes) -> bytes:
-        if len(request) > self.max_receive_bytes:
-            call.finish(_too_large("SERVER: Received", len(request), self.max_receive_bytes))
-            return b""
-        handler = await self._handler(call)
-        if handler is None or handler.unary_unary is None:
-            call.finish(_Status(grpc.StatusCode.UNIMPLEMENTED, "Method not found!"))
-            return b""
-        try:
-            result = handler.unary_unary(_decode(request, call.request_deserializer), call)
-            if inspect.isawaitable(result):
-                result = await result
-        except grpc.aio.AbortError:
-            call.finish(call.end_status())
-            return b""
-        except Exception as error:
-            call.finish(_unexpected(error, call.method))
-            return b""
-        status = call.end_status()
-        if status.code is not grpc.StatusCode.OK:
-            call.finish(status)
-            return b""
-        data = _encode(result, call.response_serializer)
-        call.finish(_refused_response(len(data), self.max_send_bytes) or status)
-        return data
-
-    def open_stream(
-        self, method: str, metadata: tuple[tuple[str, str | bytes], ...], timeout: float | None
-    ) -> _ServerCall:
-        """Start a bidirectional stream call; its handler runs in a task of its own."""
-        call = self.open_call(method, metadata, timeout)
-        if call.status is None:
-            call.start_deadline(
-                self.loop.create_task(self._serve_stream(call), context=contextvars.Context())
-            )
-        return call
-
-    async def _serve_stream(self, call: _ServerCall) -> None:
-        try:
-            await self._run_stream_handler(call)
-        except asyncio.CancelledError:
-            call.cancel(_Status(grpc.StatusCode.CANCELLED, "Cancelled"))
-
-    async def _run_stream_handler(self, call: _ServerCall) -> None:
-        handler = await self._handler(call)
-        if handler is None or handler.stream_stream is None:
-            call.finish(_Status(grpc.StatusCode.UNIMPLEMENTED, "Method not found!"))
-            return
-        try:
-            result = handler.stream_stream(_request_iterator(call), call)
-            if inspect.isasyncgen(result):
-                async for response in cast(AsyncIterator[Any], result):
-                    await call.write(response)
-            elif inspect.isawaitable(result):
-                await result
-        except grpc.aio.AbortError:
-            call.finish(call.end_status())
-        except Exception as error:
-            call.finish(_unexpected(error, call.method))
-        else:
-            call.finish(call.end_status())
-
-    def submit(self, coroutine: Coroutine[Any, Any, _T]) -> concurrent.futures.Future[_T]:
-        """Run ``coroutine`` on the engine's loop from another thread, in an empty context."""
-        future: concurrent.futures.Future[_T] = concurrent.futures.Future()
-
-        def start() -> None:
-            if not future.set_running_or_notify_cancel():
-                coroutine.close()
-                return
-            task = self.loop.create_task(coroutine)
-
-            def copy(done: asyncio.Task[_T]) -> None:
-                if future.done():
-                    return
-                if done.cancelled():
-                    future.cancel()
-                elif done.exception() is not None:
-                    future.set_exception(cast(BaseException, done.exception()))
-                else:
-                    future.set_result(done.result())
-
-            task.add_done_callback(copy)
-            future.add_done_callback(
-                lambda f: self.loop.call_soon_threadsafe(task.cancel) if f.cancelled() else None
-            )
-
-        if self.loop.is_closed() or not self.loop.is_running():
-            coroutine.close()
-            raise _Status(
-                grpc.StatusCode.UNAVAILABLE, "the in-process engine's event loop is not running"
-            ).error()
-        self.loop.call_soon_threadsafe(start, context=contextvars.Context())
-        return future
-
-
-async def _request_iterator(call: _ServerCall) -> AsyncIterator[Any]:
-    while True:
-        message = await call.read()
-        if message is _EOF:
-            return
-        yield message
-
-
-def _status(call: _ServerCall) -> _Status:
-    assert call.status is not None, "a served call always ends with a status"
-    return call.status
-
-
-def _unexpected(error: Exception, method: str) -> _Status:
-    # As gRPC's asyncio server: logged, and UNKNOWN with the error's type and text.
-    _LOG.exception("Unexpected [%s] raised by servicer method [%s]", type(error).__name__, method)
-    return _Status(grpc.StatusCode.UNKNOWN, f"Unexpected {type(error)}: {error}")
-
-
-def _refused_response(size: int, max_send_bytes: int) -> _Status | None:
-    """The status a response of ``size`` bytes ends its call with, if gRPC refuses it:
-    over the server's send limit, or over the SDK channel's receive limit."""
-    if size > max_send_bytes:
-        return _too_large("SERVER: Sent", size, max_send_bytes)
-    if size > CLIENT_MAX_RECEIVE_BYTES:
-        return _too_large("CLIENT: Received", size, CLIENT_MAX_RECEIVE_BYTES)
-    return None
-
-
-def _too_large(what: str, size: int, limit: int) -> _Status:
-    return _Status(
-        grpc.StatusCode.RESOURCE_EXHAUSTED, f"{what} message larger than max ({size} vs. {limit})"
-    )
-
-
-def _encode(message: Any, serializer: Any) -> bytes:
-    return bytes(message) if serializer is None else cast(bytes, serializer(message))
-
-
-def _decode(data: bytes, deserializer: Any) -> Any:
-    return data if deserializer is None else deserializer(data)
-
-
-def _metadata_tuple(metadata: Any) -> tuple[tuple[str, str | bytes], ...]:
-    if not metadata:
-        return ()
-    return tuple((str(key), value) for key, value in metadata)
-
-
-# --- the client side -----------------------------------------------------------------
 
 
 def _on_loop_of(server: InProcessServer) -> bool:
@@ -569,7 +85,34 @@ async def _run_on(server: InProcessServer, coroutine: Coroutine[Any, Any, _T]) -
     return await asyncio.wrap_future(server.submit(coroutine))
 
 
-class UnaryUnaryCall:
+class _Call:
+    """What unary calls and streams share of ``grpc.aio.Call``, given the final status."""
+
+    _locally_cancelled: bool
+
+    async def _final(self) -> Status:
+        raise NotImplementedError
+
+    def cancelled(self) -> bool:
+        return self._locally_cancelled
+
+    def time_remaining(self) -> float | None:
+        return None
+
+    async def code(self) -> grpc.StatusCode:
+        return (await self._final()).code
+
+    async def details(self) -> str:
+        return (await self._final()).details
+
+    async def initial_metadata(self) -> grpc.aio.Metadata:
+        return grpc.aio.Metadata()
+
+    async def trailing_metadata(self) -> grpc.aio.Metadata:
+        return grpc.aio.Metadata(*(await self._final()).trailing_metadata)
+
+
+class UnaryUnaryCall(_Call):
     """A unary call in flight: await it for the response (``grpc.aio.UnaryUnaryCall``)."""
 
     def __init__(self, channel: InProcessChannel, response: Awaitable[bytes], deserializer: Any):
@@ -591,7 +134,7 @@ class UnaryUnaryCall:
         except asyncio.CancelledError:
             self.cancel()
             raise
-        return _decode(data, self._deserializer)
+        return decode(data, self._deserializer)
 
     def cancel(self) -> bool:
         if self._task.done():
@@ -600,58 +143,36 @@ class UnaryUnaryCall:
         self._task.cancel()
         return True
 
-    def cancelled(self) -> bool:
-        return self._locally_cancelled
-
     def done(self) -> bool:
         return self._task.done()
 
     def add_done_callback(self, callback: Callable[[Any], None]) -> None:
         self._task.add_done_callback(lambda _: callback(self))
 
-    def time_remaining(self) -> float | None:
-        return None
-
-    async def code(self) -> grpc.StatusCode:
-        error = await self._outcome()
-        return grpc.StatusCode.OK if error is None else error.code()
-
-    async def details(self) -> str:
-        error = await self._outcome()
-        return "" if error is None else str(error.details())
-
-    async def initial_metadata(self) -> grpc.aio.Metadata:
-        return grpc.aio.Metadata()
-
-    async def trailing_metadata(self) -> grpc.aio.Metadata:
-        error = await self._outcome()
-        if error is None:
-            return grpc.aio.Metadata()
-        return cast(grpc.aio.Metadata, error.trailing_metadata())
-
     async def wait_for_connection(self) -> None:
         return None
 
-    async def _outcome(self) -> grpc.aio.AioRpcError | None:
+    async def _final(self) -> Status:
         await asyncio.wait({self._task})
         if self._task.cancelled():
-            return _Status(grpc.StatusCode.CANCELLED, _LOCALLY_CANCELLED).error()
+            return CANCELLED_LOCALLY
         error = self._task.exception()
         if error is None:
-            return None
+            return OK
         if isinstance(error, grpc.aio.AioRpcError):
-            return error
+            trailing = cast(grpc.aio.Metadata, error.trailing_metadata())
+            return Status(error.code(), str(error.details()), tuple(trailing))
         raise error
 
 
-class StreamStreamCall:
+class StreamStreamCall(_Call):
     """A bidirectional stream in flight (``grpc.aio.StreamStreamCall``, reader/writer style)."""
 
     def __init__(
         self,
         channel: InProcessChannel,
         server: InProcessServer,
-        call: _ServerCall | Awaitable[_ServerCall],
+        call: ServerCall | Awaitable[ServerCall],
         serializer: Any,
         deserializer: Any,
     ) -> None:
@@ -659,14 +180,14 @@ class StreamStreamCall:
         self._server = server
         self._serializer = serializer
         self._deserializer = deserializer
-        self._call: _ServerCall | None = call if isinstance(call, _ServerCall) else None
-        self._opening = None if isinstance(call, _ServerCall) else asyncio.ensure_future(call)
+        self._call: ServerCall | None = call if isinstance(call, ServerCall) else None
+        self._opening = None if isinstance(call, ServerCall) else asyncio.ensure_future(call)
         self._done_writing = False
         self._locally_cancelled = False
-        self._status: _Status | None = None
+        self._status: Status | None = None
         channel.active.add(self)
 
-    async def _server_call(self) -> _ServerCall:
+    async def _server_call(self) -> ServerCall:
         if self._call is None:
             assert self._opening is not None
             self._call = await self._opening
@@ -677,16 +198,16 @@ class StreamStreamCall:
             raise asyncio.InvalidStateError("RPC already finished.")
         if self._done_writing:
             raise asyncio.InvalidStateError('RPC is half closed after calling "done_writing".')
-        data = _encode(request, self._serializer)
+        data = encode(request, self._serializer)
         call = await self._server_call()
-        await _run_on(self._server, _put_request(call, data))
+        await _run_on(self._server, call.receive(data))
 
     async def done_writing(self) -> None:
         if self.done() or self._done_writing:
             return
         self._done_writing = True
         call = await self._server_call()
-        await _run_on(self._server, _put_request(call, _END))
+        await _run_on(self._server, call.receive(None))
 
     async def read(self) -> Any:
         if self._locally_cancelled:
@@ -695,24 +216,23 @@ class StreamStreamCall:
             return self._end()
         call = await self._server_call()
         try:
-            item = await _run_on(self._server, call.responses.get())
+            data = await _run_on(self._server, call.next_response())
         except asyncio.CancelledError:
             self.cancel()  # as gRPC: a cancelled read cancels the call
             raise
         if self._locally_cancelled:
             raise asyncio.CancelledError()
-        if item is _END:
-            call.responses.put(_END)
-            self._status = _status(call)
+        if data is None:
+            self._status = call.final_status()
             self._channel.active.discard(self)
             return self._end()
-        return _decode(item, self._deserializer)
+        return decode(data, self._deserializer)
 
     def _end(self) -> Any:
         assert self._status is not None
         if self._status.code is not grpc.StatusCode.OK:
             raise self._status.error()
-        return _EOF
+        return EOF
 
     def __aiter__(self) -> AsyncIterator[Any]:
         return self._responses()
@@ -720,7 +240,7 @@ class StreamStreamCall:
     async def _responses(self) -> AsyncIterator[Any]:
         while True:
             message = await self.read()
-            if message is _EOF:
+            if message is EOF:
                 return
             yield message
 
@@ -728,27 +248,17 @@ class StreamStreamCall:
         if self.done():
             return False
         self._locally_cancelled = True
-        self._status = _Status(grpc.StatusCode.CANCELLED, _LOCALLY_CANCELLED)
+        self._status = CANCELLED_LOCALLY
         self._channel.active.discard(self)
-        status = self._status
         if self._opening is not None and not self._opening.done():
             self._opening.cancel()
-
-        def cancel_on_engine(call: _ServerCall) -> None:
-            call.cancel(status)
-            call.responses.clear()
-            call.responses.put(_END)
-
         call = self._call
         if call is not None:
             if _on_loop_of(self._server):
-                cancel_on_engine(call)
+                call.cancel_by_client(CANCELLED_LOCALLY)
             else:
-                self._server.loop.call_soon_threadsafe(cancel_on_engine, call)
+                self._server.loop.call_soon_threadsafe(call.cancel_by_client, CANCELLED_LOCALLY)
         return True
-
-    def cancelled(self) -> bool:
-        return self._locally_cancelled
 
     def done(self) -> bool:
         return self._status is not None
@@ -756,57 +266,20 @@ class StreamStreamCall:
     def add_done_callback(self, callback: Callable[[Any], None]) -> None:
         raise NotImplementedError("add_done_callback is not supported on in-process streams")
 
-    def time_remaining(self) -> float | None:
-        return None
-
-    async def code(self) -> grpc.StatusCode:
-        return (await self._final()).code
-
-    async def details(self) -> str:
-        return (await self._final()).details
-
-    async def initial_metadata(self) -> grpc.aio.Metadata:
-        return grpc.aio.Metadata()
-
-    async def trailing_metadata(self) -> grpc.aio.Metadata:
-        return grpc.aio.Metadata(*(await self._final()).trailing_metadata)
-
     async def wait_for_connection(self) -> None:
         await self._server_call()
 
-    async def _final(self) -> _Status:
+    async def _final(self) -> Status:
         if self._status is not None:
             return self._status
         call = await self._server_call()
-        await _run_on(self._server, _wait_finished(call))
-        return _status(call)
-
-
-async def _put_request(call: _ServerCall, data: Any) -> None:
-    if call.status is not None:
-        return  # the server side ended: gRPC drops what is still sent
-    if data is not _END and len(data) > call.server.max_receive_bytes:
-        call.cancel(_too_large("SERVER: Received", len(data), call.server.max_receive_bytes))
-        return
-    call.requests.put(data)
-
-
-async def _wait_finished(call: _ServerCall) -> None:
-    if call.status is None:
-        finished: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-
-        def wake(_: Any) -> None:
-            if not finished.done():
-                finished.set_result(None)
-
-        call.add_done_callback(wake)
-        await finished
+        return await _run_on(self._server, call.wait_finished())
 
 
 async def _unary_on(
     server: InProcessServer,
     method: str,
-    metadata: tuple[tuple[str, str | bytes], ...],
+    metadata: MetadataPairs,
     call_timeout: float | None,
     request: bytes,
 ) -> bytes:
@@ -816,9 +289,9 @@ async def _unary_on(
 async def _open_stream(
     server: InProcessServer,
     method: str,
-    metadata: tuple[tuple[str, str | bytes], ...],
+    metadata: MetadataPairs,
     call_timeout: float | None,
-) -> _ServerCall:
+) -> ServerCall:
     return server.open_stream(method, metadata, call_timeout)
 
 
@@ -830,6 +303,12 @@ class _MultiCallable:
         self._method = method
         self._serializer = serializer
         self._deserializer = deserializer
+
+    def _server(self, credentials: Any) -> InProcessServer | None:
+        """The server a new call goes to; None: nothing serves the address in process
+        (now), so the call is gRPC's, over the channel's fallback."""
+        self._channel.check_open(credentials)
+        return self._channel.target()
 
 
 class _UnaryUnaryMultiCallable(_MultiCallable):
@@ -843,30 +322,27 @@ class _UnaryUnaryMultiCallable(_MultiCallable):
         wait_for_ready: bool | None = None,
         compression: Any = None,
     ) -> Any:
-        channel = self._channel
-        channel.check_open(credentials)
-        server = channel.target()
-        if server is None:  # nothing serves the address in process (now): gRPC's turn
-            return channel.fallback().unary_unary(
+        server = self._server(credentials)
+        if server is None:
+            over_grpc = self._channel.fallback().unary_unary(
                 self._method, self._serializer, self._deserializer
-            )(
+            )
+            return over_grpc(
                 request,
                 timeout=timeout,
                 metadata=metadata,
                 wait_for_ready=wait_for_ready,
                 compression=compression,
             )
-        data = _encode(request, self._serializer)
-        metadata_tuple = _metadata_tuple(metadata)
+        data = encode(request, self._serializer)
+        pairs = metadata_tuple(metadata)
         if _on_loop_of(server):
-            response: Awaitable[bytes] = server.start_unary(
-                self._method, metadata_tuple, timeout, data
-            )
+            response: Awaitable[bytes] = server.start_unary(self._method, pairs, timeout, data)
         else:
             response = asyncio.wrap_future(
-                server.submit(_unary_on(server, self._method, metadata_tuple, timeout, data))
+                server.submit(_unary_on(server, self._method, pairs, timeout, data))
             )
-        return UnaryUnaryCall(channel, response, self._deserializer)
+        return UnaryUnaryCall(self._channel, response, self._deserializer)
 
 
 class _StreamStreamMultiCallable(_MultiCallable):
@@ -884,28 +360,27 @@ class _StreamStreamMultiCallable(_MultiCallable):
             raise NotImplementedError(
                 "in-process streams are reader/writer style: call write() and done_writing()"
             )
-        channel = self._channel
-        channel.check_open(credentials)
-        server = channel.target()
-        if server is None:  # nothing serves the address in process (now): gRPC's turn
-            return channel.fallback().stream_stream(
+        server = self._server(credentials)
+        if server is None:
+            over_grpc = self._channel.fallback().stream_stream(
                 self._method, self._serializer, self._deserializer
-            )(
+            )
+            return over_grpc(
                 timeout=timeout,
                 metadata=metadata,
                 wait_for_ready=wait_for_ready,
                 compression=compression,
             )
-        metadata_tuple = _metadata_tuple(metadata)
+        pairs = metadata_tuple(metadata)
         if _on_loop_of(server):
-            opened: _ServerCall | Awaitable[_ServerCall] = server.open_stream(
-                self._method, metadata_tuple, timeout
+            opened: ServerCall | Awaitable[ServerCall] = server.open_stream(
+                self._method, pairs, timeout
             )
         else:
             opened = asyncio.wrap_future(
-                server.submit(_open_stream(server, self._method, metadata_tuple, timeout))
+                server.submit(_open_stream(server, self._method, pairs, timeout))
             )
-        return StreamStreamCall(channel, server, opened, self._serializer, self._deserializer)
+        return StreamStreamCall(self._channel, server, opened, self._serializer, self._deserializer)
 
 
 class _UnsupportedMultiCallable:
@@ -1020,30 +495,3 @@ class InProcessChannel:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close(None)
-
-
-# --- which addresses are served in process ---------------------------------------------
-
-_SERVERS: dict[str, InProcessServer] = {}
-_SERVERS_LOCK = threading.Lock()
-
-
-def register(address: str, server: InProcessServer) -> None:
-    """Serve ``address`` in process: patched SDK channels to it become in-process ones."""
-    with _SERVERS_LOCK:
-        if address in _SERVERS and _SERVERS[address] is not server:
-            raise RuntimeError(f"{address} is already served in process")
-        _SERVERS[address] = server
-
-
-def unregister(address: str, server: InProcessServer) -> None:
-    """Stop serving ``address`` in process (new channels to it use gRPC again)."""
-    with _SERVERS_LOCK:
-        if _SERVERS.get(address) is server:
-            del _SERVERS[address]
-
-
-def server_at(address: str) -> InProcessServer | None:
-    """The in-process server registered for exactly ``address``, if any."""
-    with _SERVERS_LOCK:
-        return _SERVERS.get(address)
