@@ -16,8 +16,10 @@ its own, whose tool hooks only a run applies, gets a run instead: its history
 ends in the one call, approved, and the run stops before the model request that
 would follow. Either way the tool return Pydantic AI produces becomes the outcome.
 
-The runner keeps no state between calls; deps come from the factory's ``deps``
-or ``deps_factory``, never from session state.
+The runner keeps no session state between calls, only a per-Worker cache of each
+session's decoded history (``SessionHistories``, checked against the stored items on
+every Step); deps come from the factory's ``deps`` or ``deps_factory``, never from
+session state.
 """
 
 from __future__ import annotations
@@ -95,7 +97,6 @@ from dex_agents_pydantic_ai.deferral import DeferEveryToolCall, RefuseToolDeferr
 from dex_agents_pydantic_ai.mcp_keys import stamp_mcp_idempotency_keys
 from dex_agents_pydantic_ai.messages import (
     ToolReturnOutcome,
-    answer_orphaned_tool_calls,
     decode_history,
     project_message,
     project_messages,
@@ -108,6 +109,7 @@ from dex_agents_pydantic_ai.session_context import (  # noqa: TID251 (internal)
     serving_deferred_tool_execution,
     serving_model_step,
 )
+from dex_agents_pydantic_ai.session_history import SessionHistories
 from dex_agents_pydantic_ai.tool_step import resolve_model, run_tool_directly
 
 __all__ = ["DepsFactory", "PydanticAIRunner"]
@@ -157,6 +159,8 @@ class PydanticAIRunner(ToolTaskForwarding, Generic[DepsT]):
         self._deps_factory = deps_factory
         self._stream_text = stream_text
         self._tool_step_models: dict[str, Model | None] = {}
+        # Each session's decoded history, extended as it grows (a cache, not session state).
+        self._histories = SessionHistories()
         # The run's default tool retries, as the last model step's run resolved them.
         self._tool_retries: int | None = None
 
@@ -182,7 +186,7 @@ class PydanticAIRunner(ToolTaskForwarding, Generic[DepsT]):
     # --- the model step ------------------------------------------------------------
 
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
-        history = answer_orphaned_tool_calls(decode_history(turn.messages))
+        history = self._histories.history(turn.flow_id, turn.messages)
         if turn.context_summary is not None:
             # The summary of the earlier messages leads the input as a user prompt.
             note = UserPromptPart(content=context_summary_note(turn.context_summary))
