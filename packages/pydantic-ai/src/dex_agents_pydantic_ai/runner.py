@@ -161,6 +161,7 @@ class PydanticAIRunner(ToolTaskForwarding, Generic[DepsT]):
         self._tool_step_models: dict[str, Model | None] = {}
         # Each session's decoded history, extended as it grows (a cache, not session state).
         self._histories = SessionHistories()
+        self._built_in_toolset_cache: dict[tuple[str, ...], list[AbstractToolset[Any]]] = {}
         # The run's default tool retries, as the last model step's run resolved them.
         self._tool_retries: int | None = None
 
@@ -354,23 +355,14 @@ class PydanticAIRunner(ToolTaskForwarding, Generic[DepsT]):
         )
 
     def _built_in_toolsets(self, turn: AgentTurnContext) -> list[AbstractToolset[Any]]:
-        """The session's enabled built-in tools, offered as external tools."""
-        definitions = enabled_builtin_tool_definitions(turn.enabled_built_in_tools)
-        if not definitions:
-            return []
-        return [
-            ExternalToolset[Any](
-                [
-                    ToolDefinition(
-                        name=definition.name,
-                        description=definition.description,
-                        parameters_json_schema=dict(definition.parameters),
-                    )
-                    for definition in definitions
-                ],
-                id="dex-built-in-tools",
-            )
-        ]
+        """The session's enabled built-in tools, offered as external tools; built once per
+        set of names (an ``ExternalToolset`` holds only its definitions)."""
+        names = tuple(turn.enabled_built_in_tools)
+        toolsets = self._built_in_toolset_cache.get(names)
+        if toolsets is None:
+            toolsets = _external_built_in_toolsets(names)
+            self._built_in_toolset_cache[names] = toolsets
+        return list(toolsets)
 
     async def _with_system_prompts(
         self, history: list[ModelMessage], deps: object
@@ -541,6 +533,25 @@ async def _stream_text(
                 text = event.delta.content_delta
             if text:
                 turn.events.write_text_delta(text)
+
+
+def _external_built_in_toolsets(names: Sequence[str]) -> list[AbstractToolset[Any]]:
+    definitions = enabled_builtin_tool_definitions(names)
+    if not definitions:
+        return []
+    return [
+        ExternalToolset[Any](
+            [
+                ToolDefinition(
+                    name=definition.name,
+                    description=definition.description,
+                    parameters_json_schema=dict(definition.parameters),
+                )
+                for definition in definitions
+            ],
+            id="dex-built-in-tools",
+        )
+    ]
 
 
 def _calls_to_defer(response: ModelResponse, output_tools: set[str]) -> list[ToolCallPart]:
