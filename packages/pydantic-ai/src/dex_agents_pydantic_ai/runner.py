@@ -165,6 +165,11 @@ class PydanticAIRunner(ToolTaskForwarding, Generic[DepsT]):
         # The run's default tool retries, as the last model step's run resolved them.
         self._tool_retries: int | None = None
 
+    @property
+    def session_histories(self) -> SessionHistories:
+        """This runner's per-Worker cache of each session's decoded history."""
+        return self._histories
+
     # --- messages ------------------------------------------------------------------
 
     def build_user_message(self, text: str) -> FrameworkMessage:

@@ -12,9 +12,9 @@ stored since.
 The kept messages are the session's own copies, never shared with another
 session, and every run of the session gets them, as a plain caller's history
 is given to every run. Pydantic AI fills run metadata into, and adds parts to,
-the end of the history it is given (the request after the last model response),
-so the messages from the last model response on are fresh copies on every Step
-and are never kept.
+the end of a run's history (the request after the last model response; 2.68 does
+so on its own copies, but the runner does not rely on that), so the messages from
+the last model response on are fresh copies on every Step and are never kept.
 """
 
 from __future__ import annotations
