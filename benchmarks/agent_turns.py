@@ -17,8 +17,9 @@ text (two model requests and one read tool call). The same scripted agent runs:
 Modes run interleaved (turn by turn, round by round) in one process, so machine
 noise falls on all of them alike; the ratios are the figures to read. Printed:
 p50/p99 latency, CPU per turn (this process plus the engine child), turns per
-second with 10 sessions at once, and the mean cost of turns 1-50 vs 151-200 of
-one long session.
+second with 10 sessions at once, the mean cost of turns 1-50 vs 151-200 of one
+long session, and what the session adds over plain at those turns (``+t1-50``,
+``+t151-200``) with its growth (``+growth``): the part of the growth that is ours.
 
 Usage::
 
@@ -445,6 +446,7 @@ def report(modes: Sequence[Mode]) -> dict[str, Any]:
         rival = per_mode.get("dbos")
         if plain and session:
             session["added_p50_ms_over_plain"] = round(session["p50_ms"] - plain["p50_ms"], 2)
+            session.update(added_long_cost(plain, session))
         if session and rival:
             per_mode["session_vs_dbos"] = {
                 "p50": ratio(session["p50_ms"], rival["p50_ms"]),
@@ -455,6 +457,20 @@ def report(modes: Sequence[Mode]) -> dict[str, Any]:
                 ),
             }
     return figures
+
+
+def added_long_cost(plain: dict[str, Any], session: dict[str, Any]) -> dict[str, float]:
+    """What the session adds over the plain framework at turns 1-50 and 151-200 of the long
+    session (mean wall time), and how much that grows: the plain frameworks grow on their
+    own, so this is the part of the growth that is the session's."""
+    if "long_first_50_mean_ms" not in plain or "long_first_50_mean_ms" not in session:
+        return {}
+    head = session["long_first_50_mean_ms"] - plain["long_first_50_mean_ms"]
+    tail = session["long_last_50_mean_ms"] - plain["long_last_50_mean_ms"]
+    added = {"long_added_first_50_ms": round(head, 2), "long_added_last_50_ms": round(tail, 2)}
+    if head > 0:
+        added["long_added_growth"] = round(tail / head, 2)
+    return added
 
 
 def print_figures(figures: dict[str, Any]) -> None:
@@ -470,6 +486,9 @@ def print_figures(figures: dict[str, Any]) -> None:
         "long_cpu_last_50_ms",
         "long_cpu_growth",
         "added_p50_ms_over_plain",
+        "long_added_first_50_ms",
+        "long_added_last_50_ms",
+        "long_added_growth",
     )
     print(f"{'framework':<14}{'mode':<9}" + "".join(f"{c:>14}" for c in _short(columns)))
     for framework, per_mode in figures.items():
@@ -492,6 +511,9 @@ def _short(columns: Sequence[str]) -> list[str]:
         "long_cpu_last_50_ms": "cpu t151-200",
         "long_cpu_growth": "cpu growth",
         "added_p50_ms_over_plain": "+p50 ms",
+        "long_added_first_50_ms": "+t1-50 ms",
+        "long_added_last_50_ms": "+t151-200 ms",
+        "long_added_growth": "+growth",
         "cpu_ms_per_turn": "cpu ms",
     }
     return [names.get(c, c) for c in columns]

@@ -428,3 +428,40 @@ async def test_stored_items_are_decoded_once_and_the_sdk_leaves_them_as_stored()
     assert endpoint.requests[2]["messages"][:4] == session.items()[:4]
     cached = [messages.decode_item(message.framework_item) for message in session.messages]
     assert cached == session.items(), "nothing changed a cached item"
+
+
+async def test_a_tools_schema_is_checked_and_compiled_once_not_on_every_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import jsonschema.validators
+
+    compiled: list[object] = []
+    real = jsonschema.validators.validator_for
+
+    def counting(schema: Any, *args: Any, **kwargs: Any) -> Any:
+        compiled.append(schema)
+        return real(schema, *args, **kwargs)
+
+    monkeypatch.setattr(jsonschema.validators, "validator_for", counting)
+    endpoint = Endpoint(
+        response_message(
+            [
+                tool_use("c1", "lookup_order", {"order_id": "1"}),
+                tool_use("c2", "lookup_order", {"order_id": "2"}),
+                tool_use("c3", "lookup_order", {"order_id": 3}),
+            ]
+        )
+    )
+    session = Session(runner_for(endpoint, [lookup_order]))
+    session.start_turn("go")
+    await session.run_model()
+    first, second, wrong = session.records
+    await session.runner.execute_deferred_tool_call(session.execution(first))
+    await session.runner.execute_deferred_tool_call(session.execution(second))
+    with pytest.raises(ToolExecutionError, match="invalid arguments for lookup_order: 3 is not"):
+        await session.runner.execute_deferred_tool_call(session.execution(wrong))
+    # Three calls, the failing one included, and the schema was compiled once at most (an
+    # earlier test in this process may have compiled it already).
+    schema = lookup_order.function_tool.input_schema
+    assert len([checked for checked in compiled if checked == schema]) <= 1
+    assert [order for _, order, _ in runs] == ["1", "2"]

@@ -467,3 +467,20 @@ async def test_a_write_tool_gets_the_idempotency_key() -> None:
     await session.run_tools()
     assert refunds == ["s-1/turn-1/call_1_1"]
     assert session.records[0].output == '{"refunded": "1"}'
+
+
+async def test_each_stored_transcript_item_is_decoded_once_per_process() -> None:
+    from dex_agents.stepwise.transcript import DECODED_TRANSCRIPT_ITEMS, decode_transcript
+
+    session = Session(StepwiseRunner(agent(lookup_then_answer)))
+    session.start_turn("Where is order 42?")
+    await session.run_model()
+    await session.run_tools()
+    await session.run_model()
+    first = decode_transcript(session.messages)
+    misses = DECODED_TRANSCRIPT_ITEMS.misses
+    # Every later model step reads the same stored items: no decode, the same frozen items.
+    again = decode_transcript(session.messages)
+    assert DECODED_TRANSCRIPT_ITEMS.misses == misses
+    assert len(again) == len(first) == 4
+    assert all(a is b for a, b in zip(again, first, strict=True))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from dex_agents.models import (
@@ -118,3 +120,19 @@ def test_bad_client_arguments_are_refused_by_name() -> None:
         )  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"client must be an anthropic\.AsyncAnthropic"):
         AnthropicModelClient("claude", client=openai.AsyncOpenAI(api_key="k"))  # type: ignore[arg-type]
+
+
+async def test_input_tokens_count_each_items_json_once_four_characters_a_token() -> None:
+    client = ScriptedModelClient(lambda request: ScriptedModelReply(text="four"))
+    items = (
+        UserTextItem('say "hi" — é'),
+        ModelOutputItem("scripted", "scripted", [{"a": 1}], "x", (ModelToolCall("c", "t", "{}"),)),
+        ToolResultItem("c", "t", "out"),
+    )
+    characters = sum(len(json.dumps(item.to_json())) for item in items) + len("rules")
+    response = await client.generate(
+        ModelRequest(instructions="rules", items=items), DiscardingStreamSink()
+    )
+    assert response.usage.input_tokens == characters // 4
+    empty = await client.generate(ModelRequest(instructions="", items=()), DiscardingStreamSink())
+    assert empty.usage.input_tokens == 1

@@ -184,3 +184,16 @@ def test_settings_are_checked() -> None:
         MessageStorageSettings(chunk_max_bytes=8 * 1024 * 1024 + 1)
     with pytest.raises(ValueError, match="retained_message_limit"):
         MessageStorageSettings(retained_message_limit=-1)
+
+
+def test_messages_out_of_order_or_twice_read_the_same_as_ordered_ones() -> None:
+    chunks = {
+        "000000000003": AgentMessageChunk(messages=(message(3), message(4))),
+        "000000000001": AgentMessageChunk(messages=(message(1), message(2))),
+    }
+    ordered = assemble_messages(None, [message(5), message(6)], chunks)
+    assert [m.sequence for m in ordered] == [1, 2, 3, 4, 5, 6]
+    # A window given out of order, and a message both in a chunk and the window.
+    shuffled = assemble_messages(None, [message(6), message(4), message(5)], chunks)
+    assert [m.sequence for m in shuffled] == [1, 2, 3, 4, 5, 6]
+    assert shuffled[3] is chunks["000000000003"].messages[1]

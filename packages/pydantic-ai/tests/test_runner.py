@@ -635,3 +635,28 @@ async def test_a_tool_may_raise_tool_execution_error_but_not_defer_itself() -> N
     assert session.record("c1").error == "the card was declined"
     assert session.record("c2").status is AgentToolCallStatus.FAILED
     assert "deferred its own call" in (session.record("c2").error or "")
+
+
+async def test_the_built_in_toolset_is_built_once_per_set_of_enabled_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from dex_agents_pydantic_ai import runner as runner_module
+
+    built: list[object] = []
+    real = runner_module._external_built_in_toolsets  # pyright: ignore[reportPrivateUsage]
+
+    def counting(names: Any) -> Any:
+        built.append(names)
+        return real(names)
+
+    monkeypatch.setattr(runner_module, "_external_built_in_toolsets", counting)
+    script = ScriptedModel(answer("one"), answer("two"), answer("three"))
+    runner = PydanticAIRunner(shop_agent(script), deps=Shop("ann", []))
+    with_ask = Session(runner, built_ins=("ask_user",))
+    await with_ask.run_text_turns("first", "second")
+    without = Session(runner, flow_id="s-2")
+    await without.run_text_turns("third")
+    offered = [{t.name for t in info.function_tools} for _, info in script.calls]
+    assert ["ask_user" in names for names in offered] == [True, True, False]
+    # Three model steps, two sets of enabled names.
+    assert built == [("ask_user",), ()]

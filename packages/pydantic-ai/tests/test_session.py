@@ -28,6 +28,7 @@ from dex_agents import AgentToolCallStatus, ToolEffect, ToolPolicy
 from dex_agents.testing import AgentSessionTestClient, AgentTestEnvironment, PrivateDexEngine
 from dex_agents_pydantic_ai import (
     IDEMPOTENCY_KEY_METADATA_KEY,
+    PydanticAIRunner,
     create_pydantic_ai_session_flow,
     dex_tool_metadata,
 )
@@ -182,3 +183,63 @@ async def test_a_session_runs_the_agents_tools_with_deps_approval_and_rejection(
         ("tool", "look-42"),
     ]
     assert json.loads(second.messages[2].tool_arguments or "") == {"order_id": "42", "cents": 500}
+
+
+async def test_a_session_reuses_its_decoded_history_without_leaking_run_metadata(
+    engine: PrivateDexEngine,
+) -> None:
+    log = ModelLog()
+    agent = shop_agent(log)
+    flow = create_pydantic_ai_session_flow(
+        agent,
+        f"PydanticAIHistory{uuid.uuid4().hex[:8]}",
+        deps=Store(customer="ann"),
+        tool_policies={"refund_order": ToolPolicy(ToolEffect.IDEMPOTENT_WRITE, False)},
+    )
+    runner = flow.runner
+    assert isinstance(runner, PydanticAIRunner)
+    session_id = f"s-{uuid.uuid4().hex[:10]}"
+    async with await AgentTestEnvironment.start(
+        server_address=engine.server_address, flows=[flow], worker_in_process=True
+    ) as environment:
+        sessions = AgentSessionTestClient(environment.client, flow)
+        await sessions.start_session(session_id, "refund order 1")
+        await sessions.wait_for_completed_turns(session_id, 1)
+        for turn in (2, 3):
+            assert await sessions.send_user_message(session_id, f"refund order {turn}")
+            done = await sessions.wait_for_completed_turns(session_id, turn)
+
+    # Later model steps reused the decoded history instead of decoding it again.
+    assert runner.session_histories.reused_messages > 0
+    assert len(log.requests) == 6
+    # The first user prompt is stored without run metadata: the run whose history it ended
+    # filled its own in, and no later run sees an earlier run's.
+    first_prompt = [request[0] for request in log.requests]
+    assert first_prompt[0].run_id is not None
+    assert all(message.run_id is None for message in first_prompt[1:])
+    # What the Worker kept is the stored conversation as stored: no run filled its metadata in.
+    kept = runner.session_histories.history(session_id, done.messages)
+    fresh = [
+        message
+        for item in done.messages
+        for message in ModelMessagesTypeAdapter.validate_json(item.framework_item)
+    ]
+    assert [(m.run_id, m.conversation_id) for m in kept] == [
+        (m.run_id, m.conversation_id) for m in fresh
+    ]
+    # The last request got the stored conversation (its two tool returns and its answer were
+    # stored after it) and then its own tool returns.
+    stored = [
+        message
+        for item in done.messages[:-3]
+        for message in ModelMessagesTypeAdapter.validate_json(item.framework_item)
+    ]
+    assert _shape(log.requests[-1][: len(stored)]) == _shape(stored)
+
+
+def _shape(history: list[ModelMessage]) -> list[list[tuple[str, object]]]:
+    """Each message's parts by type and content (a decoded prompt gets a new timestamp)."""
+    return [
+        [(type(part).__name__, getattr(part, "content", None)) for part in message.parts]
+        for message in history
+    ]

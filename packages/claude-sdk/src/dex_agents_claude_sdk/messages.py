@@ -97,6 +97,14 @@ def tool_uses_of(message: Mapping[str, Any]) -> list[ToolUse]:
     ]
 
 
+def _tool_use_ids(message: Mapping[str, Any]) -> list[str]:
+    """The IDs of an assistant message's ``tool_use`` blocks, in order (``tool_uses_of``
+    without encoding each call's input, which pairing every model Step does not need)."""
+    if message.get("role") != "assistant":
+        return []
+    return [str(b.get("id") or "") for b in _blocks(message) if b.get("type") == "tool_use"]
+
+
 def _is_tool_result_message(message: Mapping[str, Any]) -> bool:
     blocks = _blocks(message)
     return (
@@ -198,8 +206,8 @@ def request_messages(items: Sequence[Mapping[str, Any]]) -> list[JsonObject]:
         if item["role"] == "assistant" and not _blocks(item):
             continue
         paired.append({"role": item["role"], "content": list(cast(list[Any], item["content"]))})
-        uses = tool_uses_of(item)
-        if not uses:
+        call_ids = _tool_use_ids(item)
+        if not call_ids:
             continue
         results: dict[str, JsonObject] = {}
         while index < len(items) and _is_tool_result_message(items[index]):
@@ -210,9 +218,9 @@ def request_messages(items: Sequence[Mapping[str, Any]]) -> list[JsonObject]:
             {
                 "role": "user",
                 "content": [
-                    results.get(use.call_id)
-                    or _tool_result_block(use.call_id, OUTCOME_UNKNOWN_TOOL_RESULT, True)
-                    for use in uses
+                    results.get(call_id)
+                    or _tool_result_block(call_id, OUTCOME_UNKNOWN_TOOL_RESULT, True)
+                    for call_id in call_ids
                 ],
             }
         )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import inspect
 import json
 from collections.abc import Callable, Iterable, Mapping
@@ -19,6 +20,8 @@ from dataclasses import dataclass
 from typing import Any, cast, overload
 
 import jsonschema
+import jsonschema.exceptions
+import jsonschema.validators
 import pydantic
 from anthropic.lib.tools import (
     BetaAsyncFunctionTool,
@@ -86,7 +89,7 @@ class ClaudeTool:
     async def run(self, arguments: Mapping[str, Any], execution: DeferredToolExecution) -> str:
         """Run the function; a failure the model should see raises ``ToolExecutionError``."""
         try:
-            jsonschema.validate(dict(arguments), self.function_tool.input_schema)
+            _validate_arguments(dict(arguments), self.function_tool.input_schema)
         except jsonschema.ValidationError as error:
             raise ToolExecutionError(
                 f"invalid arguments for {self.name}: {error.message}"
@@ -159,6 +162,29 @@ def _wrap(function: Callable[..., Any], **options: Any) -> FunctionTool:
     if inspect.iscoroutinefunction(function):
         return beta_async_tool(function, **options)
     return beta_tool(function, **options)
+
+
+def _validate_arguments(arguments: dict[str, Any], schema: Mapping[str, Any]) -> None:
+    """``jsonschema.validate(arguments, schema)``, with the schema checked and its validator
+    built once per schema text instead of on every call (0.4 ms each)."""
+    try:
+        text = json.dumps(schema, sort_keys=True)
+    except (TypeError, ValueError):
+        jsonschema.validate(arguments, schema)
+        return
+    best_match: Any = jsonschema.exceptions.best_match  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    error: Any = best_match(_schema_validator(text).iter_errors(arguments))
+    if error is not None:
+        raise error
+
+
+@functools.lru_cache(maxsize=256)
+def _schema_validator(schema_text: str) -> Any:
+    # A schema that fails its check raises here, and nothing is cached: as validate() does.
+    schema = json.loads(schema_text)
+    validator_class: Any = jsonschema.validators.validator_for(schema)
+    validator_class.check_schema(schema)
+    return validator_class(schema)
 
 
 @overload

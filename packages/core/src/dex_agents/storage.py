@@ -284,6 +284,18 @@ def assemble_messages(
     floor = 0 if after_sequence is None else after_sequence
     if index is not None:
         floor = max(floor, index.first_sequence - 1)
+    # The usual case, chunks in order and then the window, with nothing twice: concatenated
+    # without a lookup per message (a model Step reads the whole conversation).
+    ordered = [
+        message
+        for key in sorted(chunks)
+        for message in chunks[key].messages
+        if message.sequence > floor
+    ]
+    ordered.extend(message for message in window if message.sequence > floor)
+    sequences = [message.sequence for message in ordered]
+    if sequences == sorted(set(sequences)):
+        return ordered
     by_sequence: dict[int, AgentMessage] = {}
     for chunk in chunks.values():
         for message in chunk.messages:

@@ -99,7 +99,9 @@ def _own_copy(message: ModelMessage) -> ModelMessage:
     return copied
 
 
-def answer_orphaned_tool_calls(history: Sequence[ModelMessage]) -> list[ModelMessage]:
+def answer_orphaned_tool_calls(
+    history: Sequence[ModelMessage], *, previous: ModelMessage | None = None
+) -> list[ModelMessage]:
     """``history`` in which every tool call of a response has a result in the next request.
 
     A stored call whose result was never stored (a turn that failed and whose
@@ -107,10 +109,10 @@ def answer_orphaned_tool_calls(history: Sequence[ModelMessage]) -> list[ModelMes
     outcome-unknown text at the front of the request after it, since providers
     refuse a call without a result. The stored items stay as they are; a
     response that ends the history is left alone (its calls are being resumed).
+    ``previous`` is the message before ``history``, when it continues a paired one.
     """
     paired: list[ModelMessage] = []
     for message in history:
-        previous = paired[-1] if paired else None
         if isinstance(message, ModelRequest) and isinstance(previous, ModelResponse):
             # Tool returns and retry prompts answer a call by its ID (older stored
             # histories hold Pydantic AI's deprecated retry prompt parts).
@@ -122,6 +124,7 @@ def answer_orphaned_tool_calls(history: Sequence[ModelMessage]) -> list[ModelMes
                 )
                 message = replace(message, parts=[*unknown.parts, *message.parts])
         paired.append(message)
+        previous = message
     return paired
 
 

@@ -16,8 +16,10 @@ its own, whose tool hooks only a run applies, gets a run instead: its history
 ends in the one call, approved, and the run stops before the model request that
 would follow. Either way the tool return Pydantic AI produces becomes the outcome.
 
-The runner keeps no state between calls; deps come from the factory's ``deps``
-or ``deps_factory``, never from session state.
+The runner keeps no session state between calls, only a per-Worker cache of each
+session's decoded history (``SessionHistories``, checked against the stored items on
+every Step); deps come from the factory's ``deps`` or ``deps_factory``, never from
+session state.
 """
 
 from __future__ import annotations
@@ -95,7 +97,6 @@ from dex_agents_pydantic_ai.deferral import DeferEveryToolCall, RefuseToolDeferr
 from dex_agents_pydantic_ai.mcp_keys import stamp_mcp_idempotency_keys
 from dex_agents_pydantic_ai.messages import (
     ToolReturnOutcome,
-    answer_orphaned_tool_calls,
     decode_history,
     project_message,
     project_messages,
@@ -108,6 +109,7 @@ from dex_agents_pydantic_ai.session_context import (  # noqa: TID251 (internal)
     serving_deferred_tool_execution,
     serving_model_step,
 )
+from dex_agents_pydantic_ai.session_history import SessionHistories
 from dex_agents_pydantic_ai.tool_step import resolve_model, run_tool_directly
 
 __all__ = ["DepsFactory", "PydanticAIRunner"]
@@ -157,8 +159,16 @@ class PydanticAIRunner(ToolTaskForwarding, Generic[DepsT]):
         self._deps_factory = deps_factory
         self._stream_text = stream_text
         self._tool_step_models: dict[str, Model | None] = {}
+        # Each session's decoded history, extended as it grows (a cache, not session state).
+        self._histories = SessionHistories()
+        self._built_in_toolset_cache: dict[tuple[str, ...], list[AbstractToolset[Any]]] = {}
         # The run's default tool retries, as the last model step's run resolved them.
         self._tool_retries: int | None = None
+
+    @property
+    def session_histories(self) -> SessionHistories:
+        """This runner's per-Worker cache of each session's decoded history."""
+        return self._histories
 
     # --- messages ------------------------------------------------------------------
 
@@ -182,7 +192,7 @@ class PydanticAIRunner(ToolTaskForwarding, Generic[DepsT]):
     # --- the model step ------------------------------------------------------------
 
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
-        history = answer_orphaned_tool_calls(decode_history(turn.messages))
+        history = self._histories.history(turn.flow_id, turn.messages)
         if turn.context_summary is not None:
             # The summary of the earlier messages leads the input as a user prompt.
             note = UserPromptPart(content=context_summary_note(turn.context_summary))
@@ -350,23 +360,14 @@ class PydanticAIRunner(ToolTaskForwarding, Generic[DepsT]):
         )
 
     def _built_in_toolsets(self, turn: AgentTurnContext) -> list[AbstractToolset[Any]]:
-        """The session's enabled built-in tools, offered as external tools."""
-        definitions = enabled_builtin_tool_definitions(turn.enabled_built_in_tools)
-        if not definitions:
-            return []
-        return [
-            ExternalToolset[Any](
-                [
-                    ToolDefinition(
-                        name=definition.name,
-                        description=definition.description,
-                        parameters_json_schema=dict(definition.parameters),
-                    )
-                    for definition in definitions
-                ],
-                id="dex-built-in-tools",
-            )
-        ]
+        """The session's enabled built-in tools, offered as external tools; built once per
+        set of names (an ``ExternalToolset`` holds only its definitions)."""
+        names = tuple(turn.enabled_built_in_tools)
+        toolsets = self._built_in_toolset_cache.get(names)
+        if toolsets is None:
+            toolsets = _external_built_in_toolsets(names)
+            self._built_in_toolset_cache[names] = toolsets
+        return list(toolsets)
 
     async def _with_system_prompts(
         self, history: list[ModelMessage], deps: object
@@ -537,6 +538,25 @@ async def _stream_text(
                 text = event.delta.content_delta
             if text:
                 turn.events.write_text_delta(text)
+
+
+def _external_built_in_toolsets(names: Sequence[str]) -> list[AbstractToolset[Any]]:
+    definitions = enabled_builtin_tool_definitions(names)
+    if not definitions:
+        return []
+    return [
+        ExternalToolset[Any](
+            [
+                ToolDefinition(
+                    name=definition.name,
+                    description=definition.description,
+                    parameters_json_schema=dict(definition.parameters),
+                )
+                for definition in definitions
+            ],
+            id="dex-built-in-tools",
+        )
+    ]
 
 
 def _calls_to_defer(response: ModelResponse, output_tools: set[str]) -> list[ToolCallPart]:

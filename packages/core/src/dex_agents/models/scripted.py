@@ -162,9 +162,12 @@ class ScriptedModelClient:
 
 def _usage(request: ModelRequest, text: str, call_count: int) -> AgentUsage:
     # A stable stand-in for token counts: about four characters per token.
+    # The items' JSON lengths summed, from one encode of the list (its brackets and ", "
+    # separators taken off): per-item encodes cost a turn more the longer the session.
+    items = [item.to_json() for item in request.items]
     characters = len(request.instructions)
-    for item in request.items:
-        characters += len(json.dumps(item.to_json()))
+    if items:
+        characters += len(json.dumps(items)) - 2 - 2 * (len(items) - 1)
     input_tokens = max(1, characters // 4)
     output_tokens = max(1, len(text) // 4) if text else call_count
     return AgentUsage(

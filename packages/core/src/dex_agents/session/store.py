@@ -122,7 +122,7 @@ def read_messages(
     # Window keys are zero-padded sequences, so older ones are skipped without decoding.
     stored = [
         window.get(context, key)
-        for key in window.get_all_instance_keys(context)
+        for key in sorted(window.get_all_instance_keys(context))
         if int(key) > floor
     ]
     index = read_message_index(context, persistence)

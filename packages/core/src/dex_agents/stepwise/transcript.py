@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import cast
 
 from dex_agents.adapter_support import ToolCallDisplay, is_display_only, response_messages
+from dex_agents.decode_cache import DecodeCache
 from dex_agents.models.types import (
     ModelOutputItem,
     ToolResultItem,
@@ -25,6 +26,7 @@ from dex_agents.texts import OUTCOME_UNKNOWN_TOOL_RESULT
 from dex_agents.values import AgentMessage, FrameworkMessage
 
 __all__ = [
+    "DECODED_TRANSCRIPT_ITEMS",
     "RUN_STATE_KEY",
     "decode_run_state",
     "decode_transcript",
@@ -59,19 +61,34 @@ def decode_run_state(state: str | None) -> int:
     raise ValueError(f"unreadable Stepwise run state {state!r}")
 
 
+DECODED_TRANSCRIPT_ITEMS: DecodeCache[TranscriptItem] = DecodeCache()
+"""Decoded transcript items of this process by their stored text. Every model Step reads
+the whole transcript again and a stored item never changes; the items are frozen
+dataclasses, so they are shared, not copied."""
+
+
+def _decode_item(framework_item: str) -> TranscriptItem:
+    return transcript_item_from_json(json.loads(framework_item))
+
+
 def decode_transcript(messages: Sequence[AgentMessage]) -> list[TranscriptItem]:
-    """Every stored message's ``framework_item``, decoded; a foreign item raises ``ValueError``."""
+    """Every stored message's ``framework_item``, decoded; a foreign item raises ``ValueError``.
+
+    Each item is decoded once per process (``DECODED_TRANSCRIPT_ITEMS``); callers must
+    not change what a ``ModelOutputItem.item`` holds.
+    """
     items: list[TranscriptItem] = []
     for message in messages:
         if is_display_only(message.framework_item):
             continue
         try:
-            items.append(transcript_item_from_json(json.loads(message.framework_item)))
+            item = DECODED_TRANSCRIPT_ITEMS.get_or_decode(message.framework_item, _decode_item)
         except ValueError as error:
             raise ValueError(
                 f"message {message.sequence} is not a Stepwise message ({error}); a Stepwise "
                 "agent reads only sessions it wrote"
             ) from error
+        items.append(item)
     return items
 
 
