@@ -62,6 +62,19 @@ async def wait_for(
     return await poll_until(probe, description=what, within=timedelta(seconds=60))
 
 
+async def started(http: httpx.AsyncClient, workflow_id: str) -> Snapshot:
+    """The snapshot once the session's first Step stored its state and settings.
+
+    ``/start`` answers when the Flow is started; its first Step may not have run yet.
+    """
+    return await wait_for(
+        http,
+        workflow_id,
+        lambda v: v["agent_status"] != "initializing" and bool(v.get("session_settings")),
+        "the session's first Step",
+    )
+
+
 def idle(value: Snapshot) -> bool:
     return value["agent_status"] == "waiting_for_user_message" and not value["queued_messages"]
 
@@ -143,7 +156,7 @@ async def test_start_refuses_bad_requests_with_a_clear_400(
 
 async def test_start_adds_the_prefix_and_refuses_a_duplicate_id(http: httpx.AsyncClient) -> None:
     workflow_id = await start(http, provider="openai", model="gpt-5-mini", mcpEnabled=False)
-    value = await snapshot(http, workflow_id)
+    value = await started(http, workflow_id)
     assert value["session_settings"]["model"] == "openai/gpt-5-mini"
     assert value["session_settings"]["enabled_tools"] == []
     assert SECRET not in json.dumps(value)
@@ -164,10 +177,7 @@ async def test_chat_completions_providers_start_with_their_model_names(
     http: httpx.AsyncClient, provider: str, model: str, stored: str
 ) -> None:
     workflow_id = await start(http, provider=provider, model=model, mcpEnabled=False)
-    # The session stores its settings in its first Step, which may not have run yet.
-    value = await wait_for(
-        http, workflow_id, lambda v: bool(v.get("session_settings")), "the session's settings"
-    )
+    value = await started(http, workflow_id)
     assert value["session_settings"]["provider"] == provider
     assert value["session_settings"]["model"] == stored
     assert GROQ_SECRET not in json.dumps(value)
@@ -204,7 +214,7 @@ async def test_reads_need_a_known_workflow_id(http: httpx.AsyncClient) -> None:
 
 async def test_a_message_is_answered_by_the_mock_model(http: httpx.AsyncClient) -> None:
     workflow_id = await start(http)
-    value = await snapshot(http, workflow_id)
+    value = await started(http, workflow_id)
     assert value["agent_status"] == "waiting_for_user_message"
     assert value["session_settings"]["model"] == "mock/dex"
     await send(http, workflow_id, "hello")
