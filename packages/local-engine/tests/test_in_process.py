@@ -11,6 +11,7 @@ import contextlib
 import contextvars
 import socket
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from typing import Any
 
 import async_app
@@ -387,3 +388,82 @@ def test_a_call_when_the_engine_loop_is_not_running_is_refused_not_left_waiting(
 
 async def _server() -> InProcessServer:
     return InProcessServer([HANDLERS], max_receive_bytes=MIB, max_send_bytes=MIB)
+
+
+async def test_frames_a_worker_sent_together_commit_once(cache_dir: str) -> None:
+    """A Step's Stream writes and its final frame, already waiting when the engine reads
+    them, commit in one transaction; each still takes effect."""
+    server = EngineServer(":memory:", "127.0.0.1", 0, in_process=True)
+    address = await server.start()
+    flow = async_app.flows()[0]
+    registry = Registry([flow], allow_async_handlers=True)
+    cache = open_blob_cache(BlobCacheConfig(directory=cache_dir, max_bytes=10_000_000))
+    options = ClientOptions(server_address=address, worker_target=WorkerTarget(pull=True))
+    client = AsyncClient(registry, cache, options)
+    in_process = server_at(address)
+    assert in_process is not None
+    channel = InProcessChannel(in_process)
+    store = vars(server)["_engine"].store
+    commits = 0
+    transaction = store.transaction
+
+    @contextlib.contextmanager
+    def counted() -> Any:
+        nonlocal commits
+        commits += store._depth == 0
+        with transaction():
+            yield
+
+    worker_stream = channel.stream_stream(
+        "/dex.WorkerTaskService/PollWorkerTask",
+        request_serializer=pb.PollWorkerTaskRequest.SerializeToString,
+        response_deserializer=pb.PollWorkerTaskResponse.FromString,
+    )()
+    try:
+        flow_type = next(iter(registry._registered_flows))  # pyright: ignore[reportPrivateUsage]
+        await worker_stream.write(
+            pb.PollWorkerTaskRequest(
+                register=pb.PollWorkerTaskRegister(
+                    queue=flow_type, app_worker_id="raw-worker", flow_types=[flow_type]
+                )
+            )
+        )
+        assert (await worker_stream.read()).WhichOneof("frame") == "registered"
+        await client.start_flow(flow, "flow-1", "in")
+        task = (await worker_stream.read()).task
+        assert task.task_id
+
+        def write(text: str) -> pb.PollWorkerTaskRequest:
+            output = pb.InvokeWaitForMethodOutput(
+                stream_write=pb.StepStreamWrite(
+                    stream_name="notes", value=pb.Value(string_value=text)
+                )
+            )
+            return pb.PollWorkerTaskRequest(
+                task_frame=pb.PollWorkerTaskFrame(task_id=task.task_id, wait_for=output)
+            )
+
+        failed = pb.PollWorkerTaskRequest(
+            task_frame=pb.PollWorkerTaskFrame(
+                task_id=task.task_id,
+                worker_error=pb.WorkerErrorResponse(detail="raw worker gives up"),
+            )
+        )
+        store.transaction = counted
+        # Nothing suspends between these writes, so all three wait for the engine.
+        for frame in (write("one"), write("two"), failed):
+            await worker_stream.write(frame)
+        first = await client.read_stream("flow-1", flow.notes, "", timedelta(seconds=5))
+        second = await client.read_stream("flow-1", flow.notes, first.resume_token)
+        assert (first.value, second.value) == ("one", "two")
+        assert commits == 1
+        # The failed attempt took effect too: the Step's retry comes to the stream.
+        retry = (await asyncio.wait_for(worker_stream.read(), 30)).task
+        assert retry.task_id
+        assert retry.task_id != task.task_id
+    finally:
+        store.transaction = transaction
+        worker_stream.cancel()
+        await client.close()
+        await server.stop(0.5)
+        cache.close()

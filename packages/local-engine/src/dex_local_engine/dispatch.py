@@ -23,8 +23,9 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Any, Literal, NoReturn, cast
 
 import grpc
 from dex.dexpb import dex_pb2 as pb
@@ -122,6 +123,9 @@ class Dispatcher:
         self._streams: set[WorkerStream] = set()
         self._listening = ListeningWorkers(self._deliver)
         self._pump_scheduled: dict[str, float] = {}
+        # Wraps the frames a Worker stream already has waiting (the engine sets its
+        # transaction here), so a Step's Stream writes and its result commit once.
+        self.frame_batch: Callable[[], AbstractContextManager[None]] = nullcontext
 
     # Tasks ------------------------------------------------------------------------
 
@@ -290,7 +294,24 @@ class Dispatcher:
                 request = await _read_frame(context)
                 if request is None:
                     break
-                self._on_request(stream, request)
+                # Frames already sent are read without suspending, so nothing else runs
+                # between them: one commit for them all (a Step's Stream writes and its
+                # result) changes no one's view of the engine.
+                batch = [request]
+                malformed: MalformedRequest | None = None
+                for _ in range(_frames_waiting(context)):
+                    frame = await context.read()
+                    if frame is _EOF:
+                        break
+                    if isinstance(frame, MalformedRequest):
+                        malformed = frame
+                        break
+                    batch.append(cast(pb.PollWorkerTaskRequest, frame))
+                with self.frame_batch() if len(batch) > 1 else nullcontext():
+                    for request in batch:
+                        self._on_request(stream, request)
+                if malformed is not None:
+                    await _abort_malformed(context, malformed)
             self._close_stream(stream)
             task = stream.task
             if task is None or task.done:
@@ -439,15 +460,26 @@ class Dispatcher:
         await self._listening.close()
 
 
+def _frames_waiting(context: Any) -> int:
+    """Frames the stream's client already sent (the in-process transport counts them;
+    over gRPC the reader cannot look ahead, so each frame commits on its own)."""
+    requests_ready = getattr(context, "requests_ready", None)
+    return requests_ready() if requests_ready is not None else 0
+
+
 async def _read_frame(context: Any) -> pb.PollWorkerTaskRequest | None:
     """The next frame, ``None`` at the end; a malformed one ends the stream, clearly."""
     frame = await context.read()
     if frame is _EOF:
         return None
     if isinstance(frame, MalformedRequest):
-        await context.abort(grpc.StatusCode.INVALID_ARGUMENT, frame.describe("PollWorkerTask"))
-        raise AssertionError("abort returned")  # pragma: no cover
+        await _abort_malformed(context, frame)
     return cast(pb.PollWorkerTaskRequest, frame)
+
+
+async def _abort_malformed(context: Any, frame: MalformedRequest) -> NoReturn:
+    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, frame.describe("PollWorkerTask"))
+    raise AssertionError("abort returned")  # pragma: no cover
 
 
 def _task_frame(task: Task) -> pb.PollWorkerTaskResponse:

@@ -54,6 +54,7 @@ class Engine:
         self.store = store
         self.streams = StreamStore(store)
         self.dispatch = Dispatcher()
+        self.dispatch.frame_batch = self.tx
         self.flows: dict[str, Flow] = {}
         self.locks: dict[str, dict[str, str]] = {}  # flow ID -> Attribute key -> holder
         self.attempts: dict[tuple[str, str], Attempt] = {}  # (flow ID, sid)

@@ -90,6 +90,10 @@ class _Pipe:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
+    def ready(self) -> int:
+        """How many messages a read gets now without waiting (the end mark counts)."""
+        return len(self._items)
+
     def discard(self) -> None:
         """Drop the messages not read yet: the next read sees the end."""
         self._items.clear()
@@ -219,6 +223,12 @@ class ServerCall:
         self.responses.discard()
 
     # --- grpc.aio.ServicerContext ---------------------------------------------------
+
+    def requests_ready(self) -> int:
+        """Requests the client already sent that ``read`` returns without waiting; a
+        gRPC servicer context has no such count, so the Worker-stream reader asks only
+        for it (see ``Dispatcher.serve_stream``)."""
+        return self.requests.ready()
 
     async def read(self) -> Any:
         item = await self.requests.get()
