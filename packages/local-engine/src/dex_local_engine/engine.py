@@ -150,8 +150,10 @@ class Engine:
         event = self._changed.get(flow_id)
         if event is None:
             event = self._changed[flow_id] = asyncio.Event()
+        # asyncio.timeout, not wait_for: on Python 3.11 wait_for wraps the wait in a Task.
         with suppress(TimeoutError):
-            await asyncio.wait_for(event.wait(), seconds)
+            async with asyncio.timeout(seconds):
+                await event.wait()
 
     # Entry points ------------------------------------------------------------------
 

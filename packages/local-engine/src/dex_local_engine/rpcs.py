@@ -200,7 +200,8 @@ async def _call_rpc(
     )
     engine.dispatch.submit(task)
     try:
-        return await asyncio.wait_for(result, timeout)
+        async with asyncio.timeout(timeout):
+            return await result
     except TimeoutError:
         raise DexError(
             grpc.StatusCode.DEADLINE_EXCEEDED,

@@ -157,7 +157,8 @@ class StreamStore:
                 return None
             changed = self._log(flow_type, stream, flow_id).changed
             try:
-                await asyncio.wait_for(changed.wait(), remaining)
+                async with asyncio.timeout(remaining):  # no Task per wait, as wait_for makes
+                    await changed.wait()
             except TimeoutError:
                 return None
 
