@@ -379,23 +379,23 @@ class PydanticAIRunner(ToolTaskForwarding, Generic[DepsT]):
         they are resolved and put in front on every model call instead; the
         stored items stay unchanged.
         """
-        if any(
-            isinstance(part, SystemPromptPart)
-            for message in history
-            if isinstance(message, ModelRequest)
-            for part in message.parts
-        ):
+        # System prompts only ever sit in the first request: no need to scan the rest.
+        first = next(
+            (index for index, message in enumerate(history) if isinstance(message, ModelRequest)),
+            None,
+        )
+        if first is None:
+            return history
+        request = cast(ModelRequest, history[first])
+        if any(isinstance(part, SystemPromptPart) for part in request.parts):
             return history
         parts = await self.agent.system_prompt_parts(
             deps=cast(DepsT, deps), message_history=history
         )
         if not parts:
             return history
-        for index, message in enumerate(history):
-            if isinstance(message, ModelRequest):
-                prompted = replace(message, parts=[*parts, *message.parts])
-                return [*history[:index], prompted, *history[index + 1 :]]
-        return history
+        prompted = replace(request, parts=[*parts, *request.parts])
+        return [*history[:first], prompted, *history[first + 1 :]]
 
     def _metadata_of(self, response: ModelResponse) -> ModelCallMetadata:
         model = self.agent.model
