@@ -390,9 +390,10 @@ async def _server() -> InProcessServer:
     return InProcessServer([HANDLERS], max_receive_bytes=MIB, max_send_bytes=MIB)
 
 
-async def test_frames_a_worker_sent_together_commit_once(cache_dir: str) -> None:
+async def test_waiting_frames_commit_together_bare_heartbeats_not_at_all(cache_dir: str) -> None:
     """A Step's Stream writes and its final frame, already waiting when the engine reads
-    them, commit in one transaction; each still takes effect."""
+    them, commit in one transaction; each still takes effect. A heartbeat without a
+    new value writes nothing."""
     server = EngineServer(":memory:", "127.0.0.1", 0, in_process=True)
     address = await server.start()
     flow = async_app.flows()[0]
@@ -443,6 +444,12 @@ async def test_frames_a_worker_sent_together_commit_once(cache_dir: str) -> None
                 task_frame=pb.PollWorkerTaskFrame(task_id=task.task_id, wait_for=output)
             )
 
+        def beat(value: pb.Value | None) -> pb.PollWorkerTaskRequest:
+            output = pb.InvokeWaitForMethodOutput(heartbeat=pb.StepMethodHeartbeat(value=value))
+            return pb.PollWorkerTaskRequest(
+                task_frame=pb.PollWorkerTaskFrame(task_id=task.task_id, wait_for=output)
+            )
+
         failed = pb.PollWorkerTaskRequest(
             task_frame=pb.PollWorkerTaskFrame(
                 task_id=task.task_id,
@@ -450,17 +457,23 @@ async def test_frames_a_worker_sent_together_commit_once(cache_dir: str) -> None
             )
         )
         store.transaction = counted
-        # Nothing suspends between these writes, so all three wait for the engine.
-        for frame in (write("one"), write("two"), failed):
+        await worker_stream.write(beat(None))
+        for _ in range(5):
+            await asyncio.sleep(0)  # the engine reads it
+        assert commits == 0
+        # Nothing suspends between these writes, so all of them wait for the engine.
+        checkpoint = pb.Value(string_value="page 2")
+        for frame in (write("one"), write("two"), beat(checkpoint), failed):
             await worker_stream.write(frame)
         first = await client.read_stream("flow-1", flow.notes, "", timedelta(seconds=5))
         second = await client.read_stream("flow-1", flow.notes, first.resume_token)
         assert (first.value, second.value) == ("one", "two")
         assert commits == 1
-        # The failed attempt took effect too: the Step's retry comes to the stream.
+        # The rest took effect too: the Step's retry comes with the checkpoint.
         retry = (await asyncio.wait_for(worker_stream.read(), 30)).task
         assert retry.task_id
         assert retry.task_id != task.task_id
+        assert retry.wait_for.context.last_heartbeat_value == checkpoint
     finally:
         store.transaction = transaction
         worker_stream.cancel()

@@ -188,10 +188,12 @@ def _on_frame(engine: Engine, task: Task, frame: pb.PollWorkerTaskFrame) -> None
     output = frame.wait_for if kind == "wait_for" else frame.execute
     which = output.WhichOneof("output")
     if which == "heartbeat":
-        with engine.tx():
-            heartbeat = output.heartbeat
-            step.method.checkpoint = heartbeat.value if heartbeat.HasField("value") else None
-            engine.touch(flow, step)
+        heartbeat = output.heartbeat
+        checkpoint = heartbeat.value if heartbeat.HasField("value") else None
+        if checkpoint != step.method.checkpoint:  # a bare liveness beat writes nothing
+            with engine.tx():
+                step.method.checkpoint = checkpoint
+                engine.touch(flow, step)
         _arm_heartbeat(engine, attempt)
     elif which == "stream_write":
         write = output.stream_write
