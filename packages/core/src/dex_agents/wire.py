@@ -269,10 +269,23 @@ def unknown_fields(value: Any) -> Mapping[str, Any]:
     return cast("Mapping[str, Any]", getattr(value, _UNKNOWN_FIELDS, _NO_FIELDS))
 
 
+_JSON_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+@cache
+def _dataclass_field_names(cls: type) -> tuple[str, ...] | None:
+    """The field names of a dataclass ``cls``; None for any other class."""
+    return tuple(field.name for field in fields(cls)) if is_dataclass(cls) else None
+
+
 def to_wire(value: Any) -> Any:
     """Return the JSON-compatible data Dex writes for ``value``."""
-    if is_dataclass(value) and not isinstance(value, type):
-        data = {field.name: to_wire(getattr(value, field.name)) for field in fields(value)}
+    cls = type(value)
+    if cls in _JSON_SCALARS:  # most leaves: checked first, as every Step encodes values
+        return value
+    names = _dataclass_field_names(cls)
+    if names is not None:
+        data = {name: to_wire(getattr(value, name)) for name in names}
         for key, item in unknown_fields(value).items():
             data.setdefault(key, item)
         return data
