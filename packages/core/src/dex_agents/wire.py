@@ -280,7 +280,7 @@ def _dataclass_field_names(cls: type) -> tuple[str, ...] | None:
 
 def to_wire(value: Any) -> Any:
     """Return the JSON-compatible data Dex writes for ``value``."""
-    cls = type(value)
+    cls: type[object] = value.__class__
     if cls in _JSON_SCALARS:  # most leaves: checked first, as every Step encodes values
         return value
     names = _dataclass_field_names(cls)
