@@ -148,6 +148,14 @@ async def test_a_chat_with_an_approval_a_plan_and_a_question(
         await composer.press("Control+Enter")
         await expect(page.get_by_text('"tool": "search__web_search"')).to_be_visible()
         await expect(page.get_by_text("unknown_or_disabled_tool")).to_be_visible()
+        # Events show the refusal before the snapshot does: wait for the stored reply and
+        # then the idle session, or the click below lands on the snapshot from before the
+        # turn, and the turn's messages end the pending state it shows.
+        refusal = page.get_by_test_id("bubble-assistant").filter(
+            has_text="unknown_or_disabled_tool"
+        )
+        await expect(refusal).to_be_visible()
+        await expect(status).to_contain_text("waiting_for_user_message")
         await expect(plan).to_contain_text("Plan · draft")
         # An accepted request shows as pending until its turn starts: answer the first
         # click here, so the request never reaches the Agent, then reload and run it.

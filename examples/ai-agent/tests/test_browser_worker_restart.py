@@ -89,7 +89,9 @@ async def test_a_whole_conversation_survives_worker_sigkills(
             composer = page.locator(".composer textarea")
             await composer.fill("hello")
             await composer.press("Control+Enter")
-            await expect(page.get_by_text("Local demo response: hello")).to_be_visible()
+            # The stored reply: its live card can show the same text a moment longer.
+            replies = page.get_by_test_id("bubble-assistant")
+            await expect(replies.get_by_text("Local demo response: hello")).to_be_visible()
 
             # A plan, drafted and executed.
             plan = page.get_by_test_id("plan")
@@ -109,7 +111,7 @@ async def test_a_whole_conversation_survives_worker_sigkills(
             await expect(queued).to_contain_text("steer me now")
             workers.restart()
             await queued.get_by_role("button", name="Steer").click()
-            steered = page.get_by_text("Local demo response: steer me now")
+            steered = replies.get_by_text("Local demo response: steer me now")
             await expect(steered).to_be_visible(timeout=RECOVERY_MS)
 
             # Killed during a short durable wait: the new Worker's Timer fires.
@@ -149,7 +151,7 @@ async def test_a_whole_conversation_survives_worker_sigkills(
             # The conversation goes on.
             await composer.fill("still here")
             await composer.press("Control+Enter")
-            await expect(page.get_by_text("Local demo response: still here")).to_be_visible()
+            await expect(replies.get_by_text("Local demo response: still here")).to_be_visible()
             await expect(page.get_by_test_id("offline")).to_have_count(0)
             await expect(page.locator(".dock .error")).to_have_count(0)
             await browser.close()
