@@ -434,28 +434,22 @@ async def test_waiting_frames_commit_together_bare_heartbeats_not_at_all(cache_d
         task = (await worker_stream.read()).task
         assert task.task_id
 
-        def write(text: str) -> pb.PollWorkerTaskRequest:
-            output = pb.InvokeWaitForMethodOutput(
-                stream_write=pb.StepStreamWrite(
-                    stream_name="notes", value=pb.Value(string_value=text)
-                )
-            )
+        def frame(**output: Any) -> pb.PollWorkerTaskRequest:
+            """A frame of the task: its ``wait_for`` output, or a ``worker_error``."""
+            if "worker_error" not in output:
+                output = {"wait_for": pb.InvokeWaitForMethodOutput(**output)}
             return pb.PollWorkerTaskRequest(
-                task_frame=pb.PollWorkerTaskFrame(task_id=task.task_id, wait_for=output)
+                task_frame=pb.PollWorkerTaskFrame(task_id=task.task_id, **output)
             )
+
+        def write(text: str) -> pb.PollWorkerTaskRequest:
+            value = pb.Value(string_value=text)
+            return frame(stream_write=pb.StepStreamWrite(stream_name="notes", value=value))
 
         def beat(value: pb.Value | None) -> pb.PollWorkerTaskRequest:
-            output = pb.InvokeWaitForMethodOutput(heartbeat=pb.StepMethodHeartbeat(value=value))
-            return pb.PollWorkerTaskRequest(
-                task_frame=pb.PollWorkerTaskFrame(task_id=task.task_id, wait_for=output)
-            )
+            return frame(heartbeat=pb.StepMethodHeartbeat(value=value))
 
-        failed = pb.PollWorkerTaskRequest(
-            task_frame=pb.PollWorkerTaskFrame(
-                task_id=task.task_id,
-                worker_error=pb.WorkerErrorResponse(detail="raw worker gives up"),
-            )
-        )
+        failed = frame(worker_error=pb.WorkerErrorResponse(detail="raw worker gives up"))
         store.transaction = counted
         await worker_stream.write(beat(None))
         for _ in range(5):

@@ -196,11 +196,8 @@ def request_messages(items: Sequence[Mapping[str, Any]]) -> list[JsonObject]:
         index += 1
         role = item["role"]
         blocks = _blocks(item)
-        if role == "user":
-            if _only_tool_results(blocks):
-                continue  # a stray result; results are taken with their assistant message below
-            paired.append({"role": role, "content": list(cast(list[Any], item["content"]))})
-            continue
+        if role == "user" and _only_tool_results(blocks):
+            continue  # a stray result; results are taken with their assistant message below
         if role == "assistant" and not blocks:
             continue
         paired.append({"role": role, "content": list(cast(list[Any], item["content"]))})
