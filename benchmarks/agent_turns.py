@@ -17,7 +17,9 @@ text (two model requests and one read tool call). The same scripted agent runs:
 Modes run interleaved (turn by turn, round by round) in one process, so machine
 noise falls on all of them alike; the ratios are the figures to read. Printed:
 p50/p99 latency, CPU per turn (this process plus the engine child), turns per
-second with 10 sessions at once, the mean cost of turns 1-50 vs 151-200 of one
+second with 10 sessions at once and the CPU per turn at that concurrency (``cpu@N``,
+where costs that run on a timer rather than per turn spread over more turns), the
+mean cost of turns 1-50 vs 151-200 of one
 long session, and what the session adds over plain at those turns (``+t1-50``,
 ``+t151-200``) with its growth (``+growth``): the part of the growth that is ours.
 
@@ -346,6 +348,7 @@ class Mode:
     latencies: list[float] = field(default_factory=list[float])
     cpu: list[float] = field(default_factory=list[float])
     throughput: list[float] = field(default_factory=list[float])
+    throughput_cpu: list[float] = field(default_factory=list[float])  # CPU s per turn
     long: list[float] = field(default_factory=list[float])
     long_cpu: list[float] = field(default_factory=list[float])
 
@@ -379,21 +382,24 @@ async def latency_rounds(modes: Sequence[Mode], sessions: int, turns: int, clock
 
 
 async def throughput_rounds(
-    modes: Sequence[Mode], concurrent: int, turns: int, rounds: int
+    modes: Sequence[Mode], concurrent: int, turns: int, rounds: int, clock: CpuClock
 ) -> None:
     """``concurrent`` conversations at once, ``turns`` turns each; one mode at a time, rounds
-    alternating between the modes."""
-    for _ in range(rounds):
-        for mode in modes:
+    alternating between the modes, in reverse order every other round so that no mode
+    always runs right after the same one. Records turns per second and CPU per turn."""
+    for number_of_round in range(rounds):
+        for mode in modes if number_of_round % 2 == 0 else list(reversed(modes)):
             conversations = [await mode.start() for _ in range(concurrent)]
 
             async def run(conversation: Conversation) -> None:
                 for number in range(1, turns + 1):
                     await conversation.turn(f"question {number}")
 
+            cpu = clock.now()
             started = time.perf_counter()
             await asyncio.gather(*(run(c) for c in conversations))
             mode.throughput.append(concurrent * turns / (time.perf_counter() - started))
+            mode.throughput_cpu.append((clock.now() - cpu) / (concurrent * turns))
 
 
 async def long_session(modes: Sequence[Mode], turns: int, clock: CpuClock) -> None:
@@ -428,6 +434,8 @@ def report(modes: Sequence[Mode]) -> dict[str, Any]:
         entry["cpu_ms_per_turn"] = round(statistics.median(mode.cpu) * 1000, 2)
         if mode.throughput:
             entry["turns_per_second_concurrent"] = round(statistics.median(mode.throughput), 1)
+            cpu_at_n = statistics.median(mode.throughput_cpu) * 1000
+            entry["cpu_ms_per_turn_concurrent"] = round(cpu_at_n, 2)
         if len(mode.long) >= 100:
             head = statistics.fmean(mode.long[:50]) * 1000
             tail = statistics.fmean(mode.long[-50:]) * 1000
@@ -455,6 +463,10 @@ def report(modes: Sequence[Mode]) -> dict[str, Any]:
                     session.get("turns_per_second_concurrent", 0),
                     rival.get("turns_per_second_concurrent", 0),
                 ),
+                "cpu_per_turn_concurrent": ratio(
+                    session.get("cpu_ms_per_turn_concurrent", 0),
+                    rival.get("cpu_ms_per_turn_concurrent", 0),
+                ),
             }
     return figures
 
@@ -479,6 +491,7 @@ def print_figures(figures: dict[str, Any]) -> None:
         "p99_ms",
         "cpu_ms_per_turn",
         "turns_per_second_concurrent",
+        "cpu_ms_per_turn_concurrent",
         "long_first_50_mean_ms",
         "long_last_50_mean_ms",
         "long_growth",
@@ -504,6 +517,7 @@ def print_figures(figures: dict[str, Any]) -> None:
 def _short(columns: Sequence[str]) -> list[str]:
     names = {
         "turns_per_second_concurrent": "turns/s@N",
+        "cpu_ms_per_turn_concurrent": "cpu@N ms",
         "long_first_50_mean_ms": "t1-50 ms",
         "long_last_50_mean_ms": "t151-200 ms",
         "long_growth": "growth",
@@ -568,7 +582,7 @@ async def measure(arguments: argparse.Namespace) -> dict[str, Any]:
                     mode.cpu.clear()
                 await latency_rounds(modes, arguments.sessions, arguments.turns, clock)
                 await throughput_rounds(
-                    modes, arguments.concurrent, arguments.concurrent_turns, arguments.rounds
+                    modes, arguments.concurrent, arguments.concurrent_turns, arguments.rounds, clock
                 )
                 if arguments.long_turns:
                     await long_session(modes, arguments.long_turns, clock)
