@@ -285,7 +285,9 @@ def test_scenarios_round_trip_through_the_state_directory(tmp_path: Path) -> Non
             ]
         ),
         tools=[CHARGE, replace(LOOKUP, gate="lookup", requires_approval=True)],
-        session=ScenarioSession("ConformanceFlow", interrupt_deadline=None),
+        session=ScenarioSession(
+            "ConformanceFlow", interrupt_deadline=None, question_supersedes_later_calls=True
+        ),
     )
     scenario.write(tmp_path)
     assert Scenario.read(tmp_path) == scenario

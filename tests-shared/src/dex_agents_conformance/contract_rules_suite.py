@@ -17,10 +17,12 @@ import pytest
 from dex_agents.testing import (
     ModelScript,
     ModelTurn,
+    ScenarioSession,
     ScenarioTool,
     ToolBehaviour,
     ToolCallSpec,
 )
+from dex_agents.texts import TOOL_CALL_SUPERSEDED_BY_QUESTION_RESULT
 from dex_agents.values import AgentMessage, AgentSnapshot, AgentToolCallStatus, ToolEffect
 from dex_agents_conformance.adapter import Capability
 from dex_agents_conformance.checks import (
@@ -283,6 +285,64 @@ class ContractRuleScenarios:
                 'durable_wait: {"status":"completed","waited_seconds":1,"reason":"cool down"}'
             )
             assert "AwaitTimer" in await run.step_types()
+
+    @contract_rule(ContractRule.BUILT_IN_TOOLS)
+    async def test_a_question_supersedes_the_later_calls_of_its_response(
+        self, conformance_harness: ConformanceHarness
+    ) -> None:
+        """With ``question_supersedes_later_calls``, the calls after an ``ask_user`` call in
+        one response are rejected unrun; the call before it runs. The runner must return
+        the calls in the model's order for the session to tell which come after."""
+        conformance_harness.require(Capability.BUILT_IN_TOOLS)
+        calls = [
+            ToolCallSpec("lookup_order", {"order_id": "3"}),
+            ToolCallSpec("ask_user", {"question": "Which colour?"}),
+            ToolCallSpec("durable_wait", {"duration_seconds": 3600, "reason": "later"}),
+            ToolCallSpec("lookup_stock", {"sku": "lamp"}),
+        ]
+        script = ModelScript([ModelTurn(tool_calls=calls), ModelTurn(text_from_tool_results=True)])
+        session = ScenarioSession(
+            "replaced-by-the-harness",
+            built_in_tools=("ask_user", "durable_wait"),
+            question_supersedes_later_calls=True,
+        )
+        async with conformance_harness.run(
+            script, [LOOKUP_ORDER, LOOKUP_STOCK], session=session
+        ) as run:
+            await run.start_session("order 3, a colour, then a lamp")
+            snapshot = await _wait_for_interrupt_or_turn_end(run, 1)
+            asked = [(i.tool_call_id, i.kind.value) for i in snapshot.pending_interrupts]
+            assert asked == [("call-0-1", "question")], "ask_user must reach the session"
+            for call_id in ("call-0-2", "call-0-3"):
+                record = await run.sessions.wait_for_tool_call(
+                    run.session_id, call_id, AgentToolCallStatus.REJECTED
+                )
+                assert record.cancellation_reason == "superseded_by_user_input", (
+                    "the factory must pass ScenarioSession.question_supersedes_later_calls"
+                )
+            assert await run.sessions.answer_question(run.session_id, "call-0-1", "blue")
+            snapshot = await run.sessions.wait_for_completed_turns(run.session_id, 1)
+            assert_turn_succeeded(snapshot)
+            events = await run.sessions.read_events_through_turn(run.session_id, "turn-1")
+            assert finished_statuses(events) == {
+                "call-0-0": AgentToolCallStatus.SUCCEEDED.value,
+                "call-0-1": AgentToolCallStatus.SUCCEEDED.value,
+                "call-0-2": AgentToolCallStatus.REJECTED.value,
+                "call-0-3": AgentToolCallStatus.REJECTED.value,
+            }
+            assert run.tool_runs.count("lookup_order") == 1
+            assert run.tool_runs.count("lookup_stock") == 0, "a superseded call never runs"
+            assert "AwaitTimer" not in await run.step_types()
+            answer = final_answer(snapshot).splitlines()
+            assert answer[:2] == [
+                "lookup_order: order 3 shipped",
+                'ask_user: {"status":"answered","answer":"blue"}',
+            ]
+            if Capability.REJECTION_MESSAGE_TO_MODEL in conformance_harness.adapter.capabilities:
+                assert answer[2:] == [
+                    f"durable_wait: {TOOL_CALL_SUPERSEDED_BY_QUESTION_RESULT}",
+                    f"lookup_stock: {TOOL_CALL_SUPERSEDED_BY_QUESTION_RESULT}",
+                ]
 
     @contract_rule(ContractRule.TOOL_INPUT_REQUESTED)
     async def test_a_tool_input_request_asks_the_user_and_reruns_with_the_answer(

@@ -62,6 +62,7 @@ def _flow_of(
             interrupt_deadline=session.interrupt_deadline,
             built_in_tools=session.built_in_tools,
             plan_mode_enabled=session.plan_mode_enabled,
+            question_supersedes_later_calls=session.question_supersedes_later_calls,
         )
 
     return build_flow

@@ -143,5 +143,6 @@ def build_flow(
         interrupt_deadline=session.interrupt_deadline,
         built_in_tools=session.built_in_tools,
         plan_mode_enabled=session.plan_mode_enabled,
+        question_supersedes_later_calls=session.question_supersedes_later_calls,
         # No tool_policies: each ChatTool declares its own effect, and the suite checks it.
     )

@@ -47,6 +47,7 @@ def build_conformance_flow(
         interrupt_deadline=session.interrupt_deadline,
         built_in_tools=session.built_in_tools,
         plan_mode_enabled=session.plan_mode_enabled,
+        question_supersedes_later_calls=session.question_supersedes_later_calls,
         # The scripted answers are short; a summary call's input budget is the context
         # window less max_tokens, so the scenarios' small windows need a small reply.
         max_tokens=SCRIPTED_MAX_TOKENS,

@@ -47,6 +47,7 @@ def build_conformance_flow(
         tools=[scenario_tool(tool, directory) for tool in tools],
         interrupt_deadline=session.interrupt_deadline,
         built_in_tools=session.built_in_tools,
+        question_supersedes_later_calls=session.question_supersedes_later_calls,
         tool_tasks=ScenarioTaskPoller(tools, directory),
         **session.storage_options(),
     )
@@ -92,5 +93,6 @@ def build_prebuilt_conformance_flow(
         # pyright: ignore[reportUnknownArgumentType]
         interrupt_deadline=session.interrupt_deadline,
         built_in_tools=session.built_in_tools,
+        question_supersedes_later_calls=session.question_supersedes_later_calls,
         tool_tasks=ScenarioTaskPoller(tools, Path(state_directory)),
     )

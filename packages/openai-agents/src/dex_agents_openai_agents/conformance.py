@@ -76,6 +76,7 @@ def build_conformance_flow(
             interrupt_deadline=session.interrupt_deadline,
             built_in_tools=session.built_in_tools,
             plan_mode_enabled=session.plan_mode_enabled,
+            question_supersedes_later_calls=session.question_supersedes_later_calls,
             **session.storage_options(),
         ),
         tool_tasks=ScenarioTaskPoller(tools, Path(state_directory)),

@@ -133,6 +133,7 @@ def build_conformance_flow(
         tool_tasks=ScenarioTaskPoller(tools, Path(state_directory)),
         interrupt_deadline=session.interrupt_deadline,
         built_in_tools=session.built_in_tools,
+        question_supersedes_later_calls=session.question_supersedes_later_calls,
         **session.storage_options(),
     )
 

@@ -211,6 +211,7 @@ def build_stepwise_flow(
     runner = _ScenarioStepwiseRunner(definition, script, state, session.summary_gate)
     options = replace(
         session_options_of(definition),
+        question_supersedes_later_calls=session.question_supersedes_later_calls,
         retained_message_limit=session.retained_message_limit,
         message_window_size=session.message_window_size,
         message_chunk_size=session.message_chunk_size,

@@ -58,6 +58,7 @@ def build_scripted_flow(
         interrupt_deadline=session.interrupt_deadline,
         built_in_tools=session.built_in_tools,
         plan_mode_enabled=session.plan_mode_enabled,
+        question_supersedes_later_calls=session.question_supersedes_later_calls,
     )
 
 

@@ -326,6 +326,8 @@ class ScenarioSession:
     interrupt_deadline: timedelta | None = None
     built_in_tools: tuple[str, ...] = ()
     plan_mode_enabled: bool = False
+    question_supersedes_later_calls: bool = False
+    """Ask for the session option of the same name (a question ends its response)."""
     compaction_context_window_tokens: int | None = None
     """Ask for a ``CompactionPolicy`` with this window (factories of compacting runners)."""
     retained_message_limit: int | None = 1000
@@ -382,6 +384,9 @@ class Scenario:
                     else self.session.interrupt_deadline.total_seconds(),
                     "built_in_tools": list(self.session.built_in_tools),
                     "plan_mode_enabled": self.session.plan_mode_enabled,
+                    "question_supersedes_later_calls": (
+                        self.session.question_supersedes_later_calls
+                    ),
                     "compaction_context_window_tokens": (
                         self.session.compaction_context_window_tokens
                     ),
@@ -407,6 +412,9 @@ class Scenario:
                 interrupt_deadline=None if deadline is None else timedelta(seconds=deadline),
                 built_in_tools=tuple(session.get("built_in_tools", ())),
                 plan_mode_enabled=session.get("plan_mode_enabled", False),
+                question_supersedes_later_calls=session.get(
+                    "question_supersedes_later_calls", False
+                ),
                 compaction_context_window_tokens=session.get("compaction_context_window_tokens"),
                 retained_message_limit=session.get("retained_message_limit", 1000),
                 message_window_size=session.get("message_window_size", 64),
