@@ -257,6 +257,58 @@ async def test_broker_tools_ask_only_the_selected_mcp_servers(mcp_app: RunningAp
         await browser.close()
 
 
+async def test_a_late_text_delta_of_an_ended_turn_shows_no_live_card(
+    running_app: RunningApp,
+) -> None:
+    """A text delta that reaches the page after its turn ended (a click-triggered refresh
+    can answer first) does not bring the turn's live Response card back beside the stored
+    reply. The event stream is answered here with such a delta of the finished turn."""
+    from playwright.async_api import async_playwright, expect
+
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(
+            executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
+        )
+        page = await browser.new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        await page.goto(f"{running_app.base_url}/products/ai-agent/")
+        await page.get_by_role("button", name="Start AI Agent →").click()
+        await expect(page).to_have_url(re.compile(r"\?workflowId=[0-9a-f-]{36}$"))
+        composer = page.get_by_placeholder(re.compile("Message the Agent"))
+        await composer.fill("hello")
+        await composer.press("Control+Enter")
+        reply = page.get_by_test_id("bubble-assistant").filter(
+            has_text="Local demo response: hello"
+        )
+        await expect(reply).to_be_visible()
+        await expect(page.get_by_test_id("status")).to_contain_text("waiting_for_user_message")
+
+        late = {
+            "type": "text_delta",
+            "turn_id": "turn-1",
+            "attempt": 1,
+            "step_execution_id": "RunModel-late",
+            "payload": json.dumps({"text": "Local demo response: hello"}),
+        }
+        delivered = asyncio.Event()
+
+        async def late_delta(route: Route) -> None:
+            delivered.set()
+            body = f"retry: 600000\ndata: {json.dumps(late)}\n\n"
+            await route.fulfill(body=body, headers={"Content-Type": "text/event-stream"})
+
+        await page.route("**/products/ai-agent/events?*", late_delta)
+        # Recorded from the page's first script on: the card may last a moment only.
+        await page.add_init_script(RECORD_TEST_IDS_FROM_LOAD)
+        await page.reload()
+        await expect(reply).to_be_visible()
+        await asyncio.wait_for(delivered.wait(), TIMEOUT_MS / 1000)
+        await page.wait_for_timeout(1500)  # the delta and the refresh it triggers are applied
+        assert not await page.evaluate("[...window.seenTestIds].includes('live-response')")
+        await expect(page.get_by_test_id("live-response")).to_have_count(0)
+        await browser.close()
+
+
 async def check_portal(page: Page) -> None:
     from playwright.async_api import expect
 
@@ -558,6 +610,8 @@ RECORD_TEST_IDS = """() => {
     }
   }).observe(document.body, { childList: true, subtree: true, characterData: true });
 }"""
+RECORD_TEST_IDS_FROM_LOAD = f"""document.addEventListener("DOMContentLoaded", () =>
+  ({RECORD_TEST_IDS})());"""
 SCROLL_TO_TOP = """() => new Promise((resolve) => {
   window.addEventListener("scroll", resolve, { once: true });
   window.scrollTo(0, 0);

@@ -11,6 +11,7 @@ const FOLLOW_DISTANCE_PX = 160;
 const MAX_ACTIVITY = 30;
 const SHOWN_ACTIVITY = 8;
 const QUIET_EVENTS = new Set(["usage_recorded"]);
+const TURN_END_EVENTS = new Set(["turn_completed", "turn_failed"]);
 
 interface LiveText {
   key: string;
@@ -51,6 +52,9 @@ export function Chat({ workflowId, onNewAgent }: { workflowId: string; onNewAgen
   const [dockHeight, setDockHeight] = useState(0);
   const following = useRef(true);
   const sequence = useRef(0);
+  // Turns known to have ended: a snapshot stored their messages while another turn or none
+  // was active, or their end event came.
+  const endedTurns = useRef(new Set<string>());
 
   const refresh = useCallback(async () => {
     const mine = ++sequence.current;
@@ -59,6 +63,9 @@ export function Chat({ workflowId, onNewAgent }: { workflowId: string; onNewAgen
       if (mine !== sequence.current) return; // a newer refresh answered first
       setSnapshot(next);
       setOffline("");
+      for (const message of next.messages) {
+        if (message.turn_id !== next.state?.active_turn_id) endedTurns.current.add(message.turn_id);
+      }
       if (next.state?.status !== "running_model") {
         setLive((items) => items.filter((item) => item.reasoning).map((item) => ({ ...item, text: "", done: true })));
       }
@@ -109,6 +116,10 @@ export function Chat({ workflowId, onNewAgent }: { workflowId: string; onNewAgen
   function applyEvent(event: AgentEvent) {
     const payload = safeJson(event.payload) as Record<string, unknown>;
     const key = `${event.step_execution_id}#${event.attempt}`;
+    if (TURN_END_EVENTS.has(event.type)) endedTurns.current.add(event.turn_id);
+    // A late text delta of an ended turn would show its live card again next to the stored
+    // reply; the reasoning summary stays live-only, so its deltas always count.
+    if (event.type === "text_delta" && endedTurns.current.has(event.turn_id)) return;
     if (event.type === "text_delta" || event.type === "reasoning_delta") {
       const field = event.type === "text_delta" ? "text" : "reasoning";
       setLive((items) => {
