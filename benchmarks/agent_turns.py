@@ -17,11 +17,11 @@ text (two model requests and one read tool call). The same scripted agent runs:
 Modes run interleaved (turn by turn, round by round) in one process, so machine
 noise falls on all of them alike; the ratios are the figures to read. Printed:
 p50/p99 latency, CPU per turn (this process plus the engine child), turns per
-second with 10 sessions at once and the CPU per turn at that concurrency (``cpu@N``,
-where costs that run on a timer rather than per turn spread over more turns), the
-mean cost of turns 1-50 vs 151-200 of one
-long session, and what the session adds over plain at those turns (``+t1-50``,
-``+t151-200``) with its growth (``+growth``): the part of the growth that is ours.
+second with 10 sessions at once and the CPU per turn at that concurrency (``cpu@N``:
+a mode's background threads and timers spread over more turns there), the mean cost
+of turns 1-50 vs 151-200 of one long session, and what the session adds over plain
+at those turns (``+t1-50``, ``+t151-200``) with its growth (``+growth``): the part of
+the growth that is ours.
 
 Usage::
 
