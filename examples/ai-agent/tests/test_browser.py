@@ -15,25 +15,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import dex
-import pytest
 from app_server import SECRET, RunningApp
+from browser_page import TIMEOUT_MS, app_page_url, chromium_page, needs_chromium, start_agent
 
 if TYPE_CHECKING:
     from playwright.async_api import Locator, Page, Response, Route
-
-CHROMIUM = os.environ.get("DEX_AGENTS_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-TIMEOUT_MS = 30_000
-
-
-def skip_reason() -> str:
-    try:
-        import playwright.async_api  # noqa: F401  # pyright: ignore[reportUnusedImport]
-    except ImportError:
-        return "playwright is not installed (it is a dev dependency: uv sync)"
-    if not Path(CHROMIUM).exists():
-        return f"no Chromium at {CHROMIUM} (CI installs the Debian chromium package)"
-    return ""
 
 
 def screenshot_directory(default: Path) -> Path:
@@ -42,32 +28,20 @@ def screenshot_directory(default: Path) -> Path:
     return directory
 
 
-pytestmark = pytest.mark.skipif(bool(skip_reason()), reason=skip_reason() or "runs")
-if not skip_reason():
-    from playwright.async_api import expect as _expect
-
-    # The machine may be busy (MCP children start per call): wait as long as any action.
-    _expect.set_options(timeout=TIMEOUT_MS)
+pytestmark = needs_chromium
 
 
 async def test_a_chat_with_an_approval_a_plan_and_a_question(
     running_app: RunningApp, tmp_path: Path
 ) -> None:
     from playwright.async_api import Error as PlaywrightError
-    from playwright.async_api import async_playwright, expect
+    from playwright.async_api import expect
 
     shots = screenshot_directory(tmp_path)
     console_errors: list[str] = []
     bodies: list[tuple[str, int, str]] = []
 
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(
-            executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
-        )
-        page = await browser.new_page(viewport={"width": 1180, "height": 900})
-        page.set_default_timeout(TIMEOUT_MS)
-        page.on("console", lambda m: console_errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda error: console_errors.append(str(error)))
+    async with chromium_page(console_errors=console_errors) as page:
 
         async def record(response: Response) -> None:
             if "/events" in response.url or 300 <= response.status < 400:
@@ -84,7 +58,7 @@ async def test_a_chat_with_an_approval_a_plan_and_a_question(
         portal_requests: list[str] = []
         page.on("request", lambda r: portal_requests.append(r.url) if "/portal" in r.url else None)
 
-        await page.goto(f"{running_app.base_url}/products/ai-agent/")
+        await page.goto(app_page_url(running_app.base_url))
         await check_portal(page)
         await page.screenshot(path=str(shots / "portal.png"), full_page=True)
         async with held(page, "/start"):
@@ -208,8 +182,6 @@ async def test_a_chat_with_an_approval_a_plan_and_a_question(
         await expect(banner).to_contain_text("stopped by the test")  # the stop reason
         await expect(page.locator(".composer textarea")).to_be_disabled()
 
-        await browser.close()
-
     print(sorted({(url.split("?")[0], status) for url, status, _ in bodies}))
     # The two stale queue clicks answer 404 on purpose; Chromium logs each failed load.
     stale = [e for e in console_errors if "status of 404" in e]
@@ -227,21 +199,16 @@ async def test_a_chat_with_an_approval_a_plan_and_a_question(
 async def test_broker_tools_ask_only_the_selected_mcp_servers(mcp_app: RunningApp) -> None:
     """With the shipped stdio demo servers, the broker tools are listed without an
     approval badge and list a selected server's resources; another server is refused."""
-    from playwright.async_api import async_playwright, expect
+    from playwright.async_api import expect
 
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(
-            executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
-        )
-        page = await browser.new_page(viewport={"width": 1180, "height": 900})
-        page.set_default_timeout(TIMEOUT_MS)
-        await page.goto(f"{mcp_app.base_url}/products/ai-agent/")
+    async with chromium_page() as page:
+        await page.goto(app_page_url(mcp_app.base_url))
         broker = page.locator("[data-tool=mcp_list_resources_and_prompts]")
         await expect(broker).to_be_visible()
         await expect(broker).not_to_contain_text("approval")
         await page.get_by_label("google_docs", exact=True).uncheck()
         await expect(broker).to_be_visible()  # broker tools belong to no one server
-        await page.get_by_role("button", name="Start AI Agent →").click()
+        await start_agent(page)
         await expect(page.get_by_test_id("status")).to_contain_text("waiting_for_user_message")
 
         composer = page.locator(".composer textarea")
@@ -254,7 +221,6 @@ async def test_broker_tools_ask_only_the_selected_mcp_servers(mcp_app: RunningAp
         await composer.press("Control+Enter")
         await expect(tool).to_have_count(2)
         await expect(tool.last).to_contain_text("not selected for this Agent")
-        await browser.close()
 
 
 async def test_a_late_text_delta_of_an_ended_turn_shows_no_live_card(
@@ -263,17 +229,11 @@ async def test_a_late_text_delta_of_an_ended_turn_shows_no_live_card(
     """A text delta that reaches the page after its turn ended (a click-triggered refresh
     can answer first) does not bring the turn's live Response card back beside the stored
     reply. The event stream is answered here with such a delta of the finished turn."""
-    from playwright.async_api import async_playwright, expect
+    from playwright.async_api import expect
 
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(
-            executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
-        )
-        page = await browser.new_page()
-        page.set_default_timeout(TIMEOUT_MS)
-        await page.goto(f"{running_app.base_url}/products/ai-agent/")
-        await page.get_by_role("button", name="Start AI Agent →").click()
-        await expect(page).to_have_url(re.compile(r"\?workflowId=[0-9a-f-]{36}$"))
+    async with chromium_page(viewport=None) as page:
+        await page.goto(app_page_url(running_app.base_url))
+        await start_agent(page)
         composer = page.get_by_placeholder(re.compile("Message the Agent"))
         await composer.fill("hello")
         await composer.press("Control+Enter")
@@ -306,7 +266,6 @@ async def test_a_late_text_delta_of_an_ended_turn_shows_no_live_card(
         await page.wait_for_timeout(1500)  # the delta and the refresh it triggers are applied
         assert not await page.evaluate("[...window.seenTestIds].includes('live-response')")
         await expect(page.get_by_test_id("live-response")).to_have_count(0)
-        await browser.close()
 
 
 async def check_portal(page: Page) -> None:

@@ -4,29 +4,21 @@ from __future__ import annotations
 
 import re
 
-import pytest
 from app_server import RunningApp
-from test_browser import CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS, skip_reason
+from browser_page import TIMEOUT_MS, app_page_url, chromium_page, needs_chromium, start_agent
 
 from dex_agents.texts import TOOL_CALL_SUPERSEDED_BY_QUESTION_RESULT
 
-pytestmark = pytest.mark.skipif(bool(skip_reason()), reason=skip_reason() or "runs")
+pytestmark = needs_chromium
 
 
 async def test_ask_many_shows_one_question_and_no_timer(running_app: RunningApp) -> None:
-    from playwright.async_api import async_playwright, expect
+    from playwright.async_api import expect
 
     console_errors: list[str] = []
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(
-            executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
-        )
-        page = await browser.new_page(viewport={"width": 1180, "height": 900})
-        page.set_default_timeout(TIMEOUT_MS)
-        page.on("console", lambda m: console_errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda error: console_errors.append(str(error)))
-        await page.goto(f"{running_app.base_url}/products/ai-agent/")
-        await page.get_by_role("button", name="Start AI Agent →").click()
+    async with chromium_page(console_errors=console_errors) as page:
+        await page.goto(app_page_url(running_app.base_url))
+        await start_agent(page)
         status = page.get_by_test_id("status")
         await expect(status).to_contain_text("waiting_for_user_message")
 
@@ -50,5 +42,4 @@ async def test_ask_many_shows_one_question_and_no_timer(running_app: RunningApp)
         await expect(page.get_by_text(re.compile("finished with this result: "))).to_be_visible()
         await expect(status).to_contain_text("waiting_for_user_message")  # not on a timer
         await expect(timer_cards).to_have_count(0)
-        await browser.close()
     assert console_errors == []

@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING
 
 import pytest
 from app_server import RunningApp
-from test_browser import CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS, skip_reason
+from browser_page import app_page_url, chromium_page, needs_chromium, start_agent
 
 from dex_agents.testing import KillableWorkerProcess, PrivateDexEngine
 
 if TYPE_CHECKING:
     from playwright.async_api import Page
 
-pytestmark = pytest.mark.skipif(bool(skip_reason()), reason=skip_reason() or "runs")
+pytestmark = needs_chromium
 FACTORY = "dex_agents_ai_agent.agent:create_demo_flow"
 RECOVERY_MS = 60_000
 USER_MESSAGES = [
@@ -71,21 +71,15 @@ class Workers:
 async def test_a_whole_conversation_survives_worker_sigkills(
     engine: PrivateDexEngine, tmp_path: Path
 ) -> None:
-    from playwright.async_api import async_playwright, expect
+    from playwright.async_api import expect
 
     workers = Workers(engine, tmp_path)
     app = RunningApp(server_address=engine.server_address)
     app.start()
     try:
-        async with async_playwright() as playwright:
-            browser = await playwright.chromium.launch(
-                executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
-            )
-            page = await browser.new_page(viewport={"width": 1180, "height": 900})
-            page.set_default_timeout(TIMEOUT_MS)
-            await page.goto(f"{app.base_url}/products/ai-agent/")
-            await page.get_by_role("button", name="Start AI Agent →").click()
-            await expect(page).to_have_url(re.compile(r"workflowId="))
+        async with chromium_page() as page:
+            await page.goto(app_page_url(app.base_url))
+            await start_agent(page)
             composer = page.locator(".composer textarea")
             await composer.fill("hello")
             await composer.press("Control+Enter")
@@ -154,7 +148,6 @@ async def test_a_whole_conversation_survives_worker_sigkills(
             await expect(replies.get_by_text("Local demo response: still here")).to_be_visible()
             await expect(page.get_by_test_id("offline")).to_have_count(0)
             await expect(page.locator(".dock .error")).to_have_count(0)
-            await browser.close()
         assert workers.started == 5
     finally:
         app.stop()
