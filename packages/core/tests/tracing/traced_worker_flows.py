@@ -1,8 +1,9 @@
 """A traced session Flow for Worker child processes: every finished span is appended as one
 JSON line to ``$TRACE_SPANS_FILE``, so the test reads the spans of every process.
 
-The model asks for two read tools at once; ``first`` waits until ``second`` started, so with
-one Step slot per Worker the two calls run in two Worker processes.
+The model asks for two read tools at once; each waits until the other started, so with one
+Step slot per Worker (``max_concurrent_tasks=2`` keeps the other for RPCs) the two calls run
+in two Worker processes.
 """
 
 from __future__ import annotations
@@ -86,15 +87,16 @@ class ParallelToolsRunner:
         )
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
+        # Each tool waits until the other started: they run at once, so (one Step slot per
+        # Worker) in two Workers. Had only one waited, one Worker could run both in turn.
         name = call.tool_call.tool_name
-        if name == "second":
-            (self.gates / "second-started").write_text(str(os.getpid()))
-        else:
-            deadline = time.monotonic() + 60
-            while not (self.gates / "second-started").exists():
-                if time.monotonic() > deadline:
-                    raise TimeoutError("second never started")
-                await _sleep(0.05)
+        other = "second" if name == "first" else "first"
+        (self.gates / f"{name}-started").write_text(str(os.getpid()))
+        deadline = time.monotonic() + 60
+        while not (self.gates / f"{other}-started").exists():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{other} never started")
+            await _sleep(0.05)
         return ToolExecutionResult(f"{name} in {os.getpid()}")
 
 

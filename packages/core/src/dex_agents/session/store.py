@@ -7,13 +7,14 @@ definitions one by one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, TypeVar, cast
 
 from dex import AsyncContext, Attribute, Context
 
 from dex_agents.runner import AgentEventWriter, AgentFrameworkRunner
 from dex_agents.session.changes import SessionChanges
+from dex_agents.session.committed_reads import CommittedReads
 from dex_agents.session.events import SessionEventWriter
 from dex_agents.session.options import AgentSessionOptions
 from dex_agents.session.persistence import SessionPersistence
@@ -63,6 +64,8 @@ class SessionDefinition:
     runner: AgentFrameworkRunner
     options: AgentSessionOptions
     persistence: SessionPersistence
+    # Model Steps' earlier reads of stored messages in this Worker (a cache, not state).
+    committed_reads: CommittedReads = field(default_factory=CommittedReads, compare=False)
 
 
 def read_optional(attribute: Attribute[ValueT], context: Context) -> ValueT | None:
@@ -112,27 +115,44 @@ def read_context_summary(
 
 
 def read_messages(
-    context: Context, persistence: SessionPersistence, *, after_sequence: int | None = None
+    context: Context,
+    persistence: SessionPersistence,
+    *,
+    after_sequence: int | None = None,
+    seen: CommittedReads | None = None,
 ) -> list[AgentMessage]:
     """The stored messages after ``after_sequence`` in sequence order, from the window and
     the chunks; the Step must load ``AgentMessages`` and every chunk that holds a message
-    after ``after_sequence`` (``model_input_chunk_keys`` names them)."""
+    after ``after_sequence`` (``model_input_chunk_keys`` names them).
+
+    With ``seen``, values this Worker read before in the same run are not read again;
+    pass it only from a Step that has not written messages yet (see ``committed_reads``).
+    """
     window = persistence.agent_messages
+    chunk_map = persistence.agent_message_chunks
     floor = 0 if after_sequence is None else after_sequence
     # Window keys are zero-padded sequences, so older ones are skipped without decoding.
-    stored = [
-        window.get(context, key)
-        for key in sorted(window.get_all_instance_keys(context))
-        if int(key) > floor
-    ]
+    window_keys = [key for key in sorted(window.get_all_instance_keys(context)) if int(key) > floor]
     index = read_message_index(context, persistence)
-    chunk_map = persistence.agent_message_chunks
-    chunks: dict[str, AgentMessageChunk] = {}
-    for key in chunk_keys_after(index, after_sequence):
-        try:
-            chunks[key] = chunk_map.get(context, key)
-        except KeyError:
-            continue  # deleted in this commit
+    chunk_keys = chunk_keys_after(index, after_sequence)
+
+    def read_chunk(key: str) -> AgentMessageChunk:
+        return chunk_map.get(context, key)  # KeyError: deleted in this commit, left out
+
+    if seen is None:
+        stored = [window.get(context, key) for key in window_keys]
+        chunks: dict[str, AgentMessageChunk] = {}
+        for key in chunk_keys:
+            try:
+                chunks[key] = read_chunk(key)
+            except KeyError:
+                continue
+    else:
+        read_window = seen.read(
+            context, "window", window_keys, lambda key: window.get(context, key)
+        )
+        stored = list(read_window.values())
+        chunks = seen.read(context, "chunk", chunk_keys, read_chunk)
     return assemble_messages(index, stored, chunks, after_sequence=after_sequence)
 
 

@@ -416,8 +416,12 @@ class RunModel(_SessionStep, Step[None]):
             return route(session, TurnRouting(apply_turn_control=True), context)
         summary = read_context_summary(context, persistence)
         compacting = isinstance(session.runner, SupportsCompaction)
+        # Read before this Step writes anything, so what it sees is committed.
         messages = read_messages(
-            context, persistence, after_sequence=model_input_start(session, summary)
+            context,
+            persistence,
+            after_sequence=model_input_start(session, summary),
+            seen=session.committed_reads,
         )
         self._warn_about_deleted_input(context, compacting)
         records = read_records(context, persistence)
