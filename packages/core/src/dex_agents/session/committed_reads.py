@@ -20,13 +20,25 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from typing import Any, Literal, Protocol, TypeVar
 
-__all__ = ["DEFAULT_COMMITTED_READ_RUNS", "CommittedReads"]
+__all__ = ["DEFAULT_COMMITTED_READ_RUNS", "CommittedReads", "read_each"]
 
 ValueT = TypeVar("ValueT")
 Kind = Literal["window", "chunk"]
 
 DEFAULT_COMMITTED_READ_RUNS = 1024
 """Session runs whose last reads a Worker keeps; the least recently read go first."""
+
+
+def read_each(keys: Iterable[str], load: Callable[[str], ValueT]) -> dict[str, ValueT]:
+    """The value of each key from ``load``, in order; a key whose ``load`` raises
+    ``KeyError`` (deleted in this commit) is left out."""
+    values: dict[str, ValueT] = {}
+    for key in keys:
+        try:
+            values[key] = load(key)
+        except KeyError:
+            continue
+    return values
 
 
 class InRun(Protocol):
@@ -73,15 +85,13 @@ class CommittedReads:
         run = (context.flow_id, context.run_id)
         with self._lock:
             known = self._runs.get(run)
-        values: dict[str, ValueT] = {}
-        for key in keys:
+
+        def known_or_load(key: str) -> ValueT:
             if known is not None and (kind, key) in known:
-                values[key] = known[(kind, key)]
-                continue
-            try:
-                values[key] = load(key)
-            except KeyError:
-                continue
+                return known[(kind, key)]
+            return load(key)
+
+        values = read_each(keys, known_or_load)
         with self._lock:
             entries = self._runs.pop(run, None) or {}
             kept = {entry: value for entry, value in entries.items() if entry[0] != kind}

@@ -7,6 +7,7 @@ definitions one by one.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar, cast
 
@@ -14,7 +15,7 @@ from dex import AsyncContext, Attribute, Context
 
 from dex_agents.runner import AgentEventWriter, AgentFrameworkRunner
 from dex_agents.session.changes import SessionChanges
-from dex_agents.session.committed_reads import CommittedReads
+from dex_agents.session.committed_reads import CommittedReads, Kind, read_each
 from dex_agents.session.events import SessionEventWriter
 from dex_agents.session.options import AgentSessionOptions
 from dex_agents.session.persistence import SessionPersistence
@@ -22,7 +23,6 @@ from dex_agents.storage import assemble_messages, chunk_keys_after, plan_message
 from dex_agents.values import (
     AgentInterrupt,
     AgentMessage,
-    AgentMessageChunk,
     AgentMessageIndex,
     AgentState,
     AgentToolCall,
@@ -136,23 +136,12 @@ def read_messages(
     index = read_message_index(context, persistence)
     chunk_keys = chunk_keys_after(index, after_sequence)
 
-    def read_chunk(key: str) -> AgentMessageChunk:
-        return chunk_map.get(context, key)  # KeyError: deleted in this commit, left out
+    def read_all(kind: Kind, keys: list[str], load: Callable[[str], ValueT]) -> dict[str, ValueT]:
+        # A chunk deleted in this commit is left out.
+        return read_each(keys, load) if seen is None else seen.read(context, kind, keys, load)
 
-    if seen is None:
-        stored = [window.get(context, key) for key in window_keys]
-        chunks: dict[str, AgentMessageChunk] = {}
-        for key in chunk_keys:
-            try:
-                chunks[key] = read_chunk(key)
-            except KeyError:
-                continue
-    else:
-        read_window = seen.read(
-            context, "window", window_keys, lambda key: window.get(context, key)
-        )
-        stored = list(read_window.values())
-        chunks = seen.read(context, "chunk", chunk_keys, read_chunk)
+    stored = list(read_all("window", window_keys, lambda key: window.get(context, key)).values())
+    chunks = read_all("chunk", chunk_keys, lambda key: chunk_map.get(context, key))
     return assemble_messages(index, stored, chunks, after_sequence=after_sequence)
 
 
