@@ -6,10 +6,15 @@
   conversation (800 stored items, fresh strings as a Step's Attribute load gives
   them) with a cold decode cache (every item decoded, the cost before the caches)
   and a warm one (every later Step of a Worker).
+- **Pydantic AI turn, framework work only**: CPU of one turn (two model requests, one
+  tool call) as the runner does it in a session, two model Steps' agent runs and the
+  tool Step (``RunnerDriver``: no engine, no Worker), against one ``agent.run`` over the
+  same history, interleaved turn by turn. The session's own cost is what
+  ``agent_turns.py`` adds on top of this.
 
 Usage::
 
-    uv run python benchmarks/adapter_steps.py [--turns 200] [--calls 300]
+    uv run python benchmarks/adapter_steps.py [--turns 200] [--calls 300] [--session-turns 60]
 
 Nothing here asserts a time; it measures and prints.
 """
@@ -218,12 +223,48 @@ async def pydantic_ai_tool_step(calls: int) -> None:
     )
 
 
+async def pydantic_ai_turn_framework_work(turns: int) -> None:
+    from agent_turns import pydantic_ai_agent
+    from pydantic_ai.messages import ModelMessage
+
+    from dex_agents import TurnCompleted
+    from dex_agents.testing.runner_driver import RunnerDriver
+    from dex_agents_pydantic_ai import PydanticAIRunner
+
+    agent = pydantic_ai_agent("framework-work")
+    driver = RunnerDriver(PydanticAIRunner(agent))
+    history: list[ModelMessage] = []
+    plain: list[float] = []
+    steps: list[float] = []
+    for number in range(turns):
+        started = time.process_time()
+        history = (await agent.run(f"question {number}", message_history=history)).all_messages()
+        middle = time.process_time()
+        driver.start_turn(f"question {number}")
+        outcome = await driver.run_model()
+        while not isinstance(outcome, TurnCompleted):
+            await driver.run_tools()
+            outcome = await driver.run_model()
+        plain.append(middle - started)
+        steps.append(time.process_time() - middle)
+    for label, first, last in (("first", 0, min(20, turns)), ("last", max(0, turns - 20), turns)):
+        one_run = statistics.median(plain[first:last]) * 1000
+        two_runs = statistics.median(steps[first:last]) * 1000
+        print(
+            f"Pydantic AI turn, framework work, {label} 20 of {turns} turns (median CPU):"
+            f" one agent.run {one_run:.2f} ms, two model Steps and the tool Step"
+            f" {two_runs:.2f} ms ({two_runs / one_run:.2f}x)"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="The adapters' own share of a Step.")
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--session-turns", type=int, default=60)
     arguments = parser.parse_args()
     asyncio.run(pydantic_ai_tool_step(arguments.calls))
+    asyncio.run(pydantic_ai_turn_framework_work(arguments.session_turns))
     history_per_model_step(arguments.turns)
 
 

@@ -165,7 +165,9 @@ def _check_completed(session_id: str, event: Any) -> None:
 # --- Pydantic AI --------------------------------------------------------------------------
 
 
-def pydantic_ai_framework(directory: Path) -> Framework:
+def pydantic_ai_agent(name: str, **kwargs: Any) -> Any:
+    """The benchmark's Pydantic AI agent: a scripted model that calls ``lookup_order``
+    once per turn and answers with its result (two model requests, one read tool call)."""
     from pydantic_ai import Agent, Tool
     from pydantic_ai.messages import (
         ModelMessage,
@@ -178,7 +180,7 @@ def pydantic_ai_framework(directory: Path) -> Framework:
     from pydantic_ai.models.function import AgentInfo, FunctionModel
 
     from dex_agents import ToolEffect
-    from dex_agents_pydantic_ai import create_pydantic_ai_session_flow, dex_tool_metadata
+    from dex_agents_pydantic_ai import dex_tool_metadata
 
     def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         last = messages[-1]
@@ -194,9 +196,17 @@ def pydantic_ai_framework(directory: Path) -> Framework:
         """Look an order up."""
         return f"order {order_id} shipped"
 
-    def build(name: str, **kwargs: Any) -> Agent[None, str]:
-        tool = Tool(lookup_order, metadata=dex_tool_metadata(ToolEffect.READ))
-        return Agent(FunctionModel(respond), tools=[tool], name=name, **kwargs)
+    tool = Tool(lookup_order, metadata=dex_tool_metadata(ToolEffect.READ))
+    return Agent(FunctionModel(respond), tools=[tool], name=name, **kwargs)
+
+
+def pydantic_ai_framework(directory: Path) -> Framework:
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelMessage
+
+    from dex_agents_pydantic_ai import create_pydantic_ai_session_flow
+
+    build = pydantic_ai_agent
 
     class Plain:
         def __init__(self, agent: Agent[None, str]) -> None:
