@@ -206,8 +206,6 @@ def pydantic_ai_framework(directory: Path) -> Framework:
 
     from dex_agents_pydantic_ai import create_pydantic_ai_session_flow
 
-    build = pydantic_ai_agent
-
     class Plain:
         def __init__(self, agent: Agent[None, str]) -> None:
             self.agent = agent
@@ -217,7 +215,7 @@ def pydantic_ai_framework(directory: Path) -> Framework:
             result = await self.agent.run(text, message_history=self.history)
             self.history = result.all_messages()
 
-    plain_agent = build("plain")
+    plain_agent = pydantic_ai_agent("plain")
 
     async def plain() -> Conversation:
         return Plain(plain_agent)
@@ -225,10 +223,10 @@ def pydantic_ai_framework(directory: Path) -> Framework:
     framework = Framework(
         "pydantic-ai",
         plain,
-        create_pydantic_ai_session_flow(build("session"), "BenchPydanticAI"),
+        create_pydantic_ai_session_flow(pydantic_ai_agent("session"), "BenchPydanticAI"),
     )
     if not os.environ.get("BENCH_NO_DBOS"):
-        framework.durable_rival = _dbos_conversations(directory, build, framework)
+        framework.durable_rival = _dbos_conversations(directory, pydantic_ai_agent, framework)
     return framework
 
 
