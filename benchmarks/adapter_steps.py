@@ -247,11 +247,12 @@ async def pydantic_ai_turn_framework_work(turns: int) -> None:
             outcome = await driver.run_model()
         plain.append(middle - started)
         steps.append(time.process_time() - middle)
-    for label, first, last in (("first", 0, min(20, turns)), ("last", max(0, turns - 20), turns)):
+    # The first and the last 20 turns (one window when there are 20 or fewer).
+    for first, last in dict.fromkeys(((0, min(20, turns)), (max(0, turns - 20), turns))):
         one_run = statistics.median(plain[first:last]) * 1000
         two_runs = statistics.median(steps[first:last]) * 1000
         print(
-            f"Pydantic AI turn, framework work, {label} 20 of {turns} turns (median CPU):"
+            f"Pydantic AI turn, framework work, turns {first + 1}-{last} (median CPU):"
             f" one agent.run {one_run:.2f} ms, two model Steps and the tool Step"
             f" {two_runs:.2f} ms ({two_runs / one_run:.2f}x)"
         )

@@ -48,10 +48,13 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from dex_agents import AgentHost
 from dex_agents.session import AgentSessionFlow
+
+if TYPE_CHECKING:
+    from pydantic_ai import Agent
 
 WARM_UP_SECONDS = 60.0
 ORDER_TEXT = "order 42 shipped"
@@ -165,7 +168,7 @@ def _check_completed(session_id: str, event: Any) -> None:
 # --- Pydantic AI --------------------------------------------------------------------------
 
 
-def pydantic_ai_agent(name: str, **kwargs: Any) -> Any:
+def pydantic_ai_agent(name: str, **kwargs: Any) -> Agent[None, str]:
     """The benchmark's Pydantic AI agent: a scripted model that calls ``lookup_order``
     once per turn and answers with its result (two model requests, one read tool call)."""
     from pydantic_ai import Agent, Tool
@@ -201,7 +204,6 @@ def pydantic_ai_agent(name: str, **kwargs: Any) -> Any:
 
 
 def pydantic_ai_framework(directory: Path) -> Framework:
-    from pydantic_ai import Agent
     from pydantic_ai.messages import ModelMessage
 
     from dex_agents_pydantic_ai import create_pydantic_ai_session_flow

@@ -7,6 +7,7 @@ the Debian ``chromium`` package and Playwright comes with the dev dependencies.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -79,8 +80,6 @@ def app_page_url(base_url: str) -> str:
 
 async def start_agent(page: Page) -> None:
     """Start an Agent from the Portal and wait for its conversation page."""
-    import re
-
     from playwright.async_api import expect
 
     await page.get_by_role("button", name="Start AI Agent →").click()
