@@ -98,10 +98,16 @@ def run_tool(session: nox.Session, tool: str, *arguments: str) -> None:
 
 @nox.session(venv_backend="none")
 def lint(session: nox.Session) -> None:
-    """ruff lint and format check over the whole tree."""
+    """ruff lint and format check over the whole tree, and each package's import contracts."""
     sync(session)
     run_tool(session, "ruff", "check", ".")
     run_tool(session, "ruff", "format", "--check", ".")
+    # Each package declares its import layers in its own .importlinter file.
+    contracts = sorted(
+        str(path.relative_to(ROOT)) for path in ROOT.glob("packages/*/.importlinter")
+    )
+    if contracts:
+        run_tool(session, "lint-imports", "--no-cache", *contracts)
 
 
 @nox.session(venv_backend="none")
