@@ -32,7 +32,7 @@ from dex_agents.models import (
 )
 from dex_agents.runner import supports_tool_task_polling
 from dex_agents.stepwise import AgentDefinition, StepwiseRunner, ToolCallContext, function_tool
-from dex_agents.stepwise.tool_source import encode_source_reference
+from dex_agents.stepwise._mcp import encode_source_reference
 from dex_agents.tool_task_routing import (
     StartedToolTask,
     ToolTaskForwarding,

@@ -28,11 +28,10 @@ from dex_agents.models.types import (
 )
 from dex_agents.runner import AgentTurnContext, AgentTurnOutcome, ToolInputRequested
 from dex_agents.session import AgentSessionFlow, create_agent_session_flow
-from dex_agents.stepwise.definition import AgentDefinition
-from dex_agents.stepwise.flow import session_options_of
-from dex_agents.stepwise.function_tool import FunctionTool, ToolCallContext, function_tool
-from dex_agents.stepwise.runner import StepwiseRunner
-from dex_agents.stepwise.transcript import decode_transcript
+from dex_agents.stepwise._flow import session_options_of
+from dex_agents.stepwise._messages import decode_transcript
+from dex_agents.stepwise._runner import AgentDefinition, StepwiseRunner
+from dex_agents.stepwise._tools import FunctionTool, ToolCallContext, function_tool
 from dex_agents.testing.gates import FileGate
 from dex_agents.testing.scenario_tasks import ScenarioTaskPoller
 from dex_agents.testing.script_playback import (
