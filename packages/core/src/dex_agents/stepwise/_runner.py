@@ -245,11 +245,10 @@ class _SourceTool:
 
 @dataclass(frozen=True)
 class _OfferedTools:
-    """What one model call offers, by name, in offer order."""
+    """What one model call offers: the tool sources' tools by name, and every definition in
+    offer order (function tools, then listed tools, then built-in tools)."""
 
-    function_tools: dict[str, FunctionTool]
     source_tools: dict[str, _SourceTool]
-    built_ins: tuple[str, ...]
     definitions: tuple[ModelToolDefinition, ...]
 
 
@@ -478,7 +477,7 @@ class StepwiseRunner:
                 for builtin in enabled_builtin_tool_definitions(built_ins)
                 if builtin.name == WRITE_TODOS
             ]
-            return _OfferedTools({}, {}, (WRITE_TODOS,), tuple(definitions))
+            return _OfferedTools({}, tuple(definitions))
         for name in self._tools:
             if name in built_ins:
                 raise TypeError(f"tool {name} uses the name of an enabled built-in tool")
@@ -505,12 +504,7 @@ class StepwiseRunner:
             ModelToolDefinition(builtin.name, builtin.description, dict(builtin.parameters))
             for builtin in enabled_builtin_tool_definitions(built_ins)
         )
-        return _OfferedTools(
-            function_tools=self._tools,
-            source_tools=source_tools,
-            built_ins=built_ins,
-            definitions=tuple(definitions),
-        )
+        return _OfferedTools(source_tools=source_tools, definitions=tuple(definitions))
 
     async def _list_source(self, source: ToolSource) -> Sequence[ModelToolDefinition]:
         # A down source offers nothing in this call; it never fails the turn.
