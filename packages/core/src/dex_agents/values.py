@@ -546,10 +546,12 @@ SessionSettingsValue = dict[str, Any]
 
 It is stored as a JSON object (a Dex JSON value), as the TypeScript core stores it,
 the same object ``AgentSessionStartInput.session_settings`` and
-``AgentSnapshot.session_settings`` carry. Builds of this package before that change
-stored the object's JSON text as a Dex string; ``decode_session_settings`` reads both.
-``session_codec_registry()`` holds the codec: Dex's automatic codec reads such an
-object but cannot write one (it checks every value's type, and ``Any`` matches none).
+``AgentSnapshot.session_settings`` carry. ``session_codec_registry()`` holds its codec
+under this type hint: Dex's automatic codec reads such an object but cannot write one
+(it checks every value's type, and ``Any`` matches none). Builds of this package before
+that change stored the object's JSON text as a Dex string; ``decode_session_settings``
+reads both, but Dex hands a codec only values of its own kind, so the session reads an
+old value through ``dex_agents.session_settings.read_session_settings``.
 """
 
 
