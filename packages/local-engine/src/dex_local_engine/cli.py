@@ -8,17 +8,17 @@ import logging
 import signal
 import sys
 from collections.abc import Sequence
+from importlib.metadata import version
 
-from dex_local_engine import __version__
-from dex_local_engine.auth import TOKEN_ENVIRONMENT_VARIABLE, read_token
-from dex_local_engine.durability import DEFAULT_DURABILITY, Durability
-from dex_local_engine.limits import (
+from dex_local_engine._rules.durability import DEFAULT_DURABILITY, Durability
+from dex_local_engine._rules.limits import (
     DEFAULT_MAX_CONCURRENT_STREAMS_PER_WORKER,
     DEFAULT_MAX_REQUEST_BYTES,
     DEFAULT_MAX_VALUE_BYTES,
     EngineLimits,
 )
-from dex_local_engine.server import EngineServer, EngineStartError
+from dex_local_engine._server import EngineServer, EngineStartError
+from dex_local_engine._transport.auth import TOKEN_ENVIRONMENT_VARIABLE, read_token
 
 
 def _port(text: str) -> int:
@@ -37,7 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="dex-local-engine",
         description="A local Dex engine: the Dex server protocol over SQLite.",
     )
-    parser.add_argument("--version", action="version", version=f"dex-local-engine {__version__}")
+    parser.add_argument(
+        "--version", action="version", version=f"dex-local-engine {version('dex-local-engine')}"
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run the engine until SIGTERM or Ctrl+C")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
