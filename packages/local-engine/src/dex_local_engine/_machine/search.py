@@ -88,22 +88,32 @@ def search_flows(engine: EngineState, request: pb.SearchFlowsRequest) -> pb.Sear
     return response
 
 
-def _index_keys(engine: EngineState) -> dict[str, str]:
-    """Index key -> Attribute key, for every enabled index."""
-    keys: dict[str, str] = {}
+def _index_keys(engine: EngineState) -> dict[str, list[str]]:
+    """Index key -> the Attribute keys indexed under it, for every enabled index.
+
+    Several Attributes may share one index key, of one Flow type or of several, as
+    they share one search attribute on Dex Server: each Flow's own Attribute gives the
+    Flow its value for that key.
+    """
+    keys: dict[str, list[str]] = {}
     for attribute_key, config in engine.indexes.items():
         if config.enable:
-            keys[config.index_key or attribute_key] = attribute_key
+            keys.setdefault(config.index_key or attribute_key, []).append(attribute_key)
     return keys
 
 
-def _indexed_attributes(engine: EngineState, flow: Flow, keys: dict[str, str]) -> list[pb.KV]:
+def _indexed_attributes(engine: EngineState, flow: Flow, keys: dict[str, list[str]]) -> list[pb.KV]:
     load_closed_attributes(engine, flow)
     indexed: list[pb.KV] = []
-    for index_key, attribute_key in keys.items():
-        value = flow.attributes.get(attribute_key)
-        if value is not None:
-            indexed.append(pb.KV(key=index_key, value=value))
+    for index_key, attribute_keys in keys.items():
+        present = [key for key in attribute_keys if key in flow.attributes]
+        if not present:
+            continue
+        if len(present) > 1:
+            # A Flow with two Attributes under one key: the later in its Attribute order.
+            order = {key: position for position, key in enumerate(flow.attributes)}
+            present.sort(key=order.__getitem__)
+        indexed.append(pb.KV(key=index_key, value=flow.attributes[present[-1]]))
     return indexed
 
 
