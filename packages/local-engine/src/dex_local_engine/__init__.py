@@ -9,6 +9,7 @@ Structure section and ``.importlinter``).
 
 from importlib.metadata import version as _version
 
+from dex_local_engine._rules.attribute_stores import AttributeStore
 from dex_local_engine._rules.durability import Durability
 from dex_local_engine._rules.limits import SDK_MAX_RECEIVE_BYTES, EngineLimits
 from dex_local_engine._server import EngineServer, EngineStartError, LocalEngine
@@ -20,6 +21,7 @@ __version__ = _version("dex-local-engine")
 __all__ = [
     "SDK_MAX_RECEIVE_BYTES",
     "TOKEN_ENVIRONMENT_VARIABLE",
+    "AttributeStore",
     "Durability",
     "EngineLimits",
     "EngineServer",

@@ -12,6 +12,7 @@ import contextlib
 import logging
 import os
 import threading
+from collections.abc import Sequence
 from types import TracebackType
 from typing import Any, cast
 
@@ -20,8 +21,10 @@ from dex.dexpb import dex_pb2_grpc as pb_grpc
 
 from dex_local_engine._api.service import FlowService
 from dex_local_engine._machine.engine import Engine
+from dex_local_engine._rules.attribute_stores import AttributeStore
 from dex_local_engine._rules.durability import DEFAULT_DURABILITY, Durability
 from dex_local_engine._rules.limits import EngineLimits
+from dex_local_engine._store.attribute_tables import AttributeStoreError, AttributeTable
 from dex_local_engine._store.store import Store
 from dex_local_engine._transport.auth import (
     BearerTokenInterceptor,
@@ -42,7 +45,8 @@ _LOG = logging.getLogger("dex_local_engine")
 
 
 class EngineStartError(RuntimeError):
-    """The engine could not start: the port is busy or the database is unusable."""
+    """The engine could not start: the port is busy, or the database or an Attribute
+    Store's table is unusable."""
 
 
 class EngineServer:
@@ -52,6 +56,10 @@ class EngineServer:
     channels to exactly that address (once ``dex_local_engine.sdk_patches.
     route_in_process_channels()`` is applied) reach the same handlers without gRPC;
     see :mod:`dex_local_engine.in_process`. The gRPC port serves everyone else.
+
+    ``attribute_stores`` are the Attribute Stores Flows may select, as Dex Server's
+    configuration names them (see :class:`AttributeStore`); without them the engine
+    knows none and refuses a Flow that names one, as a fresh Dex Server does.
     """
 
     def __init__(
@@ -65,6 +73,7 @@ class EngineServer:
         token: str | None = None,
         allow_insecure: bool = False,
         in_process: bool = False,
+        attribute_stores: Sequence[AttributeStore] = (),
     ) -> None:
         if not 0 <= port <= 65535:
             raise EngineStartError(f"port {port} is out of range 0-65535")
@@ -84,6 +93,10 @@ class EngineServer:
         self.limits = limits or EngineLimits()
         self._token = token
         self.in_process = in_process
+        names = [store.name for store in attribute_stores]
+        if len(set(names)) != len(names):
+            raise EngineStartError(f"Attribute Store names must be unique, got {names}")
+        self.attribute_stores = tuple(attribute_stores)
         self.address = ""
         self._server: Any = None
         self._in_process: InProcessServer | None = None
@@ -103,8 +116,16 @@ class EngineServer:
         dispatcher.frame_batch = engine.tx  # a Worker's waiting frames commit once
         engine.workers = dispatcher
         try:
+            for attribute_store in self.attribute_stores:
+                engine.attribute_tables[attribute_store.name] = AttributeTable(attribute_store)
+        except AttributeStoreError as error:
+            _close_tables(engine)
+            store.close()
+            raise EngineStartError(str(error)) from error
+        try:
             engine.recover()
         except Exception as error:
+            _close_tables(engine)
             store.close()
             raise EngineStartError(
                 f"cannot load the engine state from {self.database!r}: {error}"
@@ -172,6 +193,7 @@ class EngineServer:
     async def _close_quietly(self) -> None:
         if self._engine is not None:
             await self._engine.close()
+            _close_tables(self._engine)
         if self._dispatcher is not None:
             await self._dispatcher.close()
         if self._store is not None:
@@ -200,6 +222,12 @@ class EngineServer:
         self._store = None
 
 
+def _close_tables(engine: Engine) -> None:
+    for table in engine.attribute_tables.values():
+        table.close()
+    engine.attribute_tables.clear()
+
+
 class LocalEngine:
     """The engine on a background thread with its own event loop.
 
@@ -209,7 +237,8 @@ class LocalEngine:
     ``durability`` is ``Durability.PROCESS_CRASH`` (the default) or
     ``Durability.POWER_LOSS`` (an fsync per commit); see :class:`Durability`.
     ``in_process`` serves the address in process too (see ``EngineServer``); calls from
-    other threads then hop onto the engine thread's loop.
+    other threads then hop onto the engine thread's loop. ``attribute_stores`` as for
+    ``EngineServer``.
     """
 
     def __init__(
@@ -223,6 +252,7 @@ class LocalEngine:
         token: str | None = None,
         allow_insecure: bool = False,
         in_process: bool = False,
+        attribute_stores: Sequence[AttributeStore] = (),
     ) -> None:
         self.durability = Durability.parse(durability)
         self.database = os.fspath(database)
@@ -232,6 +262,7 @@ class LocalEngine:
         self.token = token
         self.allow_insecure = allow_insecure
         self.in_process = in_process
+        self.attribute_stores = tuple(attribute_stores)
         self._address = ""
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -286,6 +317,7 @@ class LocalEngine:
             token=self.token,
             allow_insecure=self.allow_insecure,
             in_process=self.in_process,
+            attribute_stores=self.attribute_stores,
         )
         self._stopped = asyncio.Event()
         self._address = await server.start()

@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 from importlib.metadata import version
 
+from dex_local_engine._rules.attribute_stores import load_config
 from dex_local_engine._rules.durability import DEFAULT_DURABILITY, Durability
 from dex_local_engine._rules.limits import (
     DEFAULT_MAX_CONCURRENT_STREAMS_PER_WORKER,
@@ -87,6 +88,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_MAX_CONCURRENT_STREAMS_PER_WORKER,
         help="most open task streams of one Worker",
     )
+    serve.add_argument(
+        "--attribute-store-config",
+        default=None,
+        help="Attribute Stores Flows may select, in Dex Server's configuration shape "
+        "(attributeStore.stores.NAME: type sqlite, dsn, tableName), JSON or YAML; "
+        "without it the engine knows none",
+    )
     return parser
 
 
@@ -104,6 +112,7 @@ async def _serve(args: argparse.Namespace) -> int:
     host, port, database = args.host, args.port, args.db
     try:
         token = read_token(args.token_file)
+        stores = load_config(args.attribute_store_config) if args.attribute_store_config else []
         limits = EngineLimits(
             max_value_bytes=args.max_value_bytes,
             max_request_bytes=args.max_request_bytes,
@@ -117,6 +126,7 @@ async def _serve(args: argparse.Namespace) -> int:
             limits=limits,
             token=token,
             allow_insecure=args.insecure_no_auth,
+            attribute_stores=stores,
         )
     except (OSError, ValueError, EngineStartError) as error:
         print(f"dex-local-engine: {error}", file=sys.stderr, flush=True)

@@ -18,18 +18,24 @@ from dex_local_engine._rules.values import is_null, null, uuid7
 def apply_attribute_writes(
     engine: EngineState, flow: Flow, writes: Iterable[pb.AttributeWrite]
 ) -> None:
-    """Write Attributes; a null or missing value deletes the key."""
+    """Write Attributes (a null or missing value deletes the key), and queue the synced ones
+    for the Flow's Attribute Stores."""
     for write in writes:
         if not write.key:
             continue
         if write.HasField("index_config"):
             indexes.note_write(engine, write)
-        if not write.HasField("value") or is_null(write.value):
+        deleted = not write.HasField("value") or is_null(write.value)
+        if deleted:
             if flow.attributes.pop(write.key, None) is not None:
                 engine.store.put_attribute(flow.flow_id, write.key, None)
         else:
             flow.attributes[write.key] = write.value
             engine.store.put_attribute(flow.flow_id, write.key, write.value.SerializeToString())
+        if write.sync_config.enabled:
+            # A deletion projects SQL NULL, as on Dex Server.
+            for store in flow.config.attribute_store_names.names:
+                engine.project(store, flow, write.key, null() if deleted else write.value)
     engine.mark_changed(flow.flow_id)
 
 

@@ -37,7 +37,7 @@ def start_flow(engine: EngineState, request: pb.StartFlowRequest, *, parent: str
     config = pb.FlowConfig()
     if options.HasField("flow_config_override"):
         config.CopyFrom(options.flow_config_override)
-    validate_flow_config(config)
+    validate_flow_config(config, engine.attribute_tables)
     existing = engine.flows.get(request.flow_id)
     policy = options.id_reuse_policy or pb.ID_REUSE_POLICY_ALLOW_IF_NO_RUNNING
     with engine.tx():

@@ -9,7 +9,8 @@ need from a layer above is queued here instead and drained before the commit:
 
 * commands for the Workers layer (``work.WorkerCommand``: submit, cancel or abandon a
   task), run by the attached ``WorkerPort`` when a transition block ends, in order;
-* Flows due to continue as new, drained by ``drain()`` (the ``Engine``) at commit.
+* Flows due to continue as new, drained by ``drain()`` (the ``Engine``) at commit;
+* synced Attribute writes for the Attribute Stores, projected once the commit is done.
 
 Timers and Worker reports start new transitions from above: the state declares them
 as the abstract ``on_*`` methods, and ``engine.Engine`` implements them. Long-polls
@@ -35,6 +36,7 @@ from dex_local_engine._rules import errors
 from dex_local_engine._rules.decisions import continue_as_new_due
 from dex_local_engine._rules.model import Flow, StepExec
 from dex_local_engine._rules.values import stamp
+from dex_local_engine._store.attribute_tables import AttributeTable
 from dex_local_engine._store.store import Store
 from dex_local_engine._store.streams import StreamStore
 
@@ -72,6 +74,9 @@ class EngineState(ABC):
         self.wakes: dict[tuple[str, str], asyncio.TimerHandle] = {}
         self.flow_timers: dict[str, asyncio.TimerHandle] = {}
         self.indexes: dict[str, pb.IndexConfig] = {}  # Attribute key -> its search index
+        self.attribute_tables: dict[str, AttributeTable] = {}  # Attribute Store name -> table
+        # (store, Flow ID) -> Attribute -> its latest synced value, projected after commit
+        self._projections: dict[tuple[str, str], dict[str, pb.Value]] = {}
         self.continue_due: dict[str, Flow] = {}  # Flows to continue as new at commit
         self._outbox: deque[WorkerCommand] = deque()
         self._running_commands = False
@@ -115,11 +120,18 @@ class EngineState(ABC):
                     self._run_commands()
                 self.drain()
                 self._flush()
+        except BaseException:
+            self._projections.clear()  # rolled back: nothing to project
+            raise
         finally:
             self._depth = 0
             self.continue_due.clear()
             self._dirty_flows.clear()
             self._dirty_steps.clear()
+        # Committed: the Attribute Stores get the synced writes, then long-polls wake.
+        projections, self._projections = self._projections, {}
+        for (store, flow_id), writes in projections.items():
+            self.attribute_tables[store].upsert(flow_id, writes)
         notify, self._notify = self._notify, set()
         for flow_id in notify:
             event = self._changed.pop(flow_id, None)
@@ -156,6 +168,11 @@ class EngineState(ABC):
             )
         for (flow_id, sid), step in self._dirty_steps.items():
             self.store.put_step(flow_id, sid, step.to_json())
+
+    def project(self, store: str, flow: Flow, key: str, value: pb.Value) -> None:
+        """Queue a synced Attribute write for an Attribute Store, projected after commit."""
+        if store in self.attribute_tables:
+            self._projections.setdefault((store, flow.flow_id), {})[key] = value
 
     def touch(self, flow: Flow, step: StepExec | None = None) -> None:
         """Mark a Step's row (or, without a Step, the Flow's row) for writing at commit.

@@ -162,7 +162,7 @@ def on_frame(engine: EngineState, task: Task, frame: pb.PollWorkerTaskFrame) -> 
             )
         _arm_heartbeat(engine, attempt)
     elif which == "result":
-        problem = result_problem(frame)
+        problem = result_problem(frame, engine.attribute_tables)
         if problem is not None:
             # Dex rejects such a result: the attempt fails and the Step's policy applies.
             with engine.tx():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from dex.dexpb import dex_pb2 as pb
 
@@ -24,8 +24,11 @@ def validate_step_options(options: pb.StepOptions) -> None:
         raise errors.invalid(f"invalid StepOptions: {error}") from None
 
 
-def result_problem(frame: pb.PollWorkerTaskFrame) -> str | None:
-    """Why a Step method result cannot be applied, or None when it can."""
+def result_problem(
+    frame: pb.PollWorkerTaskFrame, attribute_stores: Collection[str] = ()
+) -> str | None:
+    """Why a Step method result cannot be applied, or None when it can (``attribute_stores``:
+    the Attribute Store names the engine knows, for SubFlow configurations)."""
     try:
         if frame.WhichOneof("output") == "wait_for":
             result = frame.wait_for.result
@@ -33,7 +36,7 @@ def result_problem(frame: pb.PollWorkerTaskFrame) -> str | None:
                 validate_waiting_condition(result.waiting_condition)
                 for sub_flow in result.waiting_condition.sub_flow_conditions:
                     validate_step_options(sub_flow.step_options)
-                    validate_flow_config(sub_flow.options.flow_config_override)
+                    validate_flow_config(sub_flow.options.flow_config_override, attribute_stores)
         else:
             for movement in frame.execute.result.step_decision.next_steps:
                 if not movement.step_type:
@@ -63,11 +66,12 @@ def trusted_movements(movements: Iterable[pb.StepMovement]) -> list[pb.StepMovem
     return cleaned
 
 
-def validate_flow_config(config: pb.FlowConfig) -> None:
+def validate_flow_config(config: pb.FlowConfig, attribute_stores: Collection[str] = ()) -> None:
     """Refuse a Flow configuration Dex Server would refuse, as INVALID_ARGUMENT.
 
-    The engine has no Attribute Store, so naming one is an error, as an unknown store
-    is on Dex Server (a silently ignored projection would lose writes).
+    As on Dex Server, an Attribute Store the engine was not configured with is unknown
+    (``attribute_stores`` are the names it knows; one started without any knows none):
+    a silently ignored projection would lose writes.
     """
     if config.continue_as_new_threshold < 0:
         raise errors.invalid(
@@ -79,5 +83,5 @@ def validate_flow_config(config: pb.FlowConfig) -> None:
             f"{config.continue_as_new_page_size_in_bytes}"
         )
     for name in config.attribute_store_names.names:
-        if name:
+        if name and name not in attribute_stores:
             raise errors.invalid(f"unknown Attribute Store {name!r}")
