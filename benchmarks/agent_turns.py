@@ -11,8 +11,17 @@ text (two model requests and one read tool call). The same scripted agent runs:
   with ``--engine child``; the host's Client and Worker reach an embedded engine
   in process, or by loopback gRPC with ``--transport grpc``), the client sending
   the message and following the event stream until ``turn_completed``;
-- **dbos** (Pydantic AI only): ``agent.run`` inside a ``@DBOS.workflow`` with
-  Pydantic AI's ``DBOSDurability`` capability, on SQLite.
+- **dbos** (Pydantic AI and OpenAI Agents, DBOS's own integrations): ``agent.run``
+  inside a ``@DBOS.workflow`` with Pydantic AI's ``DBOSDurability`` capability, and
+  ``DBOSRunner.run`` (``dbos-openai-agents``) inside one, the tool a ``@DBOS.step``
+  in both (the session runs it as a Step too), on SQLite.
+
+Durability is equal on both sides (``--durability``, default both pairs, each its own
+interleaved run in a child process): ``process-crash`` runs the engine in its default
+mode (WAL, ``synchronous=NORMAL``: a commit survives the process, not a power loss)
+against DBOS on the same SQLite settings (WAL, ``synchronous=NORMAL``);
+``power-loss`` runs the engine with ``synchronous=FULL`` (an fsync per commit) against
+DBOS's default (rollback journal, ``synchronous=FULL``).
 
 Modes run interleaved (turn by turn, round by round) in one process, so machine
 noise falls on all of them alike; the ratios are the figures to read. Printed:
@@ -27,28 +36,34 @@ Usage::
 
     uv run --group bench python benchmarks/agent_turns.py [--frameworks pydantic-ai,...]
         [--turns N] [--long-turns 200] [--concurrent 10] [--engine loop|thread|child]
-        [--transport in-process|grpc] [--json PATH]
+        [--transport in-process|grpc] [--durability process-crash,power-loss] [--json PATH]
 
-Nothing here asserts a time; it measures and prints.
+Nothing here asserts a time; it measures and prints. The figures go to
+``benchmarks/results/`` as dated JSON with the machine's facts unless ``--json`` names
+a file.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
+
+from _results import load_average, write_results
 
 from dex_agents import AgentHost
 from dex_agents.session import AgentSessionFlow
@@ -126,7 +141,7 @@ class Framework:
     name: str
     plain: ConversationFactory
     flow: AgentSessionFlow
-    durable_rival: ConversationFactory | None = None  # DBOS, for Pydantic AI
+    durable_rival: ConversationFactory | None = None  # DBOS: Pydantic AI, OpenAI Agents
     closers: list[Callable[[], None]] = field(default_factory=list[Callable[[], None]])
 
 
@@ -168,9 +183,11 @@ def _check_completed(session_id: str, event: Any) -> None:
 # --- Pydantic AI --------------------------------------------------------------------------
 
 
-def pydantic_ai_agent(name: str, **kwargs: Any) -> Agent[None, str]:
+def pydantic_ai_agent(name: str, *, dbos_step: bool = False, **kwargs: Any) -> Agent[None, str]:
     """The benchmark's Pydantic AI agent: a scripted model that calls ``lookup_order``
-    once per turn and answers with its result (two model requests, one read tool call)."""
+    once per turn and answers with its result (two model requests, one read tool call).
+    ``dbos_step`` makes the tool a ``@DBOS.step`` (a durable step, as the session's tool
+    Step is)."""
     from pydantic_ai import Agent, Tool
     from pydantic_ai.messages import (
         ModelMessage,
@@ -195,10 +212,14 @@ def pydantic_ai_agent(name: str, **kwargs: Any) -> Agent[None, str]:
             parts=[ToolCallPart("lookup_order", {"order_id": "42"}, tool_call_id=call_id)]
         )
 
-    def lookup_order(order_id: str) -> str:
+    async def lookup_order(order_id: str) -> str:
         """Look an order up."""
         return f"order {order_id} shipped"
 
+    if dbos_step:
+        from dbos import DBOS
+
+        lookup_order = DBOS.step(name=f"{name}.lookup_order")(lookup_order)
     tool = Tool(lookup_order, metadata=dex_tool_metadata(ToolEffect.READ))
     return Agent(FunctionModel(respond), tools=[tool], name=name, **kwargs)
 
@@ -227,37 +248,199 @@ def pydantic_ai_framework(directory: Path) -> Framework:
         plain,
         create_pydantic_ai_session_flow(pydantic_ai_agent("session"), "BenchPydanticAI"),
     )
-    if not os.environ.get("BENCH_NO_DBOS"):
-        framework.durable_rival = _dbos_conversations(directory, pydantic_ai_agent, framework)
+    if dbos_wanted():
+        framework.durable_rival = _pydantic_ai_dbos()
     return framework
 
 
-def _dbos_conversations(
-    directory: Path, build: Callable[..., Any], framework: Framework
-) -> ConversationFactory | None:
+def dbos_wanted() -> bool:
+    if os.environ.get("BENCH_NO_DBOS"):
+        return False
     try:
-        from dbos import DBOS, DBOSConfig
-        from pydantic_ai.durable_exec.dbos import DBOSDurability
+        import dbos  # noqa: F401  # pyright: ignore[reportUnusedImport]
     except ImportError:
         print("dbos is not installed (uv run --group bench ...): no DBOS figures")
-        return None
-    logging.getLogger("dbos").setLevel(logging.WARNING)
-    agent = build("dbos_bench", capabilities=[DBOSDurability()])
-    config: DBOSConfig = {
-        "name": "dex-agents-bench",
-        "system_database_url": f"sqlite:///{directory / 'dbos.sqlite'}",
-        "log_level": "WARNING",
-    }
-    dbos = DBOS(config=config)
+        return False
+    return True
 
-    @DBOS.workflow()
+
+def _pydantic_ai_dbos() -> ConversationFactory:
+    """``agent.run`` in a ``@DBOS.workflow`` with ``DBOSDurability`` (registered now;
+    ``DbosRuntime`` launches DBOS once every workflow is)."""
+    from dbos import DBOS
+    from pydantic_ai.durable_exec.dbos import DBOSDurability
+
+    agent = pydantic_ai_agent("dbos_bench", dbos_step=True, capabilities=[DBOSDurability()])
+
+    @DBOS.workflow(name="bench_pydantic_ai_turn")
     async def dbos_turn(text: str, history: list[Any]) -> list[Any]:
         result = await agent.run(text, message_history=history)
         return result.all_messages()
 
-    DBOS.launch()
-    framework.closers.append(lambda: DBOS.destroy(destroy_registry=True))
-    del dbos
+    class DbosConversation:
+        def __init__(self) -> None:
+            self.history: list[Any] = []
+
+        async def turn(self, text: str) -> None:
+            self.history = await dbos_turn(text, self.history)
+
+    async def start() -> Conversation:
+        return DbosConversation()
+
+    return start
+
+
+@dataclass
+class DbosRuntime:
+    """One DBOS for the run (DBOS is a process-wide singleton), launched after every
+    framework registered its workflows, on SQLite at the run's durability:
+    ``process-crash``: WAL and ``synchronous=NORMAL`` (the engine's default settings);
+    ``power-loss``: DBOS's own default (rollback journal, ``synchronous=FULL``)."""
+
+    directory: Path
+    durability: str
+    launched: bool = False
+
+    def launch(self) -> None:
+        from dbos import DBOS, DBOSConfig
+
+        logging.getLogger("dbos").setLevel(logging.WARNING)
+        url = f"sqlite:///{self.directory / 'dbos.sqlite'}"
+        config: DBOSConfig = {
+            "name": "dex-agents-bench",
+            "system_database_url": url,
+            "log_level": "WARNING",
+        }
+        if self.durability == "process-crash":
+            config["system_database_engine"] = _sqlite_wal_normal_engine(url)
+        DBOS(config=config)
+        DBOS.launch()
+        self.launched = True
+
+    def close(self) -> None:
+        if self.launched:
+            from dbos import DBOS
+
+            DBOS.destroy(destroy_registry=True)
+
+
+def _sqlite_wal_normal_engine(url: str) -> Any:
+    """A SQLAlchemy engine as DBOS builds its SQLite one (IMMEDIATE transactions, busy
+    timeout, foreign keys), in WAL mode with ``synchronous=NORMAL``."""
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(url)
+
+    @sa.event.listens_for(engine, "connect")
+    def configure(connection: Any, record: Any) -> None:  # pyright: ignore[reportUnusedFunction]
+        del record
+        connection.isolation_level = "IMMEDIATE"
+        connection.execute("PRAGMA busy_timeout=30000")
+        connection.execute("PRAGMA foreign_keys=ON")
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute("PRAGMA synchronous=NORMAL")
+
+    return engine
+
+
+# --- OpenAI Agents --------------------------------------------------------------------------
+
+
+def openai_agent(name: str, *, dbos_step: bool = False) -> Any:
+    """The same turn as an OpenAI Agents agent: a scripted ``Model`` that calls
+    ``lookup_order`` once and answers with its result."""
+    from agents import Agent, FunctionTool, Model, function_tool, set_tracing_disabled
+    from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
+    from agents.usage import Usage
+
+    from dex_agents import ToolEffect
+    from dex_agents_openai_agents import declare_tool_effect
+
+    class TurnModel(Model):
+        """Answers each call with a one-step ``ScriptedModel`` (the SDK's own test model,
+        streaming or not): a ``lookup_order`` call, then the tool's text."""
+
+        def _scripted(self, model_input: Any) -> ScriptedModel:
+            items = [model_input] if isinstance(model_input, str) else list(model_input)
+            last = items[-1] if items else {}
+            if isinstance(last, dict) and last.get("type") == "function_call_output":
+                output = [assistant_message(f"Your {last.get('output')}")]
+            else:
+                call_id = f"call-{uuid.uuid4().hex[:8]}"
+                output = [function_call("lookup_order", '{"order_id":"42"}', call_id=call_id)]
+            return ScriptedModel([ModelStep(output=output, usage=Usage(requests=1))])
+
+        async def get_response(
+            self, system_instructions: Any, input: Any, *args: Any, **kwargs: Any
+        ) -> Any:
+            model = self._scripted(input)
+            return await model.get_response(system_instructions, input, *args, **kwargs)
+
+        def stream_response(
+            self, system_instructions: Any, input: Any, *args: Any, **kwargs: Any
+        ) -> Any:
+            model = self._scripted(input)
+            return model.stream_response(system_instructions, input, *args, **kwargs)
+
+    async def lookup_order(order_id: str) -> str:
+        """Look an order up."""
+        return f"order {order_id} shipped"
+
+    if dbos_step:
+        from dbos import DBOS
+
+        lookup_order = DBOS.step(name=f"{name}.lookup_order")(lookup_order)
+    tool: FunctionTool = function_tool(lookup_order)
+    set_tracing_disabled(True)  # as the session runs it (sdk_tracing=False); nothing to export
+    return Agent(
+        name=name,
+        instructions="Answer the user; use the tools when they help.",
+        model=TurnModel(),
+        tools=[declare_tool_effect(tool, ToolEffect.READ)],
+    )
+
+
+def openai_agents_framework(directory: Path) -> Framework:
+    from agents import Runner
+
+    from dex_agents_openai_agents import create_openai_agents_session_flow
+
+    class Plain:
+        def __init__(self, agent: Any) -> None:
+            self.agent = agent
+            self.history: list[Any] = []
+
+        async def turn(self, text: str) -> None:
+            items = [*self.history, {"role": "user", "content": text}]
+            result = await Runner.run(self.agent, items)
+            self.history = result.to_input_list()
+
+    plain_agent = openai_agent("plain")
+
+    async def plain() -> Conversation:
+        return Plain(plain_agent)
+
+    framework = Framework(
+        "openai-agents",
+        plain,
+        create_openai_agents_session_flow(openai_agent("session"), "BenchOpenAIAgents"),
+    )
+    if dbos_wanted():
+        framework.durable_rival = _openai_agents_dbos()
+    return framework
+
+
+def _openai_agents_dbos() -> ConversationFactory:
+    """``DBOSRunner.run`` (DBOS's OpenAI Agents integration) in a ``@DBOS.workflow``."""
+    from dbos import DBOS
+    from dbos_openai_agents import DBOSRunner
+
+    agent = openai_agent("dbos_bench", dbos_step=True)
+
+    @DBOS.workflow(name="bench_openai_agents_turn")
+    async def dbos_turn(text: str, history: list[Any]) -> list[Any]:
+        result = await DBOSRunner.run(agent, [*history, {"role": "user", "content": text}])
+        return result.to_input_list()
 
     class DbosConversation:
         def __init__(self) -> None:
@@ -276,7 +459,6 @@ def _dbos_conversations(
 
 CONFORMANCE_FACTORIES = {
     "stepwise": "dex_agents.stepwise.conformance:build_stepwise_flow",
-    "openai-agents": "dex_agents_openai_agents.conformance:build_conformance_flow",
     "langgraph": "dex_agents_langgraph.conformance:build_conformance_flow",
     "claude": "dex_agents_claude_sdk.conformance:build_conformance_flow",
 }
@@ -343,6 +525,7 @@ def _completed(outcome: object) -> bool:
 
 FRAMEWORKS: dict[str, Callable[[Path], Framework]] = {
     "pydantic-ai": pydantic_ai_framework,
+    "openai-agents": openai_agents_framework,
     **{name: conformance_framework(name) for name in CONFORMANCE_FACTORIES},
 }
 
@@ -552,66 +735,140 @@ async def measure(arguments: argparse.Namespace) -> dict[str, Any]:
     unknown = [name for name in names if name not in FRAMEWORKS]
     if unknown:
         raise SystemExit(f"unknown frameworks {unknown}; known: {', '.join(FRAMEWORKS)}")
+    durability = arguments.durability
     with tempfile.TemporaryDirectory(prefix="dex-agents-agent-turns-") as temporary:
         root = Path(temporary)
         frameworks = [FRAMEWORKS[name](root) for name in names]
-        engine_pid: int | None = None
-        engine: Any = None
-        address: str | None = None
-        if arguments.engine == "child":
-            from dex_agents.testing import PrivateDexEngine
-
-            engine = PrivateDexEngine.start(root / "engine")
-            address = engine.server_address
-            engine_pid = _engine_child_pid()
-        try:
-            async with AgentHost(
-                [f.flow for f in frameworks],
-                server_address=address,
-                database=root / "engine.sqlite",
-                embedded_engine="thread" if arguments.engine == "thread" else "loop",
-                embedded_transport=arguments.transport,
-            ) as host:
-                clock = CpuClock(engine_pid)
-                modes: list[Mode] = []
+        dbos = DbosRuntime(root, durability)
+        if any(f.durable_rival is not None for f in frameworks):
+            dbos.launch()
+        async with engine_for(arguments, root / "engine.sqlite") as (address, engine_pid):
+            try:
+                async with AgentHost(
+                    [f.flow for f in frameworks],
+                    server_address=address,
+                    database=root / "engine.sqlite",
+                    embedded_engine="thread" if arguments.engine == "thread" else "loop",
+                    embedded_transport=arguments.transport,
+                ) as host:
+                    clock = CpuClock(engine_pid)
+                    modes = await run_modes(arguments, frameworks, host, clock)
+            finally:
+                dbos.close()
                 for framework in frameworks:
-                    flow = framework.flow
-
-                    async def session(flow: AgentSessionFlow = flow) -> Conversation:
-                        return SessionConversation(host, flow)
-
-                    modes.append(Mode(framework.name, "plain", framework.plain))
-                    modes.append(Mode(framework.name, "session", session))
-                    if framework.durable_rival is not None:
-                        modes.append(Mode(framework.name, "dbos", framework.durable_rival))
-                # Warm every path once (imports, first-run caches), then measure; a
-                # framework whose warm-up turns fail or stall is reported and left out.
-                modes = await working_modes(modes, clock)
-                for mode in modes:
-                    mode.latencies.clear()
-                    mode.cpu.clear()
-                await latency_rounds(modes, arguments.sessions, arguments.turns, clock)
-                await throughput_rounds(
-                    modes, arguments.concurrent, arguments.concurrent_turns, arguments.rounds, clock
-                )
-                if arguments.long_turns:
-                    await long_session(modes, arguments.long_turns, clock)
-        finally:
-            if engine is not None:
-                engine.close()
-            for framework in frameworks:
-                for close in framework.closers:
-                    close()
+                    for close in framework.closers:
+                        close()
         return {
             "python": platform.python_version(),
             "cpu_count": os.cpu_count(),
-            "load_average_at_start": [round(v, 2) for v in os.getloadavg()],
+            "load_average_at_start": load_average(),
             "engine": arguments.engine,
             "transport": arguments.transport if arguments.engine != "child" else "grpc",
+            "durability": {
+                "name": durability,
+                "engine": "WAL, synchronous=NORMAL"
+                if durability == "process-crash"
+                else "WAL, synchronous=FULL",
+                "dbos": "WAL, synchronous=NORMAL"
+                if durability == "process-crash"
+                else "DBOS default: rollback journal, synchronous=FULL",
+            },
             "decode_caches": not arguments.no_decode_cache,
             "turn": "2 model requests + 1 read tool call",
+            "options": {
+                "sessions": arguments.sessions,
+                "turns": arguments.turns,
+                "concurrent": arguments.concurrent,
+                "concurrent_turns": arguments.concurrent_turns,
+                "rounds": arguments.rounds,
+                "long_turns": arguments.long_turns,
+            },
             "figures": report(modes),
         }
+
+
+@contextlib.asynccontextmanager
+async def engine_for(
+    arguments: argparse.Namespace, database: Path
+) -> AsyncIterator[tuple[str | None, int | None]]:
+    """The engine at the run's durability: the address the host uses (None: the host's
+    own embedded engine, which runs in the default mode) and the engine child's PID."""
+    if arguments.engine == "child":
+        command = [
+            sys.executable,
+            "-m",
+            "dex_local_engine",
+            "serve",
+            "--db",
+            str(database.with_suffix(".child.sqlite")),
+            "--port",
+            "0",
+            "--durability",
+            arguments.durability,
+            "--log-level",
+            "WARNING",
+        ]
+        child = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)  # noqa: ASYNC220
+        assert child.stdout is not None
+        line = await asyncio.to_thread(child.stdout.readline)
+        try:
+            yield line.split("ready on", 1)[1].split()[0], child.pid
+        finally:
+            child.terminate()
+            child.wait(timeout=60)
+        return
+    if arguments.durability == "process-crash":
+        yield None, None  # the host's embedded engine, in its default mode
+        return
+    from dex_local_engine import EngineServer, LocalEngine
+    from dex_local_engine.sdk_patches import route_in_process_channels
+
+    # The engine the host would embed, in power-loss mode: on this loop (or its own
+    # thread), the host's Client and Worker reaching it in process as the host does.
+    in_process = arguments.transport == "in-process" and route_in_process_channels()
+    if arguments.engine == "thread":
+        engine = LocalEngine(database, port=0, durability="power-loss", in_process=in_process)
+        await asyncio.to_thread(engine.start)
+        try:
+            yield engine.address, None
+        finally:
+            await asyncio.to_thread(engine.stop)
+        return
+    server = EngineServer(database, "127.0.0.1", 0, "power-loss", in_process=in_process)
+    address = await server.start()
+    try:
+        yield address, None
+    finally:
+        await server.stop()
+
+
+async def run_modes(
+    arguments: argparse.Namespace, frameworks: Sequence[Framework], host: AgentHost, clock: CpuClock
+) -> list[Mode]:
+    modes: list[Mode] = []
+    for framework in frameworks:
+        flow = framework.flow
+
+        async def session(flow: AgentSessionFlow = flow) -> Conversation:
+            return SessionConversation(host, flow)
+
+        modes.append(Mode(framework.name, "plain", framework.plain))
+        modes.append(Mode(framework.name, "session", session))
+        if framework.durable_rival is not None:
+            modes.append(Mode(framework.name, "dbos", framework.durable_rival))
+    # Warm every path once (imports, first-run caches), then measure; a framework whose
+    # warm-up turns fail or stall is reported and left out.
+    modes = await working_modes(modes, clock)
+    for mode in modes:
+        mode.latencies.clear()
+        mode.cpu.clear()
+    await latency_rounds(modes, arguments.sessions, arguments.turns, clock)
+    await throughput_rounds(
+        modes, arguments.concurrent, arguments.concurrent_turns, arguments.rounds, clock
+    )
+    if arguments.long_turns:
+        await long_session(modes, arguments.long_turns, clock)
+    return modes
 
 
 def disable_decode_caches() -> None:
@@ -624,6 +881,9 @@ def disable_decode_caches() -> None:
     except ImportError:
         return
     messages._DECODED_ITEMS.max_characters = 0  # pyright: ignore[reportPrivateUsage]
+
+
+DURABILITIES = ("process-crash", "power-loss")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -643,22 +903,74 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="how the host reaches the embedded engine (--engine loop or thread)",
     )
     parser.add_argument(
+        "--durability",
+        default=",".join(DURABILITIES),
+        help="process-crash (engine default vs DBOS on WAL + synchronous=NORMAL), power-loss "
+        "(engine synchronous=FULL vs DBOS's default), or both, comma-separated: each is its "
+        "own interleaved run (in a child process when there are two)",
+    )
+    parser.add_argument(
         "--no-decode-cache",
         action="store_true",
         help="decode every stored message on every Step (the cost before the decode caches)",
     )
-    parser.add_argument("--json", type=Path)
+    parser.add_argument("--json", type=Path, help="default: benchmarks/results/<date>-...")
+    parser.add_argument("--child-output", type=Path, help=argparse.SUPPRESS)
     arguments = parser.parse_args(argv)
-    if arguments.no_decode_cache:
-        disable_decode_caches()
-    results = asyncio.run(measure(arguments))
+    durabilities = [d.strip() for d in arguments.durability.split(",") if d.strip()]
+    unknown = [d for d in durabilities if d not in DURABILITIES]
+    if unknown or not durabilities:
+        raise SystemExit(f"--durability takes {', '.join(DURABILITIES)}, not {unknown}")
+    load = load_average()
+    if len(durabilities) == 1:
+        arguments.durability = durabilities[0]
+        if arguments.no_decode_cache:
+            disable_decode_caches()
+        results = asyncio.run(measure(arguments))
+        print_run(results)
+        if arguments.child_output is not None:
+            arguments.child_output.write_text(json.dumps(results))
+            return
+        runs = {durabilities[0]: results}
+    else:
+        runs = {}
+        with tempfile.TemporaryDirectory(prefix="dex-agents-agent-turns-runs-") as temporary:
+            for durability in durabilities:
+                output = Path(temporary) / f"{durability}.json"
+                child_argv = [*(argv if argv is not None else sys.argv[1:])]
+                child_argv = _without_option(child_argv, "--durability")
+                child_argv = _without_option(child_argv, "--json")
+                command = [sys.executable, __file__, *child_argv, "--durability", durability]
+                subprocess.run([*command, "--child-output", str(output)], check=True)
+                runs[durability] = json.loads(output.read_text())
+    write_results("agent_turns", {"runs": runs}, arguments.json, load_at_start=load)
+
+
+def _without_option(argv: list[str], option: str) -> list[str]:
+    kept: list[str] = []
+    skip = False
+    for item in argv:
+        if skip:
+            skip = False
+            continue
+        if item == option:
+            skip = True
+            continue
+        if item.startswith(option + "="):
+            continue
+        kept.append(item)
+    return kept
+
+
+def print_run(results: dict[str, Any]) -> None:
+    durability = results["durability"]
     print(
         f"python {results['python']}, {results['cpu_count']} CPUs, engine {results['engine']},"
-        f" transport {results['transport']}, load {results['load_average_at_start']}"
+        f" transport {results['transport']}, durability {durability['name']} (engine"
+        f" {durability['engine']}; DBOS {durability['dbos']}), load"
+        f" {results['load_average_at_start']}"
     )
     print_figures(results["figures"])
-    if arguments.json is not None:
-        arguments.json.write_text(json.dumps(results, indent=2))
 
 
 if __name__ == "__main__":
