@@ -111,7 +111,7 @@ class EngineServer:
         except Exception as error:
             raise EngineStartError(str(error)) from error
         self._store = store
-        engine = Engine(store)
+        engine = Engine(store, attribute_cache_flows=self.limits.attribute_cache_flows)
         dispatcher = Dispatcher()
         dispatcher.frame_batch = engine.tx  # a Worker's waiting frames commit once
         engine.workers = dispatcher

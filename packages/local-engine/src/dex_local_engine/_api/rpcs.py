@@ -14,7 +14,6 @@ from dex.dexpb import dex_pb2 as pb
 
 from dex_local_engine._machine import locks, rpc_results, steps
 from dex_local_engine._machine.engine import Engine
-from dex_local_engine._machine.state import load_closed_attributes
 from dex_local_engine._machine.work import Task
 from dex_local_engine._rules import errors, worker_requests
 from dex_local_engine._rules.constants import (
@@ -43,8 +42,6 @@ async def invoke_rpc(engine: Engine, request: pb.InvokeRPCRequest) -> pb.InvokeR
     flow = engine.flow(request.flow_id, active=False)  # a new start may have replaced the run
     if not flow.running and keys:
         raise errors.flow_not_found(flow.flow_id, active=True)  # locking RPCs update the run
-    if not flow.running:
-        load_closed_attributes(engine, flow)
     was_running = flow.running
     holder = f"rpc:{uuid7()}"
     if not locks.acquire(engine, flow, holder, keys):

@@ -65,7 +65,7 @@ def start_flow(engine: EngineState, request: pb.StartFlowRequest, *, parent: str
             timeout_policy=request.flow_timeout_policy,
             parent=parent,
         )
-        engine.flows[flow.flow_id] = flow
+        engine.flows[flow.flow_id] = engine.adopt(flow)
         engine.locks[flow.flow_id] = {}
         engine.touch(flow)
         writes = list(options.attributes)

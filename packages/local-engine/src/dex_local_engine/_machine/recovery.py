@@ -18,7 +18,7 @@ def recover(engine: EngineState) -> None:
     indexes.load_indexes(engine)
     for row in engine.store.flows():
         flow = Flow.from_row(row.flow_id, row.run_id, row.flow_type, row.status, row.meta)
-        engine.flows[flow.flow_id] = flow
+        engine.flows[flow.flow_id] = engine.adopt(flow)  # Attributes load on first use
         flow.next_event_id = max(flow.next_event_id, engine.store.last_event_id(flow.flow_id) + 1)
         for data in engine.store.steps(flow.flow_id):
             step = StepExec.from_json(data)
@@ -30,10 +30,6 @@ def recover(engine: EngineState) -> None:
                 flow.steps[step.sid] = step
         if not flow.running:
             continue
-        for key, value in engine.store.attributes(flow.flow_id):
-            parsed = pb.Value()
-            parsed.ParseFromString(value)
-            flow.attributes[key] = parsed
         for seq, channel, message_id, value, consumer in engine.store.messages(flow.flow_id):
             parsed = pb.Value()
             parsed.ParseFromString(value)

@@ -15,7 +15,7 @@ from typing import Any, cast
 from dex.dexpb import dex_pb2 as pb
 
 from dex_local_engine._machine import indexes
-from dex_local_engine._machine.state import EngineState, load_closed_attributes
+from dex_local_engine._machine.state import EngineState
 from dex_local_engine._rules import errors
 from dex_local_engine._rules.model import Flow
 from dex_local_engine._rules.search_query import Order, QueryError, parse, sort_key
@@ -103,17 +103,24 @@ def _index_keys(engine: EngineState) -> dict[str, list[str]]:
 
 
 def _indexed_attributes(engine: EngineState, flow: Flow, keys: dict[str, list[str]]) -> list[pb.KV]:
-    load_closed_attributes(engine, flow)
+    if not keys:
+        return []
+    # A Flow whose Attributes are not in memory: its indexed ones only, by primary key.
+    attributes = (
+        flow.loaded_attributes
+        if flow.loaded_attributes is not None
+        else engine.attribute_values(flow.flow_id, {k for ks in keys.values() for k in ks})
+    )
     indexed: list[pb.KV] = []
     for index_key, attribute_keys in keys.items():
-        present = [key for key in attribute_keys if key in flow.attributes]
+        present = [key for key in attribute_keys if key in attributes]
         if not present:
             continue
         if len(present) > 1:
             # A Flow with two Attributes under one key: the later in its Attribute order.
-            order = {key: position for position, key in enumerate(flow.attributes)}
+            order = {key: position for position, key in enumerate(attributes)}
             present.sort(key=order.__getitem__)
-        indexed.append(pb.KV(key=index_key, value=flow.attributes[present[-1]]))
+        indexed.append(pb.KV(key=index_key, value=attributes[present[-1]]))
     return indexed
 
 

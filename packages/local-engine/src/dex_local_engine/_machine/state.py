@@ -24,7 +24,7 @@ import logging
 import os
 import time
 from abc import ABC, abstractmethod
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Generator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -34,6 +34,7 @@ from dex.dexpb import dex_pb2 as pb
 from dex_local_engine._machine.work import Task, WorkerAction, WorkerCommand, WorkerPort
 from dex_local_engine._rules import errors
 from dex_local_engine._rules.decisions import continue_as_new_due
+from dex_local_engine._rules.limits import DEFAULT_ATTRIBUTE_CACHE_FLOWS
 from dex_local_engine._rules.model import Flow, StepExec
 from dex_local_engine._rules.values import stamp
 from dex_local_engine._store.attribute_tables import AttributeTable
@@ -41,6 +42,12 @@ from dex_local_engine._store.store import Store
 from dex_local_engine._store.streams import StreamStore
 
 _LOG = logging.getLogger("dex_local_engine")
+
+# The engine keeps the Attributes of its most recently changed Flows in memory
+# (``EngineLimits.attribute_cache_flows``); every other Flow's Attributes stay in their
+# rows only and load on first use (a Step task, an RPC, GetAttributes). An idle session
+# then costs the engine its Flow record and its waiting Step, not its stored
+# conversation; a Flow that comes back loads its Attributes with one indexed query.
 
 
 @dataclass(eq=False)
@@ -64,8 +71,15 @@ class Attempt:
 class EngineState(ABC):
     """All Flows of one database. Every method runs on the engine's event loop."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(
+        self, store: Store, *, attribute_cache_flows: int = DEFAULT_ATTRIBUTE_CACHE_FLOWS
+    ) -> None:
+        if attribute_cache_flows < 1:
+            raise ValueError("attribute_cache_flows must be at least 1")
         self.store = store
+        self.attribute_cache_flows = attribute_cache_flows
+        # Flows whose Attributes are in memory, least recently changed first.
+        self._loaded: OrderedDict[str, Flow] = OrderedDict()
         self.streams = StreamStore(store)
         self.workers: WorkerPort | None = None  # attached by the Workers layer
         self.flows: dict[str, Flow] = {}
@@ -133,10 +147,64 @@ class EngineState(ABC):
         for (store, flow_id), writes in projections.items():
             self.attribute_tables[store].upsert(flow_id, writes)
         notify, self._notify = self._notify, set()
+        loaded = self._loaded
+        for flow_id in notify:
+            flow = self.flows.get(flow_id)
+            if flow is not None and flow.loaded_attributes is not None:
+                loaded[flow_id] = flow
+                loaded.move_to_end(flow_id)
+        self.trim_attributes()
         for flow_id in notify:
             event = self._changed.pop(flow_id, None)
             if event is not None:
                 event.set()
+
+    # Attributes in memory -------------------------------------------------------------
+
+    def adopt(self, flow: Flow) -> Flow:
+        """Let the Flow load its Attributes from the store on demand (and drop them)."""
+        flow.attribute_loader = self._load_attributes
+        return flow
+
+    def _load_attributes(self, flow_id: str) -> dict[str, pb.Value]:
+        attributes: dict[str, pb.Value] = {}
+        for key, value in self.store.attributes(flow_id):
+            parsed = pb.Value()
+            parsed.ParseFromString(value)
+            attributes[key] = parsed
+        flow = self.flows.get(flow_id)
+        if flow is not None:
+            self._loaded[flow_id] = flow
+            self._loaded.move_to_end(flow_id)
+            if not self._depth:
+                # A read outside a transition (a search, GetAttributes): trim now; within
+                # one the commit trims, so nothing a transition holds is dropped under it.
+                flow.loaded_attributes = attributes
+                self.trim_attributes()
+        return attributes
+
+    def attribute_values(self, flow_id: str, keys: set[str]) -> dict[str, pb.Value]:
+        """Some of a Flow's Attributes, read from their rows (the Flow's own stay unloaded)."""
+        if (flow := self.flows.get(flow_id)) is not None and flow.loaded_attributes is not None:
+            return {k: v for k, v in flow.loaded_attributes.items() if k in keys}
+        values: dict[str, pb.Value] = {}
+        for key, value in self.store.attribute_values(flow_id, sorted(keys)):
+            parsed = pb.Value()
+            parsed.ParseFromString(value)
+            values[key] = parsed
+        return values
+
+    def trim_attributes(self) -> None:
+        """Drop the Attributes of the least recently changed Flows beyond the cache size."""
+        loaded = self._loaded
+        while len(loaded) > self.attribute_cache_flows:
+            _, flow = loaded.popitem(last=False)
+            flow.unload_attributes()
+
+    @property
+    def attributes_in_memory(self) -> int:
+        """How many Flows have their Attributes in memory (for tests and benchmarks)."""
+        return sum(1 for flow in self.flows.values() if flow.loaded_attributes is not None)
 
     @abstractmethod
     def drain(self) -> None:
@@ -246,16 +314,6 @@ class EngineState(ABC):
     @abstractmethod
     def on_method_timeout(self, attempt: Attempt, seconds: int) -> None:
         """An attempt ran past its method timeout."""
-
-
-def load_closed_attributes(engine: EngineState, flow: Flow) -> None:
-    """Load a closed Flow's Attributes from the store (a restart loads only running ones)."""
-    if flow.running or flow.attributes:
-        return
-    for key, value in engine.store.attributes(flow.flow_id):
-        parsed = pb.Value()
-        parsed.ParseFromString(value)
-        flow.attributes[key] = parsed
 
 
 def _min_heartbeat_timeout() -> float:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dex.dexpb import dex_pb2 as pb
 
 from dex_local_engine._machine import effects, wakeups
-from dex_local_engine._machine.state import EngineState, load_closed_attributes
+from dex_local_engine._machine.state import EngineState
 from dex_local_engine._rules import errors
 from dex_local_engine._rules.model import Flow
 
@@ -44,8 +44,6 @@ def get_attributes(
     """GetAttributes of a running or closed Flow."""
     flow = engine.flow(request.flow_id, active=False)
     _check_run(flow, request.run_id)
-    if not flow.running:
-        load_closed_attributes(engine, flow)
     keys = list(flow.attributes) if request.all_keys else list(request.keys)
     return pb.GetAttributesResponse(
         attributes=[

@@ -46,11 +46,12 @@ VALUE_TOO_LARGE_ERROR_TYPE = "dex_local_engine.ValueTooLarge"
 DEFAULT_MAX_VALUE_BYTES = 2 * _MIB
 DEFAULT_MAX_REQUEST_BYTES = 16 * _MIB
 DEFAULT_MAX_CONCURRENT_STREAMS_PER_WORKER = 256
+DEFAULT_ATTRIBUTE_CACHE_FLOWS = 1024
 
 
 @dataclass(frozen=True, kw_only=True)
 class EngineLimits:
-    """Limits the engine enforces; every field is in bytes except the stream count.
+    """Limits the engine enforces; every field is in bytes except the two counts.
 
     Attributes:
         max_value_bytes: Largest encoded ``Value`` a request or a Step result may carry.
@@ -62,12 +63,17 @@ class EngineLimits:
         max_concurrent_streams_per_worker: Most open ``PollWorkerTask`` streams of one
             Worker (one ``app_worker_id``); a further stream is refused with
             RESOURCE_EXHAUSTED.
+        attribute_cache_flows: Most Flows whose Attributes the engine keeps in memory,
+            the most recently changed ones; every other Flow's Attributes load from
+            SQLite when a task, an RPC or a read needs them. Bounds the engine's memory
+            for many idle sessions; raise it when more Flows than this are busy at once.
     """
 
     max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
     max_task_bytes: int = SDK_MAX_RECEIVE_BYTES
     max_concurrent_streams_per_worker: int = DEFAULT_MAX_CONCURRENT_STREAMS_PER_WORKER
+    attribute_cache_flows: int = DEFAULT_ATTRIBUTE_CACHE_FLOWS
 
     def __post_init__(self) -> None:
         for field in fields(self):

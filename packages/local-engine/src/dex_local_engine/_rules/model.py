@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import json
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, TypeVar, cast
@@ -219,8 +220,15 @@ class Flow:
     next_seq: int = 1  # Channel message sequence
     next_event_id: int = 1
     next_order: int = 1
-    # Rows kept in their own tables:
-    attributes: dict[str, pb.Value] = field(default_factory=dict[str, pb.Value])
+    # Rows kept in their own tables. The Attributes are loaded on first use and may be
+    # dropped again (``unload_attributes``) while their rows stay the truth: the engine
+    # keeps the Attributes of its recently changed Flows only (see ``EngineState``).
+    loaded_attributes: dict[str, pb.Value] | None = field(
+        default_factory=dict[str, pb.Value], repr=False, compare=False
+    )
+    attribute_loader: Callable[[str], dict[str, pb.Value]] | None = field(
+        default=None, repr=False, compare=False
+    )
     channels: dict[str, deque[ChannelMsg]] = field(default_factory=dict[str, deque[ChannelMsg]])
     inflight: dict[str, list[ChannelMsg]] = field(default_factory=dict[str, list[ChannelMsg]])
     steps: dict[str, StepExec] = field(default_factory=dict[str, StepExec])  # active only
@@ -230,6 +238,25 @@ class Flow:
     def running(self) -> bool:
         """Whether the run is still running."""
         return self.status == pb.FLOW_STATUS_RUNNING
+
+    @property
+    def attributes(self) -> dict[str, pb.Value]:
+        """The Flow's Attributes by key, loaded from their rows when they are not in memory."""
+        attributes = self.loaded_attributes
+        if attributes is None:
+            loader = self.attribute_loader
+            attributes = self.loaded_attributes = {} if loader is None else loader(self.flow_id)
+        return attributes
+
+    def unload_attributes(self) -> bool:
+        """Drop the in-memory Attributes (their rows stay); True when they were loaded.
+
+        Only a Flow with an ``attribute_loader`` can drop them: without one they exist in
+        memory only."""
+        if self.attribute_loader is None or self.loaded_attributes is None:
+            return False
+        self.loaded_attributes = None
+        return True
 
     @property
     def is_pull(self) -> bool:
@@ -295,6 +322,7 @@ class Flow:
             next_seq=int(data["next_seq"]),
             next_event_id=int(data["next_event_id"]),
             next_order=int(data["next_order"]),
+            loaded_attributes=None,  # loaded from their rows on first use
         )
 
 

@@ -199,6 +199,17 @@ class Store:
         rows = self._db.execute("SELECT key, value FROM attributes WHERE flow_id = ?", (flow_id,))
         return [(key, value) for key, value in rows]
 
+    def attribute_values(self, flow_id: str, keys: list[str]) -> list[tuple[str, bytes]]:
+        """Some of a Flow's Attributes (by primary key) as serialized Values."""
+        if not keys:
+            return []
+        marks = ", ".join("?" * len(keys))
+        rows = self._db.execute(
+            f"SELECT key, value FROM attributes WHERE flow_id = ? AND key IN ({marks})",
+            (flow_id, *keys),
+        )
+        return [(key, value) for key, value in rows]
+
     # Channel messages -------------------------------------------------------------
 
     def add_message(
