@@ -174,7 +174,7 @@ class Bench:
         self.arguments = arguments
         self.root = root
         self.database = root / "engine.sqlite"
-        self.engine = EngineProcess(self.database)
+        self.engine = EngineProcess(self.database, extra=list(arguments.engine_arg))
         self.flow: AgentSessionFlow = create_pydantic_ai_session_flow(
             pydantic_ai_agent("many"), FLOW_TYPE
         )
@@ -377,6 +377,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--embedded", action="store_true", help="the engine in this process")
     parser.add_argument(
         "--no-close", dest="close", action="store_false", help="skip closing and purging"
+    )
+    parser.add_argument(
+        "--engine-arg",
+        action="append",
+        default=[],
+        help="an option for dex-local-engine serve (repeatable), "
+        "e.g. --engine-arg=--attribute-cache-flows=64",
     )
     parser.add_argument(
         "--directory", type=Path, help="keep the database there (default: a temporary one)"

@@ -93,3 +93,36 @@ def test_pages_go_newest_first_through_every_retained_message(
     retained: list[int], page_size: int, expected: list[list[int]]
 ) -> None:
     assert _pages_through_a_store(retained, page_size) == expected
+
+
+def test_older_values_are_read_from_their_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Only the most recently written values stay in memory; the others, and every value
+    # after a restart, come from the database, the same bytes.
+    from dex.dexpb import dex_pb2 as pb
+
+    from dex_local_engine._store import streams
+    from dex_local_engine._store.store import Store
+
+    monkeypatch.setattr(streams, "RECENT_VALUES", 3)
+    store = Store(":memory:")
+    written = streams.StreamStore(store)
+    for number in range(1, 11):
+        written.write(
+            flow_type="T",
+            stream="events",
+            flow_id="f",
+            value=pb.Value(string_value=f"message {number}"),
+            capacity=0,
+            source="step:S-1",
+        )
+    for loaded in (written, streams.StreamStore(store)):
+        if loaded is not written:
+            loaded.load()
+        texts = [
+            message.value.string_value for message in loaded.page("T", "events", "f", 100, "")[0]
+        ]
+        assert texts == [f"message {number}" for number in range(10, 0, -1)]
+        first = loaded.first_after("T", "events", "f", "1")
+        assert first is not None
+        assert first.value.string_value == "message 2"
+        assert first.source == "step:S-1"

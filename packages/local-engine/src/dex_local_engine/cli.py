@@ -13,6 +13,7 @@ from importlib.metadata import version
 from dex_local_engine._rules.attribute_stores import load_config
 from dex_local_engine._rules.durability import DEFAULT_DURABILITY, Durability
 from dex_local_engine._rules.limits import (
+    DEFAULT_ATTRIBUTE_CACHE_FLOWS,
     DEFAULT_MAX_CONCURRENT_STREAMS_PER_WORKER,
     DEFAULT_MAX_REQUEST_BYTES,
     DEFAULT_MAX_VALUE_BYTES,
@@ -89,6 +90,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="most open task streams of one Worker",
     )
     serve.add_argument(
+        "--attribute-cache-flows",
+        type=_positive,
+        default=DEFAULT_ATTRIBUTE_CACHE_FLOWS,
+        help="most Flows whose Attributes stay in memory (the most recently changed); "
+        "the others load from the database when needed",
+    )
+    serve.add_argument(
         "--attribute-store-config",
         default=None,
         help="Attribute Stores Flows may select, in Dex Server's configuration shape "
@@ -117,6 +125,7 @@ async def _serve(args: argparse.Namespace) -> int:
             max_value_bytes=args.max_value_bytes,
             max_request_bytes=args.max_request_bytes,
             max_concurrent_streams_per_worker=args.max_streams_per_worker,
+            attribute_cache_flows=args.attribute_cache_flows,
         )
         server = EngineServer(
             database,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -93,7 +93,6 @@ class StreamRow:
     stream: str
     flow_id: str
     seq: int
-    value: bytes
     created: float
     source: str
     size: int
@@ -299,10 +298,16 @@ class Store:
         """Delete Stream messages by row ID."""
         self._db.executemany("DELETE FROM stream_msgs WHERE id = ?", [(i,) for i in row_ids])
 
-    def stream_messages(self) -> list[StreamRow]:
-        """Every retained Stream message."""
+    def stream_messages(self) -> Iterator[StreamRow]:
+        """Every retained Stream message, without its value."""
         rows = self._db.execute(
-            "SELECT id, flow_type, stream, flow_id, seq, value, created, source, size "
+            "SELECT id, flow_type, stream, flow_id, seq, created, source, size "
             "FROM stream_msgs ORDER BY id"
         )
-        return [StreamRow(*row) for row in rows]
+        for row_id, flow_type, stream, flow_id, seq, created, source, size in rows:
+            yield StreamRow(row_id, flow_type, stream, flow_id, seq, created, source, size)
+
+    def stream_value(self, row_id: int) -> bytes:
+        """A Stream message's value."""
+        row = self._db.execute("SELECT value FROM stream_msgs WHERE id = ?", (row_id,)).fetchone()
+        return bytes(row[0]) if row is not None else b""

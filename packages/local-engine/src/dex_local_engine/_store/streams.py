@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import sys
 import time
 from collections import deque
 from collections.abc import Sequence
@@ -25,32 +26,26 @@ from dex_local_engine._store.store import Store
 DEFAULT_CAPACITY_BYTES = 64 * 1024 * 1024
 DEFAULT_PAGE_SIZE = 100
 MAX_PAGE_SIZE = 1000
+RECENT_VALUES = 4096
+"""Messages whose values stay in memory, the most recently written: a follower reads
+each message right after its write. Older values (and every value after a restart) are
+read from their row, so the retained log costs the engine its index, not its bytes."""
 
 
-@dataclass
+@dataclass(slots=True)
 class _Message:
     row_id: int
     seq: int
-    value: bytes
+    value: bytes | None  # None: read it from the row
     created: float
     source: str
 
-    def to_proto(self) -> pb.StreamMessage:
-        """The message as the SDK receives it."""
-        created = Timestamp()
-        created.FromNanoseconds(int(self.created * 1e9))
-        value = pb.Value()
-        value.ParseFromString(self.value)
-        return pb.StreamMessage(
-            value=value, resume_token=str(self.seq), created_time=created, source=self.source
-        )
 
-
-@dataclass
+@dataclass(slots=True)
 class _Log:
     messages: deque[_Message] = field(default_factory=lambda: deque())
     next_seq: int = 1
-    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    changed: asyncio.Event | None = None  # made when a reader waits
 
 
 @dataclass
@@ -67,12 +62,15 @@ class StreamStore:
         self._store = store
         self._logs: dict[tuple[str, str, str], _Log] = {}
         self._budgets: dict[tuple[str, str], _Budget] = {}
+        self._recent: deque[_Message] = deque()
 
     def load(self) -> None:
-        """Load the retained Stream messages from the store."""
+        """Load the retained Stream messages' index from the store (values stay there)."""
+        intern = sys.intern
         for row in self._store.stream_messages():
             log = self._log(row.flow_type, row.stream, row.flow_id)
-            log.messages.append(_Message(row.row_id, row.seq, row.value, row.created, row.source))
+            message = _Message(row.row_id, row.seq, None, row.created, intern(row.source))
+            log.messages.append(message)
             log.next_seq = max(log.next_seq, row.seq + 1)
             budget = self._budgets.setdefault((row.flow_type, row.stream), _Budget())
             budget.total += row.size
@@ -108,12 +106,45 @@ class StreamStore:
             row_id = self._store.add_stream_message(
                 flow_type, stream, flow_id, seq, data, now, source
             )
-            log.messages.append(_Message(row_id, seq, data, now, source))
+            message = _Message(row_id, seq, data, now, sys.intern(source))
+            log.messages.append(message)
             budget.total += len(data)
             budget.order.append((flow_id, row_id, len(data)))
             self._trim(flow_type, stream, budget)
-        log.changed.set()
-        log.changed = asyncio.Event()
+        recent = self._recent
+        recent.append(message)
+        if len(recent) > RECENT_VALUES:
+            recent.popleft().value = None
+        if log.changed is not None:
+            log.changed.set()
+            log.changed = None
+
+    def _proto(self, message: _Message) -> pb.StreamMessage:
+        """The message as the SDK receives it."""
+        created = Timestamp()
+        created.FromNanoseconds(int(message.created * 1e9))
+        value = pb.Value()
+        data = message.value
+        value.ParseFromString(
+            data if data is not None else self._store.stream_value(message.row_id)
+        )
+        return pb.StreamMessage(
+            value=value, resume_token=str(message.seq), created_time=created, source=message.source
+        )
+
+    def forget_flows(self, flow_type: str, flow_ids: set[str]) -> None:
+        """Drop every Stream message of these Flows of one type (purged Flows)."""
+        for (kind, stream), budget in self._budgets.items():
+            if kind != flow_type:
+                continue
+            removed = [row for row in budget.order if row[0] in flow_ids]
+            if not removed:
+                continue
+            budget.order = deque(row for row in budget.order if row[0] not in flow_ids)
+            budget.total -= sum(size for _, _, size in removed)
+            self._store.delete_stream_messages([row_id for _, row_id, _ in removed])
+            for flow_id in flow_ids:
+                self._logs.pop((flow_type, stream, flow_id), None)
 
     def _trim(self, flow_type: str, stream: str, budget: _Budget) -> None:
         removed: list[int] = []
@@ -136,7 +167,7 @@ class StreamStore:
         if log is None:
             return None
         index = first_index_after(log.messages, after)
-        return None if index is None else log.messages[index].to_proto()
+        return None if index is None else self._proto(log.messages[index])
 
     async def read(
         self,
@@ -155,7 +186,10 @@ class StreamStore:
             remaining = deadline - asyncio.get_running_loop().time()
             if remaining <= 0:
                 return None
-            changed = self._log(flow_type, stream, flow_id).changed
+            log = self._log(flow_type, stream, flow_id)
+            changed = log.changed
+            if changed is None:
+                changed = log.changed = asyncio.Event()
             try:
                 async with asyncio.timeout(remaining):  # no Task per wait, as wait_for makes
                     await changed.wait()
@@ -181,7 +215,7 @@ class StreamStore:
         skip = len(messages) - end
         chosen = list(itertools.islice(reversed(messages), skip, skip + size))
         next_token = str(chosen[-1].seq) if chosen and end > len(chosen) else ""
-        return [m.to_proto() for m in chosen], next_token
+        return [self._proto(m) for m in chosen], next_token
 
 
 class _Sequenced(Protocol):
