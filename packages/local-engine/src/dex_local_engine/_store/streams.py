@@ -43,7 +43,8 @@ class _Message:
 
 @dataclass(slots=True)
 class _Log:
-    messages: deque[_Message] = field(default_factory=lambda: deque())
+    # A list, not a deque: an empty deque costs 600 bytes, and most logs are short.
+    messages: list[_Message] = field(default_factory=lambda: list[_Message]())
     next_seq: int = 1
     changed: asyncio.Event | None = None  # made when a reader waits
 
@@ -148,13 +149,16 @@ class StreamStore:
 
     def _trim(self, flow_type: str, stream: str, budget: _Budget) -> None:
         removed: list[int] = []
+        trimmed: dict[str, int] = {}  # Flow ID -> messages trimmed off the front of its log
         while budget.total > budget.capacity and len(budget.order) > 1:
             flow_id, row_id, size = budget.order.popleft()
             budget.total -= size
             removed.append(row_id)
+            trimmed[flow_id] = trimmed.get(flow_id, 0) + 1
+        for flow_id, count in trimmed.items():
             log = self._logs.get((flow_type, stream, flow_id))
-            if log is not None and log.messages and log.messages[0].row_id == row_id:
-                log.messages.popleft()
+            if log is not None:
+                del log.messages[:count]  # the oldest messages overall are each log's oldest
         if removed:
             self._store.delete_stream_messages(removed)
 
