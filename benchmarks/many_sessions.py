@@ -125,6 +125,11 @@ def rss_bytes(pid: int) -> int:
     return 0
 
 
+def process_cpu(pid: int) -> float:
+    fields = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def database_bytes(database: Path) -> int:
     return sum(
         path.stat().st_size
@@ -144,6 +149,8 @@ class Level:
     turn_p50_ms: float = 0.0
     turn_p99_ms: float = 0.0
     turn_mean_ms: float = 0.0
+    cpu_ms_per_turn: float = 0.0  # this process (Worker, Client) plus the engine process
+    engine_cpu_ms_per_turn: float = 0.0
     concurrent_turns_per_second: float = 0.0
     worker_rss_bytes: int = 0
     engine_rss_bytes: int = 0
@@ -209,11 +216,17 @@ class Bench:
             conversation.session_id = self.new_id("active")
         await asyncio.gather(*(c.turn("question 0") for c in conversations))
         seconds: list[float] = []
+        cpu, engine_cpu = self.cpu()
         for number in range(1, self.arguments.active_turns + 1):
             for conversation in conversations:
                 started = time.perf_counter()
                 await conversation.turn(f"question {number}")
                 seconds.append(time.perf_counter() - started)
+        cpu_after, engine_cpu_after = self.cpu()
+        level.cpu_ms_per_turn = round((cpu_after - cpu) * 1000 / len(seconds), 2)
+        level.engine_cpu_ms_per_turn = round(
+            (engine_cpu_after - engine_cpu) * 1000 / len(seconds), 2
+        )
         ms = [value * 1000 for value in seconds]
         level.turn_p50_ms = round(statistics.median(ms), 2)
         level.turn_p99_ms = round(percentile(ms, 0.99), 2)
@@ -248,6 +261,12 @@ class Bench:
                 seconds.append(time.perf_counter() - started)
             figures[f"{name}_p50_ms"] = round(statistics.median(seconds) * 1000, 2)
         return figures
+
+    def cpu(self) -> tuple[float, float]:
+        """CPU seconds so far: this process and the engine process together, and the
+        engine's alone."""
+        engine = process_cpu(self.engine.pid) if self.engine.pid is not None else 0.0
+        return time.process_time() + engine, engine
 
     def memory(self, level: Level) -> None:
         gc.collect()
@@ -337,7 +356,8 @@ async def measure(arguments: argparse.Namespace) -> dict[str, Any]:
                 levels.append(level)
                 print(
                     f"{size:>6} sessions ({level.idle} idle, {active} active): turn p50"
-                    f" {level.turn_p50_ms} ms p99 {level.turn_p99_ms} ms,"
+                    f" {level.turn_p50_ms} ms p99 {level.turn_p99_ms} ms, CPU"
+                    f" {level.cpu_ms_per_turn} ms/turn (engine {level.engine_cpu_ms_per_turn}),"
                     f" {level.concurrent_turns_per_second} turns/s at once;"
                     f" Worker RSS {level.worker_rss_bytes / 2**20:.1f} MiB,"
                     f" engine RSS {level.engine_rss_bytes / 2**20:.1f} MiB,"

@@ -13,6 +13,7 @@ import logging
 import os
 import threading
 from collections.abc import Sequence
+from datetime import timedelta
 from types import TracebackType
 from typing import Any, cast
 
@@ -21,6 +22,7 @@ from dex.dexpb import dex_pb2_grpc as pb_grpc
 
 from dex_local_engine._api.service import FlowService
 from dex_local_engine._machine.engine import Engine
+from dex_local_engine._machine.retention import PURGE_BATCH
 from dex_local_engine._rules.attribute_stores import AttributeStore
 from dex_local_engine._rules.durability import DEFAULT_DURABILITY, Durability
 from dex_local_engine._rules.limits import EngineLimits
@@ -60,6 +62,11 @@ class EngineServer:
     ``attribute_stores`` are the Attribute Stores Flows may select, as Dex Server's
     configuration names them (see :class:`AttributeStore`); without them the engine
     knows none and refuses a Flow that names one, as a fresh Dex Server does.
+
+    ``closed_flow_retention`` deletes the Flows that closed longer ago than that, with
+    their history, Attributes and Stream messages: at start and then every
+    ``retention_check_seconds(retention)``; ``None`` (the default) keeps closed Flows
+    until their ID starts again. ``purge_closed_flows()`` does the same on demand.
     """
 
     def __init__(
@@ -74,7 +81,12 @@ class EngineServer:
         allow_insecure: bool = False,
         in_process: bool = False,
         attribute_stores: Sequence[AttributeStore] = (),
+        closed_flow_retention: timedelta | None = None,
     ) -> None:
+        if closed_flow_retention is not None and closed_flow_retention < timedelta(0):
+            raise EngineStartError("closed_flow_retention must not be negative")
+        self.closed_flow_retention = closed_flow_retention
+        self._retention_task: asyncio.Task[None] | None = None
         if not 0 <= port <= 65535:
             raise EngineStartError(f"port {port} is out of range 0-65535")
         try:
@@ -132,6 +144,11 @@ class EngineServer:
             ) from error
         self._engine = engine
         self._dispatcher = dispatcher
+        if self.closed_flow_retention is not None:
+            await self.purge_closed_flows(self.closed_flow_retention)
+            self._retention_task = asyncio.get_running_loop().create_task(
+                self._keep_retention(self.closed_flow_retention)
+            )
         limits = self.limits
         dispatcher.max_task_bytes = limits.max_task_bytes
         dispatcher.max_value_bytes = limits.max_value_bytes
@@ -190,6 +207,36 @@ class EngineServer:
         )
         return self.address
 
+    async def purge_closed_flows(self, older_than: timedelta = timedelta(0)) -> int:
+        """Delete every Flow that closed more than ``older_than`` ago, with its history,
+        Attributes, Channel and Stream messages, in short transactions; then return the
+        freed pages to the file system (a database this engine created; an older one
+        reuses them). Returns how many Flows it deleted."""
+        engine = self._engine
+        if engine is None:
+            raise RuntimeError("the engine is not running")
+        seconds = older_than.total_seconds()
+        purged = 0
+        while True:
+            batch = engine.purge_closed_flows(seconds)
+            purged += batch
+            if batch < PURGE_BATCH:
+                break
+            await asyncio.sleep(0)  # let the engine serve between batches
+        if purged:
+            engine.store.release_free_pages()
+            _LOG.info("purged %d closed Flows older than %s", purged, older_than)
+        return purged
+
+    async def _keep_retention(self, retention: timedelta) -> None:
+        interval = retention_check_seconds(retention)
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.purge_closed_flows(retention)
+            except Exception:  # logged; the next round tries again
+                _LOG.exception("purging closed Flows failed")
+
     async def _close_quietly(self) -> None:
         if self._engine is not None:
             await self._engine.close()
@@ -201,6 +248,11 @@ class EngineServer:
 
     async def stop(self, grace: float = 1.0) -> None:
         """Stop serving and close the engine and its database."""
+        task, self._retention_task = self._retention_task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         if self._engine is not None:
             self._engine.closing = True
             if self._server is not None:
@@ -220,6 +272,11 @@ class EngineServer:
         self._engine = None
         self._dispatcher = None
         self._store = None
+
+
+def retention_check_seconds(retention: timedelta) -> float:
+    """How often a retention period is applied: a tenth of it, between 1 s and 10 min."""
+    return min(600.0, max(1.0, retention.total_seconds() / 10))
 
 
 def _close_tables(engine: Engine) -> None:
@@ -253,7 +310,10 @@ class LocalEngine:
         allow_insecure: bool = False,
         in_process: bool = False,
         attribute_stores: Sequence[AttributeStore] = (),
+        closed_flow_retention: timedelta | None = None,
     ) -> None:
+        self.closed_flow_retention = closed_flow_retention
+        self._server: EngineServer | None = None
         self.durability = Durability.parse(durability)
         self.database = os.fspath(database)
         self.host = host
@@ -318,14 +378,24 @@ class LocalEngine:
             allow_insecure=self.allow_insecure,
             in_process=self.in_process,
             attribute_stores=self.attribute_stores,
+            closed_flow_retention=self.closed_flow_retention,
         )
         self._stopped = asyncio.Event()
         self._address = await server.start()
+        self._server = server
         self._ready.set()
         try:
             await self._stopped.wait()
         finally:
             await server.stop()
+
+    def purge_closed_flows(self, older_than: timedelta = timedelta(0)) -> int:
+        """``EngineServer.purge_closed_flows`` on the engine's thread."""
+        server, loop = self._server, self._loop
+        if server is None or loop is None or not self._address:
+            raise RuntimeError("the engine is not running; call start() first")
+        future = asyncio.run_coroutine_threadsafe(server.purge_closed_flows(older_than), loop)
+        return future.result()
 
     def stop(self) -> None:
         """Stop the engine and wait for its thread."""

@@ -1,14 +1,17 @@
-"""The ``dex-local-engine`` command line: ``dex-local-engine serve``."""
+"""The ``dex-local-engine`` command line: ``dex-local-engine serve`` and ``vacuum``."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import signal
 import sys
 from collections.abc import Sequence
+from datetime import timedelta
 from importlib.metadata import version
+from pathlib import Path
 
 from dex_local_engine._rules.attribute_stores import load_config
 from dex_local_engine._rules.durability import DEFAULT_DURABILITY, Durability
@@ -90,6 +93,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="most open task streams of one Worker",
     )
     serve.add_argument(
+        "--closed-flow-retention",
+        type=duration,
+        default=None,
+        metavar="DURATION",
+        help="delete Flows that closed longer ago than this (e.g. 30d, 12h, 15m, 0s), with "
+        "their history, Attributes and Stream messages; checked at start and then every "
+        "tenth of it (1 s to 10 min); default: keep closed Flows",
+    )
+    serve.add_argument(
         "--attribute-cache-flows",
         type=_positive,
         default=DEFAULT_ATTRIBUTE_CACHE_FLOWS,
@@ -103,7 +115,48 @@ def build_parser() -> argparse.ArgumentParser:
         "(attributeStore.stores.NAME: type sqlite, dsn, tableName), JSON or YAML; "
         "without it the engine knows none",
     )
+    vacuum = commands.add_parser(
+        "vacuum",
+        help="compact a database the engine does not have open, and make it return the "
+        "pages later purges free (databases made before incremental vacuum)",
+    )
+    vacuum.add_argument("--db", required=True, help="SQLite database file")
     return parser
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def duration(text: str) -> timedelta:
+    """``30d``, ``12h``, ``15m``, ``90s`` or plain seconds, as a ``timedelta``."""
+    cleaned = text.strip().lower()
+    unit = _UNITS.get(cleaned[-1:])
+    number = cleaned[:-1] if unit is not None else cleaned
+    try:
+        value = float(number) * (unit or 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a duration like 30d, 12h or 90s"
+        ) from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is negative")
+    return timedelta(seconds=value)
+
+
+def _vacuum(database: str) -> int:
+    import sqlite3
+
+    if not Path(database).exists():
+        print(f"dex-local-engine: no database {database!r}", file=sys.stderr)
+        return 2
+    before = Path(database).stat().st_size
+    with contextlib.closing(sqlite3.connect(database, isolation_level=None)) as db:
+        db.execute("PRAGMA busy_timeout=5000")
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        db.execute("PRAGMA auto_vacuum=INCREMENTAL")
+        db.execute("VACUUM")
+    print(f"vacuumed {database}: {before} -> {Path(database).stat().st_size} bytes")
+    return 0
 
 
 def _positive(text: str) -> int:
@@ -136,6 +189,7 @@ async def _serve(args: argparse.Namespace) -> int:
             token=token,
             allow_insecure=args.insecure_no_auth,
             attribute_stores=stores,
+            closed_flow_retention=args.closed_flow_retention,
         )
     except (OSError, ValueError, EngineStartError) as error:
         print(f"dex-local-engine: {error}", file=sys.stderr, flush=True)
@@ -161,6 +215,8 @@ async def _serve(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     args = build_parser().parse_args(argv)
+    if args.command == "vacuum":
+        return _vacuum(args.db)
     logging.basicConfig(
         level=args.log_level,
         stream=sys.stderr,

@@ -17,6 +17,7 @@ from dex_local_engine._machine import (
     queries,
     recovery,
     resets,
+    retention,
     search,
     state_access,
     tasks,
@@ -105,6 +106,13 @@ class Engine(EngineState):
     def search_flows(self, request: pb.SearchFlowsRequest) -> pb.SearchFlowsResponse:
         """SearchFlows: one page of the Flows a query matches."""
         return search.search_flows(self, request)
+
+    def purge_closed_flows(
+        self, older_than_seconds: float, limit: int = retention.PURGE_BATCH
+    ) -> int:
+        """Delete up to ``limit`` Flows that closed more than ``older_than_seconds`` ago
+        (oldest first) with everything they kept; how many."""
+        return retention.purge(self, retention.due(self, older_than_seconds)[:limit])
 
     def flow_result(self, flow: Flow) -> pb.FlowResult:
         """The result WaitForFlow returns for a closed Flow."""

@@ -194,6 +194,17 @@ class EngineState(ABC):
             values[key] = parsed
         return values
 
+    def forget(self, flow: Flow) -> None:
+        """Drop a closed Flow from memory (its rows are deleted by the caller); its
+        long-polls wake and find it gone."""
+        self.flows.pop(flow.flow_id, None)
+        self.locks.pop(flow.flow_id, None)
+        self._loaded.pop(flow.flow_id, None)
+        timer = self.flow_timers.pop(flow.flow_id, None)
+        if timer is not None:
+            timer.cancel()
+        self._notify.add(flow.flow_id)
+
     def trim_attributes(self) -> None:
         """Drop the Attributes of the least recently changed Flows beyond the cache size."""
         loaded = self._loaded

@@ -28,7 +28,7 @@ CREATE TABLE IF NOT EXISTS attributes (
     key TEXT NOT NULL,
     value BLOB NOT NULL,
     PRIMARY KEY (flow_id, key)
-) WITHOUT ROWID;
+);
 CREATE TABLE IF NOT EXISTS channel_msgs (
     flow_id TEXT NOT NULL,
     seq INTEGER NOT NULL,
@@ -37,19 +37,19 @@ CREATE TABLE IF NOT EXISTS channel_msgs (
     value BLOB NOT NULL,
     consumer TEXT,
     PRIMARY KEY (flow_id, seq)
-) WITHOUT ROWID;
+);
 CREATE TABLE IF NOT EXISTS steps (
     flow_id TEXT NOT NULL,
     sid TEXT NOT NULL,
     data TEXT NOT NULL,
     PRIMARY KEY (flow_id, sid)
-) WITHOUT ROWID;
+);
 CREATE TABLE IF NOT EXISTS history (
     flow_id TEXT NOT NULL,
     event_id INTEGER NOT NULL,
     event BLOB NOT NULL,
     PRIMARY KEY (flow_id, event_id)
-) WITHOUT ROWID;
+);
 CREATE TABLE IF NOT EXISTS stream_msgs (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     flow_type TEXT NOT NULL,
@@ -67,6 +67,13 @@ CREATE TABLE IF NOT EXISTS attribute_indexes (
     config BLOB NOT NULL
 ) WITHOUT ROWID;
 """
+# The tables that hold values (Attributes, Channel messages, Steps, history events) are
+# rowid tables: a WITHOUT ROWID row keeps only about 1 KiB on its B-tree page and spills
+# the rest of a larger row to an overflow page of its own, which doubled the file for a
+# session's few-KiB values. Databases made before keep their tables (the statements
+# are the same for both layouts).
+WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024
+"""The WAL file is truncated back to this after a checkpoint (a purge can make it large)."""
 
 
 class DatabaseError(RuntimeError):
@@ -113,9 +120,14 @@ class Store:
             self._db = sqlite3.connect(
                 path, isolation_level=None, check_same_thread=False, cached_statements=256
             )
+            if not self._db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone():
+                # A new database returns the pages purges free (incremental vacuum); this
+                # is only possible before its first table.
+                self._db.execute("PRAGMA auto_vacuum=INCREMENTAL")
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"PRAGMA synchronous={durability.sqlite_synchronous}")
             self._db.execute("PRAGMA busy_timeout=5000")
+            self._db.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT_BYTES}")
             self._db.executescript(SCHEMA)
         except sqlite3.Error as error:
             raise DatabaseError(f"cannot use database {path!r}: {error}") from error
@@ -159,6 +171,24 @@ class Store:
         """Forget the previous run's Attributes, messages, Steps and history."""
         for table in ("attributes", "channel_msgs", "steps", "history"):
             self._db.execute(f"DELETE FROM {table} WHERE flow_id = ?", (flow_id,))
+
+    def delete_flow(self, flow_id: str) -> None:
+        """Forget a Flow entirely: its row and its run's data (not its Stream messages)."""
+        self.delete_flow_data(flow_id)
+        self._db.execute("DELETE FROM flows WHERE flow_id = ?", (flow_id,))
+
+    def release_free_pages(self) -> int:
+        """Return free pages to the file system (databases made with incremental vacuum)
+        and checkpoint the WAL; the pages released."""
+        if self._depth:
+            raise RuntimeError("release_free_pages runs outside a transaction")
+        (mode,) = self._db.execute("PRAGMA auto_vacuum").fetchone()
+        (free,) = self._db.execute("PRAGMA freelist_count").fetchone()
+        if mode == 2 and free:  # INCREMENTAL
+            # executescript steps the pragma to its end (execute frees one page per step).
+            self._db.executescript("PRAGMA incremental_vacuum;")
+        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        return int(free) if mode == 2 else 0
 
     def delete_history(self, flow_id: str) -> None:
         """Forget a Flow's history (it continued as new)."""
