@@ -100,6 +100,15 @@ class AgentHost:
     ``dex_local_engine.sdk_patches.route_in_process_channels()`` and falls back to gRPC,
     saying so in the log, for another SDK release.
 
+    ``durability`` (embedded engine only) is ``"process-crash"`` (the default: a commit
+    survives the process, SQLite ``synchronous=NORMAL``) or ``"power-loss"`` (an fsync per
+    commit). ``closed_session_retention`` (embedded engine only) deletes sessions that
+    closed (completed, failed, cancelled or terminated) longer ago than that, with their
+    messages, events and history, at start and then every tenth of the period; ``None``
+    (the default) keeps them. Against a separate engine or Dex Server these are the
+    server's own settings (``dex-local-engine serve --durability`` and
+    ``--closed-flow-retention``).
+
     Use ``async with AgentHost(flow) as host:`` in async code. In sync code, ``with
     AgentHost(flow) as host:`` runs the host on a background event loop and
     ``host.call(coroutine)`` runs a coroutine there and returns its result.
@@ -121,6 +130,8 @@ class AgentHost:
         embedded_transport: EmbeddedTransport = "in-process",
         blob_cache_directory: str | os.PathLike[str] | None = None,
         registration_timeout: timedelta = DEFAULT_REGISTRATION_TIMEOUT,
+        durability: Literal["process-crash", "power-loss"] = "process-crash",
+        closed_session_retention: timedelta | None = None,
     ) -> None:
         self.flows: tuple[dex.Flow[Any], ...] = (
             (flows,) if isinstance(flows, dex.Flow) else tuple(flows)
@@ -144,6 +155,14 @@ class AgentHost:
                 f"embedded_transport must be one of {', '.join(get_args(EmbeddedTransport))}, "
                 f"not {embedded_transport!r}"
             )
+        if durability not in ("process-crash", "power-loss"):
+            raise ValueError(
+                f"durability must be 'process-crash' or 'power-loss', not {durability!r}"
+            )
+        if closed_session_retention is not None and closed_session_retention < timedelta(0):
+            raise ValueError("closed_session_retention must not be negative")
+        self.durability = durability
+        self.closed_session_retention = closed_session_retention
         self.embedded_engine: EmbeddedEngine = embedded_engine
         self.embedded_transport: EmbeddedTransport = embedded_transport
         self.database = os.fspath(database)
@@ -274,11 +293,24 @@ class AgentHost:
 
         in_process = self.embedded_transport == "in-process" and route_in_process_channels()
         if self.embedded_engine == "loop":
-            server = EngineServer(self.database, "127.0.0.1", 0, in_process=in_process)
+            server = EngineServer(
+                self.database,
+                "127.0.0.1",
+                0,
+                self.durability,
+                in_process=in_process,
+                closed_flow_retention=self.closed_session_retention,
+            )
             address = await server.start()
             self._engine_server = server
         else:
-            engine = LocalEngine(database=self.database, port=0, in_process=in_process)
+            engine = LocalEngine(
+                database=self.database,
+                port=0,
+                durability=self.durability,
+                in_process=in_process,
+                closed_flow_retention=self.closed_session_retention,
+            )
             await asyncio.to_thread(engine.start)
             self._engine = engine
             address = engine.address
