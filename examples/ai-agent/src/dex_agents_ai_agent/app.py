@@ -41,6 +41,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from dex_agents import AgentHost, AgentSessionClient, AgentSnapshot
+from dex_agents.texts import APPROVAL_DEADLINE_PASSED, DEFAULT_REJECTION_MESSAGE
 from dex_agents.ui_stream import (
     ResumeTokenRejectedError,
     agent_event_sse_response,
@@ -336,6 +337,8 @@ class AgentApp:
         data["agent_status"] = agent_status(data) if lifecycle["status"] == "running" else "closed"
         data["flow"] = lifecycle
         data["limits"] = self.limits()
+        approval_tools = {tool.name for tool in self.catalog.tools if tool.requires_approval}
+        data["approvals"] = approval_results(data, approval_tools)
         return JSONResponse(data, headers=NO_STORE)
 
     async def _lifecycle(self, flow_id: str) -> dict[str, str | None]:
@@ -486,6 +489,37 @@ class AgentApp:
             if message.role == "user" and message.text and not message.text.startswith("[Dex]"):
                 return message.text[:120]
         return None
+
+
+NOT_RUN_PREFIX = "The tool call was not run:"
+
+
+def approval_results(snapshot: Mapping[str, Any], approval_tools: set[str]) -> dict[str, str]:
+    """Each approval's result by tool call ID: ``pending``, ``approved``, ``rejected`` or
+    ``expired``; from the active turn's records, else from the stored tool result."""
+    results: dict[str, str] = {}
+    for message in snapshot.get("messages", []):
+        if message["role"] != "tool" or not message.get("tool_call_id"):
+            continue
+        output = message.get("tool_output") or message.get("text") or ""
+        if output == DEFAULT_REJECTION_MESSAGE:
+            results[message["tool_call_id"]] = "rejected"
+        elif output == APPROVAL_DEADLINE_PASSED:
+            results[message["tool_call_id"]] = "expired"
+        elif message.get("tool_name") in approval_tools and not output.startswith(NOT_RUN_PREFIX):
+            results[message["tool_call_id"]] = "approved"
+    for record in snapshot.get("tool_calls", []):
+        if not record.get("requires_approval"):
+            continue
+        status = record["status"]
+        if status == "awaiting_approval":
+            results[record["tool_call_id"]] = "pending"
+        elif status == "rejected" and not record.get("cancellation_reason"):
+            expired = record.get("rejection_message") == APPROVAL_DEADLINE_PASSED
+            results[record["tool_call_id"]] = "expired" if expired else "rejected"
+        elif status in ("approved", "succeeded", "failed", "outcome_unknown"):
+            results[record["tool_call_id"]] = "approved"
+    return results
 
 
 def agent_status(snapshot: Mapping[str, Any]) -> str:
