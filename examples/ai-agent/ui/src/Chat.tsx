@@ -481,7 +481,7 @@ export function Chat({
             question={question}
             busy={busy === "answer"}
             onAnswer={(answer) => void mutate("answer", "/user-input", { callId: question.interrupt_id, answer })}
-            stop={turnRunning ? stopButton : null}
+            stop={turnRunning ? <div className="dock-stop">{stopButton}</div> : null}
           />
         ) : (
           <div className="composer">
@@ -816,6 +816,7 @@ function QuestionPanel(props: {
   const choices = props.question.choices ?? [];
   const freeText = choices.length === 0 || props.question.allows_free_text !== false;
   return (
+    <>
     <div className="question" data-testid="question">
       <span className="question-badge">?</span>
       <div className="question-body">
@@ -857,12 +858,11 @@ function QuestionPanel(props: {
             </button>
           </div>
         )}
-        <div className="question-foot">
-          <p className="hint">The Agent waits for your answer and goes on once you send it, even after a restart.</p>
-          {props.stop}
-        </div>
+        <p className="hint">The Agent waits for your answer and goes on once you send it, even after a restart.</p>
       </div>
     </div>
+    {props.stop}
+    </>
   );
 }
 

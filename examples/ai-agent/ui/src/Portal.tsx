@@ -235,7 +235,7 @@ export function Portal({ onStarted }: { onStarted: (workflowId: string) => void 
             {provider?.label ?? "…"} · {mcpEnabled ? `${visibleTools.filter((tool) => tools.has(tool.name)).length} tools` : "no MCP tools"}
             . Plans and write-tool approvals happen on the Agent page.
           </p>
-          {(serverError || toolError) && <p className="error">{serverError || toolError}</p>}
+          {(serverError || toolError) && <p className="error">Fix the tool selection below to start.</p>}
         </div>
         <button className="primary big" disabled={!canStart} onClick={start}>
           {starting ? "Starting Agent…" : "Start AI Agent →"}
