@@ -127,8 +127,11 @@ export function Chat({
 
   // Refresh on load, focus, reconnect, visibility, and every 8 s while visible.
   useEffect(() => {
-    void refresh();
-    const onVisible = () => document.visibilityState === "visible" && void refresh();
+    // The first refresh answers for a focus or visibility event that comes while it is
+    // in flight (a reload focuses the window): one snapshot request per load.
+    let loading = true;
+    void refresh().finally(() => (loading = false));
+    const onVisible = () => document.visibilityState === "visible" && !loading && void refresh();
     window.addEventListener("focus", onVisible);
     window.addEventListener("online", onVisible);
     document.addEventListener("visibilitychange", onVisible);
