@@ -9,7 +9,6 @@ import html
 import json
 import threading
 import uuid
-from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
@@ -76,7 +75,7 @@ window.attacks = Promise.all([
 
 
 @pytest.fixture
-def agent(running_app: RunningApp) -> Iterator[str]:
+def agent(running_app: RunningApp) -> str:
     """An Agent with a write waiting for approval: what a hostile page wants."""
     workflow_id = str(uuid.uuid4())
     with httpx.Client(
@@ -91,13 +90,12 @@ def agent(running_app: RunningApp) -> Iterator[str]:
         post = '/tool slack__post_message {"channel":"#general","message":"hi"}'
         message = {"workflowId": workflow_id, "content": post}
         assert client.post(f"{API}/messages", json=message).status_code == 200
-    yield workflow_id
+    return workflow_id
 
 
-def user_texts(app: RunningApp, workflow_id: str) -> list[str]:
-    with httpx.Client(base_url=app.base_url, timeout=30) as client:
-        value = client.get(f"{API}/snapshot", params={"workflowId": workflow_id}).json()
-    return [m["text"] for m in value["messages"] if m["role"] == "user"]
+async def read_snapshot(app: RunningApp, workflow_id: str) -> httpx.Response:
+    async with httpx.AsyncClient(base_url=app.base_url, timeout=30) as client:
+        return await client.get(f"{API}/snapshot", params={"workflowId": workflow_id})
 
 
 async def test_a_hostile_page_can_neither_post_nor_frame_the_app(
@@ -153,9 +151,9 @@ async def test_a_hostile_page_can_neither_post_nor_frame_the_app(
     # shows (the fetches' answers are blocked as well), and the state shows none took.
     assert sorted(sent) == ["/messages", "/messages", "/start"]
     assert statuses == {"/messages": [403]}
-    assert all("injected" not in text for text in user_texts(running_app, agent))
-    with httpx.Client(base_url=running_app.base_url, timeout=30) as client:
-        missing = client.get(f"{API}/snapshot", params={"workflowId": "hostile-start"})
+    value = (await read_snapshot(running_app, agent)).json()
+    assert all("injected" not in (m["text"] or "") for m in value["messages"])
+    missing = await read_snapshot(running_app, "hostile-start")
     assert missing.status_code == 404  # the cross-origin /start created nothing
 
 
@@ -185,6 +183,5 @@ async def test_a_dns_rebinding_reaches_no_route(running_app: RunningApp, agent: 
     assert results[0] == 400
     assert results[1] == 400
     assert "pending_interrupts" not in results[2]
-    with httpx.Client(base_url=running_app.base_url, timeout=30) as client:
-        value = client.get(f"{API}/snapshot", params={"workflowId": agent}).json()
+    value = (await read_snapshot(running_app, agent)).json()
     assert value["agent_status"] == "waiting_for_tool_approval"  # nothing was approved
