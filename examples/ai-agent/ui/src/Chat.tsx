@@ -910,9 +910,16 @@ function toolLabel(name: string): string {
   return server ? `${humanize(server)}: ${action}` : humanize(action);
 }
 
+const BUILT_IN_ACTIVITY: Record<string, [string, string]> = {
+  ask_user: ["Preparing a question", "Question answered"],
+  durable_wait: ["Setting a timer", "Timer done"],
+  write_todos: ["Updating the plan", "Plan updated"],
+};
+
 /** What a live event means, in words. */
 function activityLabel(type: string, payload: Record<string, unknown>): string {
   const tool = typeof payload.tool_name === "string" ? toolLabel(payload.tool_name) : "a tool";
+  const builtIn = BUILT_IN_ACTIVITY[String(payload.tool_name ?? "")];
   switch (type) {
     case "turn_started":
       return "Started working";
@@ -925,10 +932,12 @@ function activityLabel(type: string, payload: Record<string, unknown>): string {
     case "turn_steered":
       return "Redirected by your message";
     case "tool_call_deferred":
+      if (builtIn) return builtIn[0];
       return payload.requires_approval ? `Wants to use ${tool} (needs your approval)` : `Wants to use ${tool}`;
     case "tool_call_started":
-      return `Using ${tool}`;
+      return builtIn ? builtIn[0] : `Using ${tool}`;
     case "tool_call_finished":
+      if (builtIn) return builtIn[1];
       return `${tool}: ${humanize(String(payload.status ?? "done")).toLowerCase()}`;
     case "interrupt_raised":
       return payload.kind === "question" ? "Asked you a question" : `Waiting for your approval of ${tool}`;
