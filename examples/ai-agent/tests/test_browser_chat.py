@@ -9,6 +9,7 @@ to ``$DEX_AGENTS_SCREENSHOT_DIR`` (the checked-in ones are in ``examples/ai-agen
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,7 +19,7 @@ from browser_page import app_page_url, chromium_page, needs_chromium, start_agen
 from test_browser import RECORD_TEST_IDS, screenshot_directory
 
 if TYPE_CHECKING:
-    from playwright.async_api import Page
+    from playwright.async_api import Page, Route
 
 pytestmark = needs_chromium
 LONG = "0123456789abcdef" * 25  # 400 characters, no break
@@ -260,19 +261,27 @@ async def test_the_limit_shows_before_sending(running_app: RunningApp) -> None:
 
 
 async def test_a_reload_makes_one_snapshot_request(running_app: RunningApp) -> None:
-    """A reload focuses the window in a real browser: the load's refresh answers for it."""
+    """A reload focuses the window in a real browser, while the load's snapshot request
+    is in flight: that request answers for the focus too."""
     async with chromium_page() as page:
         await page.goto(app_page_url(running_app.base_url))
         await start_agent(page)
         await idle(page)
-        await page.add_init_script(
-            "window.addEventListener('load', () => window.dispatchEvent(new Event('focus')))"
-        )
         snapshots: list[str] = []
         page.on("request", lambda r: snapshots.append(r.url) if "/snapshot?" in r.url else None)
+        held = asyncio.Event()
+
+        async def focus_while_in_flight(route: Route) -> None:
+            if not held.is_set():
+                held.set()
+                await page.evaluate("window.dispatchEvent(new Event('focus'))")
+            await route.continue_()
+
+        await page.route("**/snapshot?*", focus_while_in_flight)
         await page.reload()
+        await asyncio.wait_for(held.wait(), 30)
         await idle(page)
-        await page.wait_for_timeout(1000)
+        await page.wait_for_timeout(1000)  # a refresh for the focus would have started
         assert len(snapshots) == 1
 
 
