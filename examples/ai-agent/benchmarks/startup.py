@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 
 import httpx
 
@@ -48,9 +49,8 @@ def one_run(extra: list[str]) -> tuple[float, float, float]:
             process.wait(60)
 
 
-def _first(ready: object) -> float:
+def _first(ready: Callable[[], bool]) -> float:
     """The time ``ready()`` first holds, polling every 20 ms."""
-    assert callable(ready)
     while True:
         try:
             if ready():
@@ -61,7 +61,7 @@ def _first(ready: object) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("extra", nargs="*", help="flags for the command, after --")
     arguments = parser.parse_args()

@@ -130,7 +130,7 @@ async def test_cross_origin_and_tokenless_mutations_are_refused(
 ) -> None:
     body = {"workflowId": str(uuid.uuid4()), "mcpEnabled": False}
     other = running_app.base_url.replace("127.0.0.1", "localhost")
-    cases = [
+    cases: list[tuple[dict[str, str], str]] = [
         ({"origin": "http://evil.example"}, "cross_origin"),
         ({"origin": "null"}, "cross_origin"),
         ({"origin": other}, "cross_origin"),  # another origin of this same machine

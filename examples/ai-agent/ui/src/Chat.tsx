@@ -170,9 +170,10 @@ export function Chat({
   function applyEvent(event: AgentEvent) {
     const payload = safeJson(event.payload) as Record<string, unknown>;
     const key = `${event.step_execution_id}#${event.attempt}`;
-    if (TURN_END_EVENTS.has(event.type)) {
-      endedTurns.current.add(event.turn_id);
-      // Its live text is over: a stopped turn's reply is never stored, so it must go.
+    if (TURN_END_EVENTS.has(event.type)) endedTurns.current.add(event.turn_id);
+    if (event.type === "turn_cancelled" || event.type === "turn_failed") {
+      // A stopped or failed turn's reply is never stored: its live text goes now. (A
+      // completed turn's card stays until the snapshot shows the stored reply.)
       setLive((items) =>
         items
           .map((item) => (item.turn === event.turn_id ? { ...item, text: "", done: true } : item))
