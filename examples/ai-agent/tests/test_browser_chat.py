@@ -285,6 +285,32 @@ async def test_a_reload_makes_one_snapshot_request(running_app: RunningApp) -> N
         assert len(snapshots) == 1
 
 
+async def test_a_stale_csrf_token_is_renewed_once(running_app: RunningApp) -> None:
+    """After a restart of the app an open page's token is stale: its next mutation gets
+    403 ``csrf``, reads the page's new token and goes through."""
+    from playwright.async_api import expect
+
+    async with chromium_page() as page:
+        await page.goto(app_page_url(running_app.base_url))
+        await start_agent(page)
+        await idle(page)
+        refused: list[str] = []
+
+        async def stale_once(route: Route) -> None:
+            if refused:
+                await route.continue_()
+                return
+            refused.append(route.request.headers.get("x-csrf-token", ""))
+            body = '{"error": "missing or stale CSRF token: reload the page", "code": "csrf"}'
+            await route.fulfill(status=403, body=body, content_type="application/json")
+
+        await page.route("**/products/ai-agent/messages", stale_once)
+        async with page.expect_request(lambda r: r.url.endswith("/products/ai-agent/")):
+            await send(page, "after a restart")
+        await expect(page.get_by_text("Local demo response: after a restart")).to_be_visible()
+        assert refused == [running_app.trust.csrf_token]
+
+
 MAX_LIVE_CARDS = RECORD_TEST_IDS.replace(
     "window.seenTestIds = new Set();", "window.maxLiveCards = 0;"
 ).replace(
