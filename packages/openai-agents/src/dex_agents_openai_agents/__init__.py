@@ -13,7 +13,9 @@ from dex_agents.versions import warn_if_off_version_line
 from dex_agents_openai_agents._flow import create_openai_agents_session_flow
 from dex_agents_openai_agents._runner import (
     ContextFactory,
+    ForcedToolChoiceRefusedError,
     OpenAIAgentsRunner,
+    ResolveModel,
     UnsupportedInterruptionError,
 )
 from dex_agents_openai_agents._tools import ToolDeclaration, declare_tool_effect
@@ -23,7 +25,9 @@ warn_if_off_version_line("dex-agents-openai-agents")
 
 __all__ = [
     "ContextFactory",
+    "ForcedToolChoiceRefusedError",
     "OpenAIAgentsRunner",
+    "ResolveModel",
     "ToolDeclaration",
     "UnsupportedInterruptionError",
     "__version__",
