@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any, cast
 
 import httpx2
-from anthropic.lib.tools import beta_async_tool
 
 from dex_agents.adapter_support import (
     current_model_step_context,
@@ -25,6 +24,7 @@ from dex_agents.adapter_support import (
     get_deferred_tool_execution,
 )
 from dex_agents.compaction_support import estimate_text_tokens
+from dex_agents.runner import ToolInputRequested
 from dex_agents.session import AgentSessionFlow
 from dex_agents.testing import (
     ModelScript,
@@ -33,7 +33,7 @@ from dex_agents.testing import (
     ScenarioTaskPoller,
     ScenarioTool,
     ScriptedModelFailure,
-    run_scenario_tool,
+    scenario_tool_outcome,
 )
 from dex_agents.testing.script_playback import (
     play_scripted_model_call,
@@ -42,7 +42,7 @@ from dex_agents.testing.script_playback import (
     scripted_tool_call_id,
 )
 from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS
-from dex_agents_claude_sdk import ClaudeTool, create_claude_session_flow
+from dex_agents_claude_sdk import ClaudeTool, claude_tool, create_claude_session_flow
 from dex_agents_claude_sdk.testing import (
     SCRIPTED_MODEL,
     error_response,
@@ -231,20 +231,27 @@ _ANY_OBJECT_SCHEMA: JsonObject = {"type": "object", "properties": {}, "additiona
 
 
 def scenario_tool(tool: ScenarioTool, state_directory: Path) -> ClaudeTool:
-    """``tool`` as a Claude tool (an SDK ``beta_async_tool``) with the scenario's effect."""
+    """``tool`` as a Claude tool (``claude_tool``, an SDK ``beta_async_tool``) with the
+    scenario's effect."""
     directory = Path(state_directory)
 
-    async def run(**arguments: Any) -> str:
+    async def run(**arguments: Any) -> str | ToolInputRequested:
         execution = get_deferred_tool_execution()
-        return await run_scenario_tool(
+        # A tool with a question returns ToolInputRequested until the rerun has its answer.
+        return await scenario_tool_outcome(
             tool,
             json.dumps(arguments, sort_keys=True),
             state_directory=directory,
             idempotency_key=execution.idempotency_key,
             attempt=execution.attempt,
+            input_answers=execution.input_answers,
         )
 
-    function_tool = beta_async_tool(
-        run, name=tool.name, description=tool.description, input_schema=_ANY_OBJECT_SCHEMA
+    return claude_tool(
+        run,
+        effect=tool.effect,
+        requires_approval=tool.requires_approval,
+        name=tool.name,
+        description=tool.description,
+        input_schema=_ANY_OBJECT_SCHEMA,
     )
-    return ClaudeTool(function_tool, effect=tool.effect, requires_approval=tool.requires_approval)

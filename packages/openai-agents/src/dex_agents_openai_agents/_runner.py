@@ -622,9 +622,9 @@ def forced_tool_choice_refusal(model_name: str | None, settings: ModelSettings) 
             cast(Mapping[str, Any], extra) if isinstance(extra, Mapping) else {}
         )
         thinking: object = fields.get("thinking")
-        if (
-            isinstance(thinking, Mapping)
-            and cast(Mapping[str, Any], thinking).get("type") not in (None, "disabled")
+        if isinstance(thinking, Mapping) and cast(Mapping[str, Any], thinking).get("type") not in (
+            None,
+            "disabled",
         ):
             return "extended thinking (the thinking parameter) refuses a forced tool choice"
     effort = settings.reasoning.effort if settings.reasoning is not None else None

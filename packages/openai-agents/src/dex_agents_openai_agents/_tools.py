@@ -474,10 +474,10 @@ class ModelCallGuard:
         names.update(item.tool_name for item in handoffs)
         if output_schema is not None:
             names.add("json_tool_call")  # The SDK's own stand-in for a structured answer.
-        for item in output:
-            unoffered = isinstance(item, ResponseFunctionToolCall) and item.name not in names
-            if unoffered and item.name not in self.unoffered:
-                self.unoffered.append(item.name)
+        calls = [item for item in output if isinstance(item, ResponseFunctionToolCall)]
+        for call in calls:
+            if call.name not in names and call.name not in self.unoffered:
+                self.unoffered.append(call.name)
 
 
 class GuardedModel(Model):

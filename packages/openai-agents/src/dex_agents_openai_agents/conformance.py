@@ -23,14 +23,14 @@ from agents.tool_context import ToolContext
 from agents.usage import Usage
 from openai.types.responses.response_prompt_param import ResponsePromptParam
 
-from dex_agents import get_deferred_tool_execution, get_model_step_context
+from dex_agents import ToolInputRequested, get_deferred_tool_execution, get_model_step_context
 from dex_agents.session import AgentSessionFlow, AgentSessionOptions
 from dex_agents.testing import (
     ModelScript,
     ScenarioSession,
     ScenarioTaskPoller,
     ScenarioTool,
-    run_scenario_tool,
+    scenario_tool_outcome,
 )
 from dex_agents.testing.script_playback import (
     play_scripted_model_call,
@@ -86,15 +86,17 @@ def build_conformance_flow(
 def scenario_function_tool(tool: ScenarioTool, state_directory: Path) -> FunctionTool:
     """A ``FunctionTool`` that runs ``tool`` as the scenario says and declares its effect."""
 
-    async def invoke(context: ToolContext[Any], arguments: str) -> str:
+    async def invoke(context: ToolContext[Any], arguments: str) -> str | ToolInputRequested:
         del context
         execution = get_deferred_tool_execution()
-        return await run_scenario_tool(
+        # A tool with a question returns ToolInputRequested until the rerun has its answer.
+        return await scenario_tool_outcome(
             tool,
             arguments,
             state_directory=state_directory,
             idempotency_key=execution.idempotency_key,
             attempt=execution.attempt,
+            input_answers=execution.input_answers,
         )
 
     function_tool = FunctionTool(
