@@ -13,7 +13,13 @@ def conformance_adapter() -> ConformanceAdapter:
         factory=CONFORMANCE_FACTORY,
         name="openai-agents",
         capabilities=ALL_CAPABILITIES
-        | {Capability.TOOL_TASKS, Capability.COMPACTION, Capability.TOOL_INPUT_REQUESTS},
+        | {
+            Capability.TOOL_TASKS,
+            Capability.COMPACTION,
+            Capability.TOOL_INPUT_REQUESTS,
+            Capability.PLANNING_TOOL_CHOICE,
+            Capability.SESSION_MODELS,
+        },
     )
 
 

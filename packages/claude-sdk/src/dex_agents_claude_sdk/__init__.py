@@ -18,7 +18,6 @@ from dex_agents_claude_sdk._runner import (
     DEFAULT_MAX_TOKENS,
     ClaudeRunner,
     ClientFactory,
-    ForcedToolChoiceRefusedError,
     ResolveModel,
 )
 from dex_agents_claude_sdk._tools import ClaudeTool, claude_tool, declare_tool_effect
@@ -31,7 +30,6 @@ __all__ = [
     "ClaudeRunner",
     "ClaudeTool",
     "ClientFactory",
-    "ForcedToolChoiceRefusedError",
     "ResolveModel",
     "__version__",
     "claude_tool",

@@ -49,10 +49,10 @@ def create_claude_session_flow(
     ``client_factory`` builds the ``anthropic.AsyncAnthropic`` client in each
     Worker process; without it the key comes from ``api_key_env``.
     ``planning_tool_choice="required"`` forces ``write_todos`` on a planning turn's first
-    model call (a model that refuses a forced tool choice is a
-    ``ForcedToolChoiceRefusedError`` here); ``resolve_model`` chooses the model of a turn's
-    requests from its session settings. Session options go in ``options`` or as keywords
-    (``tool_policies=``, ``interrupt_deadline=``, ...).
+    model call (a model that refuses a forced tool choice is a ``ValueError`` here);
+    ``resolve_model`` chooses the model of a turn's requests from its session settings.
+    Session options go in ``options`` or as keywords (``tool_policies=``,
+    ``interrupt_deadline=``, ...).
     """
     runner = ClaudeRunner(
         model,

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import re
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, cast
@@ -48,6 +47,7 @@ from dex_agents.builtin_tools import WRITE_TODOS, enabled_builtin_tool_definitio
 from dex_agents.compaction import ContextSummaryRequest, ContextSummaryResult
 from dex_agents.compaction_support import context_summary_note
 from dex_agents.plans import build_plan_note
+from dex_agents.runner import check_planning_tool_choice, forced_tool_choice_refusal
 from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS
 from dex_agents.tool_task_routing import ToolTaskForwarding, returning_started_task
 from dex_agents.values import InteractionMode
@@ -73,11 +73,9 @@ from dex_agents_claude_sdk._tools import ClaudeTool, ToolLike, as_claude_tool, p
 __all__ = [
     "DEFAULT_MAX_TOKENS",
     "ClaudeRunner",
-    "ForcedToolChoiceRefusedError",
     "PlanningToolChoice",
     "ResolveModel",
     "check_forced_tool_choice",
-    "forced_tool_choice_refusal",
 ]
 
 logger = logging.getLogger(__name__)
@@ -95,36 +93,14 @@ runner's own ``model``."""
 PlanningToolChoice = Literal["auto", "required"]
 
 
-class ForcedToolChoiceRefusedError(ValueError):
-    """``planning_tool_choice="required"`` with a model that refuses a forced tool choice."""
-
-
-_REFUSING_MODELS = re.compile(r"claude-(?:opus-5[-.]5|sonnet-5[-.]5|fable-5[-.]1)(?![0-9])")
-"""Claude models whose Messages API answers a forced tool choice with an error."""
-
-
-def forced_tool_choice_refusal(model: str, thinking: Mapping[str, Any] | None) -> str | None:
-    """Why a request to ``model`` with ``thinking`` refuses a forced tool choice, or ``None``.
-
-    Claude Opus 5.5, Sonnet 5.5 and Fable 5.1 refuse one, and extended thinking (a
-    ``thinking`` parameter other than ``disabled``) refuses one on every model.
-    """
-    if _REFUSING_MODELS.search(model.lower()):
-        return f"model {model!r} refuses a forced tool choice"
-    if thinking is not None and thinking.get("type") not in (None, "disabled"):
-        return "extended thinking (the thinking parameter) refuses a forced tool choice"
-    return None
-
-
-def check_forced_tool_choice(model: str, thinking: Mapping[str, Any] | None) -> None:
-    """Raise ``ForcedToolChoiceRefusedError`` when ``planning_tool_choice="required"`` cannot
-    work with ``model`` and ``thinking``."""
-    reason = forced_tool_choice_refusal(model, thinking)
-    if reason is not None:
-        raise ForcedToolChoiceRefusedError(
-            "planning_tool_choice='required' forces write_todos on a planning turn's first"
-            f" model call, but {reason}. Use planning_tool_choice='auto' with this model."
-        )
+def check_forced_tool_choice(model: str, thinking: Mapping[str, Any] | None, *, where: str) -> None:
+    """Raise ``ValueError`` when ``planning_tool_choice="required"`` cannot work with
+    ``model`` and ``thinking``: the model refuses a forced tool choice, or extended thinking
+    is on (``dex_agents.runner.forced_tool_choice_refusal``)."""
+    extended = thinking is not None and thinking.get("type") not in (None, "disabled")
+    check_planning_tool_choice(
+        "required", forced_tool_choice_refusal(model, extended_thinking=extended), where=where
+    )
 
 
 def client_from_environment(api_key_env: str) -> ClientFactory:
@@ -157,9 +133,9 @@ class ClaudeRunner(ToolTaskForwarding):
 
     ``planning_tool_choice="required"`` forces ``write_todos`` on a planning turn's first
     model call while no draft exists (``tool_choice`` ``{"type": "tool"}``); a model or
-    ``thinking`` that refuses a forced tool choice raises ``ForcedToolChoiceRefusedError``
-    here. ``resolve_model`` maps a turn's session settings to the model of every request of
-    the turn (token counts and summary calls included); ``None`` keeps ``model``.
+    ``thinking`` that refuses a forced tool choice raises ``ValueError`` here.
+    ``resolve_model`` maps a turn's session settings to the model of every request of the
+    turn (token counts and summary calls included); ``None`` keeps ``model``.
     """
 
     supports_plan_mode = True
@@ -211,7 +187,7 @@ class ClaudeRunner(ToolTaskForwarding):
         if resolve_model is not None and not callable(resolve_model):
             raise TypeError("resolve_model must be a function of the session settings")
         if planning_tool_choice == "required":
-            check_forced_tool_choice(model, thinking)
+            check_forced_tool_choice(model, thinking, where="ClaudeRunner")
         if isinstance(tools, str | Mapping) or not isinstance(tools, Sequence):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(
                 f"tools must be a list of tools, got {type(tools).__name__}; wrap a single"
@@ -421,7 +397,7 @@ class ClaudeRunner(ToolTaskForwarding):
             and not draft
         )
         if forced and model != self.model:
-            check_forced_tool_choice(model, self.thinking)
+            check_forced_tool_choice(model, self.thinking, where="the model resolve_model chose")
         return forced
 
     def _metadata(self, request_model: str, message: Message) -> ModelCallMetadata:

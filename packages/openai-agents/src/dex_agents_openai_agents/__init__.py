@@ -13,7 +13,6 @@ from dex_agents.versions import warn_if_off_version_line
 from dex_agents_openai_agents._flow import create_openai_agents_session_flow
 from dex_agents_openai_agents._runner import (
     ContextFactory,
-    ForcedToolChoiceRefusedError,
     OpenAIAgentsRunner,
     ResolveModel,
     UnsupportedInterruptionError,
@@ -25,7 +24,6 @@ warn_if_off_version_line("dex-agents-openai-agents")
 
 __all__ = [
     "ContextFactory",
-    "ForcedToolChoiceRefusedError",
     "OpenAIAgentsRunner",
     "ResolveModel",
     "ToolDeclaration",

@@ -48,7 +48,7 @@ def create_openai_agents_session_flow(
     ``context_factory``, ``max_turns`` (model calls per session turn), ``handoff_agents``
     (the agents only ``handoff(...)`` objects lead to), ``planning_tool_choice``
     (``"required"`` forces ``write_todos`` on a planning turn's first model call; a model
-    that refuses a forced tool choice is a ``ForcedToolChoiceRefusedError`` here),
+    that refuses a forced tool choice is a ``ValueError`` here),
     ``resolve_model`` (the model of a turn's model calls, summary calls included, from its
     session settings) and ``sdk_tracing`` (the runner's ``tracing``: the OpenAI Agents SDK's
     own traces) go to the runner; SDK tracing is off unless you turn it on. The session's

@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, cast
 
@@ -63,7 +62,13 @@ from dex_agents.adapter_support import (
 from dex_agents.builtin_tools import enabled_builtin_tool_definitions
 from dex_agents.compaction import ContextSummaryRequest, ContextSummaryResult
 from dex_agents.compaction_support import context_summary_note, estimate_stored_tokens
-from dex_agents.runner import AgentTurnOutcome, DeferredToolOutcome, model_call_metadata
+from dex_agents.runner import (
+    AgentTurnOutcome,
+    DeferredToolOutcome,
+    check_planning_tool_choice,
+    forced_tool_choice_refusal,
+    model_call_metadata,
+)
 from dex_agents.stepwise import DEFAULT_MAX_MODEL_CALLS_PER_TURN
 from dex_agents.texts import unknown_tool_error
 from dex_agents.tool_task_routing import ToolTaskForwarding, returning_started_task
@@ -97,7 +102,6 @@ from dex_agents_openai_agents._tools import (
 
 __all__ = [
     "ContextFactory",
-    "ForcedToolChoiceRefusedError",
     "OpenAIAgentsRunner",
     "PlanningToolChoice",
     "ResolveModel",
@@ -119,10 +123,6 @@ PlanningToolChoice = Literal["auto", "required"]
 
 class UnsupportedInterruptionError(RuntimeError):
     """The SDK stopped for an approval this adapter cannot defer (not a function call)."""
-
-
-class ForcedToolChoiceRefusedError(ValueError):
-    """``planning_tool_choice="required"`` with a model that refuses a forced tool choice."""
 
 
 class OpenAIAgentsRunner(ToolTaskForwarding):
@@ -603,20 +603,11 @@ def _model_name(agent: Agent[Any], run_config: RunConfig) -> str | None:
 
 # --- models that refuse a forced tool choice ------------------------------------------
 
-_REFUSING_MODELS = re.compile(r"claude-(?:opus-5[-.]5|sonnet-5[-.]5|fable-5[-.]1)(?![0-9])")
-"""Claude models whose Messages API answers a forced tool choice with an error."""
 
-
-def forced_tool_choice_refusal(model_name: str | None, settings: ModelSettings) -> str | None:
-    """Why a model refuses a forced tool choice (``tool_choice="required"``), or ``None``.
-
-    Claude Opus 5.5, Sonnet 5.5 and Fable 5.1 refuse it, and so does any Claude model with
-    extended thinking: a ``thinking`` parameter in ``extra_body`` or ``extra_args``, or a
-    reasoning effort, which LiteLLM sends to Claude as thinking.
-    """
-    name = (model_name or "").lower()
-    if _REFUSING_MODELS.search(name):
-        return f"model {model_name!r} refuses a forced tool choice"
+def _extended_thinking(model_name: str | None, settings: ModelSettings) -> bool:
+    """Whether ``settings`` turn Anthropic extended thinking on: a ``thinking`` parameter in
+    ``extra_body`` or ``extra_args``, or a reasoning effort for a Claude model, which LiteLLM
+    sends to Claude as thinking."""
     for extra in (settings.extra_body, settings.extra_args):
         fields: Mapping[str, Any] = (
             cast(Mapping[str, Any], extra) if isinstance(extra, Mapping) else {}
@@ -626,29 +617,23 @@ def forced_tool_choice_refusal(model_name: str | None, settings: ModelSettings) 
             None,
             "disabled",
         ):
-            return "extended thinking (the thinking parameter) refuses a forced tool choice"
+            return True
     effort = settings.reasoning.effort if settings.reasoning is not None else None
-    if "claude" in name and effort not in (None, "none"):
-        return (
-            f"model {model_name!r} with a reasoning effort (extended thinking) refuses a forced"
-            " tool choice"
-        )
-    return None
+    return "claude" in (model_name or "").lower() and effort not in (None, "none")
 
 
 def check_forced_tool_choice(
     root: Agent[Any], handoff_agents: Sequence[Agent[Any]], run_config: RunConfig
 ) -> None:
-    """Raise ``ForcedToolChoiceRefusedError`` when an agent's model would refuse the forced
-    tool choice of ``planning_tool_choice="required"``."""
+    """Raise ``ValueError`` when an agent's model would refuse the forced tool choice of
+    ``planning_tool_choice="required"`` (``dex_agents.runner.forced_tool_choice_refusal``)."""
     for agent in reachable_agents(root, handoff_agents):
         model = unwrapped_model(run_config.model) or unwrapped_model(agent.model)
-        name = model if isinstance(model, str) else getattr(model, "model", None)
+        found = model if isinstance(model, str) else getattr(model, "model", None)
+        name = found if isinstance(found, str) else None
         settings = agent.model_settings.resolve(run_config.model_settings)
-        reason = forced_tool_choice_refusal(name if isinstance(name, str) else None, settings)
-        if reason is not None:
-            raise ForcedToolChoiceRefusedError(
-                f"planning_tool_choice='required' forces write_todos on a planning turn's first"
-                f" model call, but agent {agent.name!r} cannot take it: {reason}. Use"
-                " planning_tool_choice='auto' with this model."
-            )
+        check_planning_tool_choice(
+            "required",
+            forced_tool_choice_refusal(name, extended_thinking=_extended_thinking(name, settings)),
+            where=f"agent {agent.name!r}",
+        )
