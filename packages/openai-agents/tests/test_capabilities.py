@@ -109,7 +109,12 @@ async def test_a_planning_turn_offers_only_write_todos_and_hands_other_calls_to_
 async def test_a_call_of_a_tool_the_agent_lacks_gets_the_session_default_and_fails() -> None:
     model = ScriptedModel(
         [
-            ModelStep(output=[function_call("cancel_subscription", {"plan": "pro"}, call_id="c1")]),
+            ModelStep(
+                output=[
+                    assistant_message("Cancelling it."),
+                    function_call("cancel_subscription", {"plan": "pro"}, call_id="c1"),
+                ]
+            ),
             ModelStep(output=[assistant_message("could not cancel")]),
         ]
     )
@@ -124,7 +129,8 @@ async def test_a_call_of_a_tool_the_agent_lacks_gets_the_session_default_and_fai
         "cancel_subscription",
         ResolvedToolPolicy(ToolEffect.UNCLASSIFIED, requires_approval=True),
     )
-    assert driver.events.text == [], "the rerun wrote no deltas of its own"
+    assert "".join(driver.events.text) == "Cancelling it.", "the rerun writes no deltas again"
+    assert len(model.calls) == 1
     [record] = driver.records
     with pytest.raises(ToolExecutionError, match="cancel_subscription"):
         await driver.runner.execute_deferred_tool_call(driver.execution(record))

@@ -301,7 +301,7 @@ class OpenAIAgentsRunner(ToolTaskForwarding):
             run_config=guarded_config,
         )
         # A rerun answers with the recorded response, whose deltas the first run wrote.
-        await _forward_stream(result, turn, write=not guard.replaying)
+        await _forward_stream(result, turn, skip=guard.is_replayed)
 
         all_items = cast(list[InputItem], result.to_input_list())
         if len(all_items) < stored_count:
@@ -547,17 +547,20 @@ def _apply_records(state: RunState[Any, Agent[Any]], turn: AgentTurnContext) -> 
 
 
 async def _forward_stream(
-    result: RunResultStreaming, turn: AgentTurnContext, *, write: bool = True
+    result: RunResultStreaming,
+    turn: AgentTurnContext,
+    *,
+    skip: Callable[[object], bool] = lambda event: False,
 ) -> None:
     """Consume the run's events, writing text and reasoning deltas to the turn's events
-    (with ``write``).
+    (those of the model's events that ``skip`` does not name).
 
     If the step is cancelled (or the consumer fails), the SDK's background run is
     cancelled too, so no model call outlives the step.
     """
     try:
         async for event in result.stream_events():
-            if not write or event.type != "raw_response_event":
+            if event.type != "raw_response_event" or skip(event.data):
                 continue
             data: Any = event.data
             kind = getattr(data, "type", None)

@@ -422,11 +422,9 @@ class ModelCallGuard:
         self.recorded: list[RecordedModelCall] = []
         self.unoffered: list[str] = []
         """Tool names the model called that its call did not offer, in call order."""
-        self._replay = list(replay) if replay is not None else None
-
-    @property
-    def replaying(self) -> bool:
-        return self._replay is not None
+        self._replay = list(replay) if replay is not None else []
+        self._calls = 0
+        self._replayed_events: set[int] = set()
 
     def replaying_guard(self) -> ModelCallGuard:
         """A guard that answers this run's calls again, for a rerun of the step."""
@@ -447,15 +445,22 @@ class ModelCallGuard:
         )
 
     def next_replayed(self) -> RecordedModelCall | None:
-        if self._replay is None:
-            return None
+        """The recorded answer of the next call, or ``None`` when the model answers it."""
         if not self._replay:
-            raise RuntimeError("the rerun of a model step made more model calls than its first run")
-        return self._replay.pop(0)
+            return None
+        self._calls += 1
+        call = self._replay.pop(0)
+        self._replayed_events.update(id(event) for event in call.events)
+        return call
+
+    def is_replayed(self, event: object) -> bool:
+        """Whether a stream event is a recorded one, whose deltas the first run wrote."""
+        return id(event) in self._replayed_events
 
     def start_call(self, model_settings: ModelSettings) -> tuple[RecordedModelCall, ModelSettings]:
         """Record a new call; the settings it is made with."""
-        first = not self.recorded
+        first = self._calls == 0
+        self._calls += 1
         call = RecordedModelCall()
         self.recorded.append(call)
         if first and self.force_tool_choice:
