@@ -27,7 +27,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from dex_agents._tool_choice import check_planning_tool_choice, forced_tool_choice_refusal
+from dex_agents._tool_choice import (
+    check_planning_tool_choice,
+    forced_tool_choice_refusal,
+    thinking_enabled,
+)
 from dex_agents.values import (
     AgentMessage,
     AgentPlan,
@@ -75,6 +79,7 @@ __all__ = [
     "resolve_tool_policy",
     "supports_plan_mode",
     "supports_tool_task_polling",
+    "thinking_enabled",
 ]
 
 JsonValue = Any
