@@ -247,8 +247,9 @@ class RefusingChatModel(RecordingChatModel):
 
 
 class ThinkingChatModel(RecordingChatModel):
-    """Like ``ChatAnthropic(thinking=...)``."""
+    """Like ``ChatAnthropic(model="claude-sonnet-4-5", thinking=...)``."""
 
+    model_name: str = "claude-sonnet-4-5"
     thinking: dict[str, Any] | None = None
 
 

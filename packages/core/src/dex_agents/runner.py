@@ -30,6 +30,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from dex_agents._tool_choice import (
     check_planning_tool_choice,
     forced_tool_choice_refusal,
+    is_anthropic_model,
     thinking_enabled,
 )
 from dex_agents.values import (
@@ -75,6 +76,7 @@ __all__ = [
     "check_planning_tool_choice",
     "default_requires_approval",
     "forced_tool_choice_refusal",
+    "is_anthropic_model",
     "model_call_metadata",
     "resolve_tool_policy",
     "supports_plan_mode",

@@ -49,7 +49,6 @@ from dex_agents import (
     ToolExecutionResult,
     ToolInputRequested,
 )
-from dex_agents._tool_choice import thinking_enabled
 from dex_agents.adapter_support import (
     DEX_EFFECT_METADATA_KEY,
     DEX_IDEMPOTENCY_KEY,
@@ -62,7 +61,12 @@ from dex_agents.adapter_support import (
     tool_declaration_metadata,
 )
 from dex_agents.builtin_tools import enabled_builtin_tool_definitions
-from dex_agents.runner import call_policy, forced_tool_choice_refusal
+from dex_agents.runner import (
+    call_policy,
+    forced_tool_choice_refusal,
+    is_anthropic_model,
+    thinking_enabled,
+)
 from dex_agents_langgraph._messages import message_text
 
 __all__ = [
@@ -313,8 +317,10 @@ def chat_model_forced_tool_choice_refusal(model: object) -> str | None:
         options.update(cast(Mapping[str, Any], kwargs))
     if thinking is not None:
         options["thinking"] = thinking
+    model_id = name if isinstance(name, str) else None
+    anthropic = is_anthropic_model(model_id) or type(model).__name__ == "ChatAnthropic"
     return forced_tool_choice_refusal(
-        name if isinstance(name, str) else None, extended_thinking=thinking_enabled(options)
+        model_id, extended_thinking=anthropic and thinking_enabled(options)
     )
 
 
