@@ -17,6 +17,7 @@ __all__ = [
     "FORCED_TOOL_CHOICE_REFUSING_MODELS",
     "check_planning_tool_choice",
     "forced_tool_choice_refusal",
+    "is_anthropic_model",
     "thinking_enabled",
 ]
 
@@ -24,9 +25,14 @@ FORCED_TOOL_CHOICE_REFUSING_MODELS = ("claude-opus-5-5", "claude-sonnet-5-5")
 """Model ID prefixes (dots read as hyphens) of models that refuse a forced tool choice."""
 
 
+_THINKING_OFF = frozenset({"disabled", "off", "none", "false"})
+
+
 def thinking_enabled(options: Mapping[str, Any] | None) -> bool:
-    """Whether provider options turn on Anthropic extended thinking (``thinking`` or
-    ``anthropic_thinking`` with a ``type`` other than ``disabled``)."""
+    """Whether settings or provider options turn thinking on: ``thinking`` or
+    ``anthropic_thinking`` as a mapping with a ``type`` other than ``disabled``, ``True``,
+    or an effort level such as ``"high"``. Whether that is Anthropic extended thinking
+    depends on the model."""
     if not options:
         return False
     for key in ("thinking", "anthropic_thinking"):
@@ -35,9 +41,18 @@ def thinking_enabled(options: Mapping[str, Any] | None) -> bool:
             kind = value.get("type")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
             if kind is not None and kind != "disabled":
                 return True
-        elif value is True:
+        elif value is True or (isinstance(value, str) and value.lower() not in _THINKING_OFF):
             return True
     return False
+
+
+def is_anthropic_model(model: str | None, provider: str | None = None) -> bool:
+    """Whether ``model`` (an ID, optionally ``anthropic:``/``anthropic/``-prefixed) or
+    ``provider`` names an Anthropic model."""
+    if provider is not None and provider.lower() == "anthropic":
+        return True
+    name = (model or "").lower()
+    return name.startswith(("anthropic:", "anthropic/")) or "claude" in name
 
 
 def forced_tool_choice_refusal(model: str | None, *, extended_thinking: bool = False) -> str | None:

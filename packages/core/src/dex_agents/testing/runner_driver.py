@@ -231,8 +231,12 @@ class RunnerDriver(Generic[RunnerT]):
         """Record a rejection of ``tool_call_id`` with ``message``, as a person would."""
         self.finish(tool_call_id, AgentToolCallStatus.REJECTED, rejection_message=message)
 
-    def execution(self, record: AgentToolCall, attempt: int = 1) -> DeferredToolExecution:
-        """The ``DeferredToolExecution`` of a tool Step attempt for ``record``."""
+    def execution(
+        self, record: AgentToolCall, attempt: int = 1, *, input_answers: Sequence[str] = ()
+    ) -> DeferredToolExecution:
+        """The ``DeferredToolExecution`` of a tool Step attempt for ``record``; with
+        ``input_answers``, the rerun after the tool's questions were answered (give
+        ``record`` the ``input_continuation`` its last question returned)."""
         return DeferredToolExecution(
             flow_id=self.flow_id,
             tool_call=record,
@@ -244,6 +248,7 @@ class RunnerDriver(Generic[RunnerT]):
             heartbeat=_no_heartbeat,
             heartbeat_checkpoint=None,
             save_heartbeat_checkpoint=_no_checkpoint,
+            input_answers=tuple(input_answers),
         )
 
     async def run_tools(
