@@ -47,7 +47,11 @@ from dex_agents.builtin_tools import WRITE_TODOS, enabled_builtin_tool_definitio
 from dex_agents.compaction import ContextSummaryRequest, ContextSummaryResult
 from dex_agents.compaction_support import context_summary_note
 from dex_agents.plans import build_plan_note
-from dex_agents.runner import check_planning_tool_choice, forced_tool_choice_refusal
+from dex_agents.runner import (
+    check_planning_tool_choice,
+    forced_tool_choice_refusal,
+    thinking_enabled,
+)
 from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS
 from dex_agents.tool_task_routing import ToolTaskForwarding, returning_started_task
 from dex_agents.values import InteractionMode
@@ -97,7 +101,7 @@ def check_forced_tool_choice(model: str, thinking: Mapping[str, Any] | None, *, 
     """Raise ``ValueError`` when ``planning_tool_choice="required"`` cannot work with
     ``model`` and ``thinking``: the model refuses a forced tool choice, or extended thinking
     is on (``dex_agents.runner.forced_tool_choice_refusal``)."""
-    extended = thinking is not None and thinking.get("type") not in (None, "disabled")
+    extended = thinking_enabled({"thinking": thinking}) if thinking is not None else False
     check_planning_tool_choice(
         "required", forced_tool_choice_refusal(model, extended_thinking=extended), where=where
     )

@@ -67,7 +67,9 @@ from dex_agents.runner import (
     DeferredToolOutcome,
     check_planning_tool_choice,
     forced_tool_choice_refusal,
+    is_anthropic_model,
     model_call_metadata,
+    thinking_enabled,
 )
 from dex_agents.stepwise import DEFAULT_MAX_MODEL_CALLS_PER_TURN
 from dex_agents.texts import unknown_tool_error
@@ -608,21 +610,19 @@ def _model_name(agent: Agent[Any], run_config: RunConfig) -> str | None:
 
 
 def _extended_thinking(model_name: str | None, settings: ModelSettings) -> bool:
-    """Whether ``settings`` turn Anthropic extended thinking on: a ``thinking`` parameter in
-    ``extra_body`` or ``extra_args``, or a reasoning effort for a Claude model, which LiteLLM
-    sends to Claude as thinking."""
-    for extra in (settings.extra_body, settings.extra_args):
-        fields: Mapping[str, Any] = (
-            cast(Mapping[str, Any], extra) if isinstance(extra, Mapping) else {}
-        )
-        thinking: object = fields.get("thinking")
-        if isinstance(thinking, Mapping) and cast(Mapping[str, Any], thinking).get("type") not in (
-            None,
-            "disabled",
-        ):
-            return True
+    """Whether ``settings`` turn Anthropic extended thinking on for a Claude model: a
+    ``thinking`` entry in ``extra_body`` or ``extra_args``, or a reasoning effort, which
+    LiteLLM sends to Claude as thinking."""
+    if not is_anthropic_model(model_name):
+        return False
     effort = settings.reasoning.effort if settings.reasoning is not None else None
-    return "claude" in (model_name or "").lower() and effort not in (None, "none")
+    if effort not in (None, "none"):
+        return True
+    return any(
+        thinking_enabled(cast(Mapping[str, Any], extra))
+        for extra in (settings.extra_body, settings.extra_args)
+        if isinstance(extra, Mapping)
+    )
 
 
 def check_forced_tool_choice(
