@@ -27,6 +27,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from dex_agents._tool_choice import (
+    check_planning_tool_choice,
+    forced_tool_choice_refusal,
+    is_anthropic_model,
+    thinking_enabled,
+)
 from dex_agents.values import (
     AgentMessage,
     AgentPlan,
@@ -67,11 +73,15 @@ __all__ = [
     "ToolTaskStarted",
     "TurnCompleted",
     "call_policy",
+    "check_planning_tool_choice",
     "default_requires_approval",
+    "forced_tool_choice_refusal",
+    "is_anthropic_model",
     "model_call_metadata",
     "resolve_tool_policy",
     "supports_plan_mode",
     "supports_tool_task_polling",
+    "thinking_enabled",
 ]
 
 JsonValue = Any

@@ -35,6 +35,8 @@ from dex_agents.testing.script_playback import ScriptedModelFailure
 from dex_agents.testing.scripted_runner import ScriptedRunner
 from dex_agents.testing.scripts import (
     ALWAYS,
+    DEFAULT_SCENARIO_MODEL,
+    SESSION_MODEL_SETTING,
     ModelScript,
     ModelTurn,
     Scenario,
@@ -42,9 +44,12 @@ from dex_agents.testing.scripts import (
     ScenarioTool,
     ToolBehaviour,
     ToolCallSpec,
+    ToolChoice,
     UnexpectedToolFailure,
     record_model_call,
+    record_summary_call,
     run_scenario_tool,
+    scenario_model_name,
     scenario_tool_outcome,
 )
 from dex_agents.testing.session_client import TURN_END_EVENTS, AgentSessionTestClient
@@ -58,7 +63,9 @@ from dex_agents.testing.worker_process import (
 
 __all__ = [
     "ALWAYS",
+    "DEFAULT_SCENARIO_MODEL",
     "SCRIPTED_FLOW_FACTORY",
+    "SESSION_MODEL_SETTING",
     "TASK_CANCEL_LOG_NAME",
     "TASK_DONE_GATE",
     "TASK_POLL_LOG_NAME",
@@ -90,6 +97,7 @@ __all__ = [
     "StepOutcome",
     "ToolBehaviour",
     "ToolCallSpec",
+    "ToolChoice",
     "UnexpectedToolFailure",
     "WorkerForkServer",
     "build_scenario_flow",
@@ -101,8 +109,10 @@ __all__ = [
     "poll_until_sync",
     "read_step_history",
     "record_model_call",
+    "record_summary_call",
     "run_agent_worker_process",
     "run_scenario_tool",
+    "scenario_model_name",
     "scenario_tool_outcome",
     "scenario_tool_policies",
     "serve_forks",
