@@ -264,7 +264,7 @@ class FlowService(cast(Any, pb_grpc).FlowServiceServicer):
         deadline = time.monotonic() + _wait_budget(
             request.request_timeout_seconds, request.internal_handler_timeout_seconds
         )
-        while sid not in flow.ended_steps:
+        while not flow.has_ended(sid):
             if not flow.running:
                 raise errors.flow_not_found(request.flow_id, active=True)
             remaining = deadline - time.monotonic()

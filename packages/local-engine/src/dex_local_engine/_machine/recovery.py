@@ -24,9 +24,7 @@ def recover(engine: EngineState) -> None:
             step = StepExec.from_json(data)
             flow.counters[step.step_type] = max(flow.counters.get(step.step_type, 0), step.number)
             flow.next_order = max(flow.next_order, step.order + 1)
-            if step.ended:
-                flow.ended_steps[step.sid] = step.phase
-            elif flow.running:
+            if not step.ended and flow.running:
                 flow.steps[step.sid] = step
         if not flow.running:
             continue

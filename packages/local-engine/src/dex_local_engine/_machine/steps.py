@@ -107,7 +107,6 @@ def end_step(engine: EngineState, flow: Flow, step: StepExec, phase: Phase) -> N
     """Mark a Step execution ended (completed, failed or canceled)."""
     step.phase = phase
     flow.steps.pop(step.sid, None)
-    flow.ended_steps[step.sid] = phase
     engine.touch(flow, step)
 
 

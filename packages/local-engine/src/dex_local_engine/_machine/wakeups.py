@@ -41,7 +41,7 @@ def skip_timer(engine: EngineState, request: pb.SkipTimerRequest) -> None:
     index = request.timer_condition_index if request.HasField("timer_condition_index") else None
     with engine.tx():
         step = flow.steps.get(sid)
-        if step is None and sid in flow.ended_steps:
+        if step is None and flow.has_ended(sid):
             return
         if step is None or step.phase is not Phase.WAITING or step.condition is None:
             flow.stale_skips.append(StaleSkip(sid, request.timer_condition_id, index))

@@ -232,12 +232,22 @@ class Flow:
     channels: dict[str, deque[ChannelMsg]] = field(default_factory=dict[str, deque[ChannelMsg]])
     inflight: dict[str, list[ChannelMsg]] = field(default_factory=dict[str, list[ChannelMsg]])
     steps: dict[str, StepExec] = field(default_factory=dict[str, StepExec])  # active only
-    ended_steps: dict[str, Phase] = field(default_factory=dict[str, Phase])
 
     @property
     def running(self) -> bool:
         """Whether the run is still running."""
         return self.status == pb.FLOW_STATUS_RUNNING
+
+    def has_ended(self, sid: str) -> bool:
+        """Whether Step execution ``<StepType>-<n>`` of this run was created and has ended.
+
+        Derived, not stored: every execution number up to the type's counter was created,
+        and a created execution that is not active has ended. So the engine keeps no
+        record per ended execution, and a long session costs it nothing per Step."""
+        if sid in self.steps:
+            return False
+        step_type, _, number = sid.rpartition("-")
+        return number.isdigit() and 0 < int(number) <= self.counters.get(step_type, 0)
 
     @property
     def attributes(self) -> dict[str, pb.Value]:
