@@ -435,7 +435,7 @@ def _openai_agents_dbos() -> ConversationFactory:
     from dbos import DBOS
     from dbos_openai_agents import DBOSRunner
 
-    agent = openai_agent("dbos_bench", dbos_step=True)
+    agent = openai_agent("dbos_openai_bench", dbos_step=True)
 
     @DBOS.workflow(name="bench_openai_agents_turn")
     async def dbos_turn(text: str, history: list[Any]) -> list[Any]:

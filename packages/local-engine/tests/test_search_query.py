@@ -87,3 +87,23 @@ def test_order_by_terms_are_parsed() -> None:
 def test_bad_queries_say_what_is_wrong(text: str, problem: str) -> None:
     with pytest.raises(QueryError, match=re.escape(problem)):
         ids(text)
+
+
+def test_top_level_equalities_name_the_candidates() -> None:
+    # What an evaluator may look up instead of testing every record: `=` tests in the
+    # top-level AND only, never under OR, NOT or parentheses.
+    from dex_local_engine._rules.search_query import parse
+
+    def equals(text: str) -> dict[str, object]:
+        return dict(parse(text, lambda name: None).equals)
+
+    assert equals("FlowId = 'a'") == {"FlowId": "a"}
+    assert equals("WorkflowId = 'a' AND FlowType = 'T' ORDER BY StartTime") == {
+        "FlowId": "a",
+        "FlowType": "T",
+    }
+    assert equals("FlowType = 'T' AND (FlowId = 'a' OR FlowId = 'b')") == {"FlowType": "T"}
+    assert equals("FlowId = 'a' OR FlowId = 'b'") == {}
+    assert equals("NOT FlowId = 'a'") == {}
+    assert equals("FlowId != 'a' AND ExecutionStatus = 'Running'") == {"ExecutionStatus": "Running"}
+    assert equals("") == {}

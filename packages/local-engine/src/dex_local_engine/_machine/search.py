@@ -9,6 +9,7 @@ and the last run of each closed one.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -59,14 +60,25 @@ def search_flows(engine: EngineState, request: pb.SearchFlowsRequest) -> pb.Sear
         offset = int(request.next_page_token or "0")
     except ValueError:
         raise errors.invalid(f"invalid next_page_token {request.next_page_token!r}") from None
-    rows: list[tuple[Flow, dict[str, Any], list[pb.KV]]] = []
-    for flow in engine.flows.values():
+    rows: list[tuple[Flow, Mapping[str, Any], list[pb.KV]]] = []
+    # A query that names the Flow ID (or type) in its top-level AND needs only those.
+    flow_id, flow_type = query.equals.get("FlowId"), query.equals.get("FlowType")
+    candidates: Iterable[Flow] = engine.flows.values()
+    if flow_id is not None:
+        found = engine.flows.get(flow_id) if isinstance(flow_id, str) else None
+        candidates = [] if found is None else [found]
+    for flow in candidates:
+        if flow_type is not None and flow.flow_type != flow_type:
+            continue
         indexed = _indexed_attributes(engine, flow, keys)
         record = _record(flow, indexed)
         if query.matches(record):
             rows.append((flow, record, indexed))
     order = query.order or (Order("StartTime", descending=True),)
     for term in reversed(order):
+        if term.field == "StartTime":  # the default order: by the float, no datetimes
+            rows.sort(key=lambda row: row[0].start_time, reverse=term.descending)
+            continue
         key = sort_key(term)
         rows.sort(key=lambda row: key(row[1]), reverse=term.descending)
     size = request.page_size or DEFAULT_PAGE_SIZE
@@ -124,18 +136,50 @@ def _indexed_attributes(engine: EngineState, flow: Flow, keys: dict[str, list[st
     return indexed
 
 
-def _record(flow: Flow, indexed: list[pb.KV]) -> dict[str, Any]:
-    record: dict[str, Any] = {
-        "FlowId": flow.flow_id,
-        "RunId": flow.run_id,
-        "FlowType": flow.flow_type,
-        "ExecutionStatus": STATUS_NAMES.get(flow.status, "Running"),
-        "StartTime": datetime.fromtimestamp(flow.start_time, UTC),
-        "CloseTime": None if flow.running else datetime.fromtimestamp(flow.close_time, UTC),
-    }
-    for kv in indexed:
-        record[kv.key] = _plain(kv.value)
-    return record
+_SYSTEM_FIELDS = ("FlowId", "RunId", "FlowType", "ExecutionStatus", "StartTime", "CloseTime")
+
+
+class _Record(Mapping[str, Any]):
+    """A Flow's search record, each field computed when a query or an order reads it:
+    a query that tests the Flow type or ID over many Flows builds no timestamps."""
+
+    __slots__ = ("_flow", "_indexed")
+
+    def __init__(self, flow: Flow, indexed: list[pb.KV]) -> None:
+        self._flow = flow
+        self._indexed = {kv.key: kv.value for kv in indexed}
+
+    def get(self, key: str, default: Any = None) -> Any:
+        flow = self._flow
+        if key == "FlowId":
+            return flow.flow_id
+        if key == "FlowType":
+            return flow.flow_type
+        if key == "ExecutionStatus":
+            return STATUS_NAMES.get(flow.status, "Running")
+        if key == "StartTime":
+            return datetime.fromtimestamp(flow.start_time, UTC)
+        if key == "CloseTime":
+            return None if flow.running else datetime.fromtimestamp(flow.close_time, UTC)
+        if key == "RunId":
+            return flow.run_id
+        value = self._indexed.get(key)
+        return default if value is None else _plain(value)
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in _SYSTEM_FIELDS and key not in self._indexed:
+            raise KeyError(key)
+        return self.get(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter((*_SYSTEM_FIELDS, *self._indexed))
+
+    def __len__(self) -> int:
+        return len(_SYSTEM_FIELDS) + len(self._indexed)
+
+
+def _record(flow: Flow, indexed: list[pb.KV]) -> Mapping[str, Any]:
+    return _Record(flow, indexed)
 
 
 def _plain(value: pb.Value) -> Any:

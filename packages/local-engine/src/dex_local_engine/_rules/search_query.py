@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 Record = Mapping[str, Any]
 Predicate = Callable[[Record], bool]
@@ -64,6 +64,10 @@ class Query:
 
     matches: Predicate
     order: tuple[Order, ...]
+    equals: Mapping[str, Any] = field(default_factory=dict[str, Any])
+    """Fields the query tests for equality with a value in its top-level AND (such as
+    ``FlowId = 'x' AND ...``): a record without that value never matches, so an
+    evaluator may look candidates up by them instead of testing every record."""
 
 
 @dataclass(frozen=True)
@@ -98,12 +102,14 @@ class _Parser:
         self.tokens = tokens
         self.position = 0
         self.known_field = known_field
+        self._equality: tuple[str, Any] | None = None  # the comparison just parsed, if `=`
+        self._equals: dict[str, Any] = {}
 
     def query(self) -> Query:
         """The whole query: an optional condition, then an optional ORDER BY."""
         matches: Predicate = _always
         if self._peek() is not None and not self._at_word("order"):
-            matches = self._or()
+            matches = self._or(top=True)
         order: list[Order] = []
         if self._at_word("order"):
             self._next()
@@ -123,22 +129,31 @@ class _Parser:
         token = self._peek()
         if token is not None:
             raise QueryError(f"unexpected {token.text!r}")
-        return Query(matches, tuple(order))
+        return Query(matches, tuple(order), self._equals)
 
-    def _or(self) -> Predicate:
-        terms = [self._and()]
+    def _or(self, *, top: bool = False) -> Predicate:
+        terms = [self._and(top=top)]
         while self._at_word("or"):
             self._next()
             terms.append(self._and())
+        if top and len(terms) > 1:
+            self._equals.clear()  # one term of an OR is no requirement
         if len(terms) == 1:
             return terms[0]
         return lambda record: any(term(record) for term in terms)
 
-    def _and(self) -> Predicate:
-        terms = [self._not()]
-        while self._at_word("and"):
-            self._next()
+    def _and(self, *, top: bool = False) -> Predicate:
+        terms: list[Predicate] = []
+        while True:
+            self._equality = None
             terms.append(self._not())
+            # The term just parsed may have set it (pyright cannot see that through calls).
+            equality = cast("tuple[str, Any] | None", self._equality)
+            if top and equality is not None:
+                self._equals.setdefault(equality[0], equality[1])
+            if not self._at_word("and"):
+                break
+            self._next()
         if len(terms) == 1:
             return terms[0]
         return lambda record: all(term(record) for term in terms)
@@ -146,11 +161,14 @@ class _Parser:
     def _not(self) -> Predicate:
         if self._at_word("not"):
             self._next()
-            return _negate(self._not())
+            negated = _negate(self._not())
+            self._equality = None
+            return negated
         if self._at_punct("("):
             self._next()
             inner = self._or()
             self._expect_punct(")")
+            self._equality = None
             return inner
         return self._comparison()
 
@@ -161,7 +179,10 @@ class _Parser:
             raise QueryError(f"{field} needs a comparison")
         if token.kind == "op":
             self._next()
-            return _compare(field, token.text, self._literal())
+            literal = self._literal()
+            if token.text == "=":
+                self._equality = (field, literal)
+            return _compare(field, token.text, literal)
         negated = False
         if self._at_word("not"):
             self._next()
