@@ -22,8 +22,8 @@ read tool call), and then stays as idle sessions of the next size. Printed per s
 
 At the end ``--close`` (default: every idle session but the active ones of the largest
 size) sessions are stopped, the engine restarts with ``--closed-flow-retention 0s`` and
-purges them, and the database size is printed after the purge and after a full
-``VACUUM`` (the engine's incremental vacuum returns free pages as it purges).
+purges them, and the database size is printed after the purge (the engine's incremental
+vacuum returns the freed pages at once) and after a full ``VACUUM``.
 
 Usage::
 
@@ -313,8 +313,9 @@ class Bench:
         with sqlite3.connect(self.database) as db:
             db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         checkpointed = database_bytes(self.database)
-        with sqlite3.connect(self.database) as db:
+        with sqlite3.connect(self.database, isolation_level=None) as db:
             db.execute("VACUUM")
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         vacuumed = database_bytes(self.database)
         self.engine.start()
         return {
