@@ -49,6 +49,9 @@ def _git_commit() -> str | None:
     return done.stdout.strip() or None
 
 
+_COMMIT_AT_START = _git_commit()  # the code the run started with (imported at start)
+
+
 def _package(name: str) -> str | None:
     try:
         return version(name)
@@ -70,7 +73,8 @@ def machine_facts() -> dict[str, Any]:
         "python": platform.python_version(),
         "platform": platform.platform(),
         "dex_python_sdk": _package("dex-python-sdk"),
-        "git_commit": _git_commit(),
+        "git_commit": _COMMIT_AT_START,
+        "git_commit_at_end": _git_commit(),
     }
 
 
