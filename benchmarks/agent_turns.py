@@ -202,7 +202,7 @@ def pydantic_ai_agent(name: str, *, dbos_step: bool = False, **kwargs: Any) -> A
     from dex_agents import ToolEffect
     from dex_agents_pydantic_ai import dex_tool_metadata
 
-    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    async def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         last = messages[-1]
         returns = [p for p in last.parts if isinstance(p, ToolReturnPart)]
         if isinstance(last, ModelRequest) and returns:
