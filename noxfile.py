@@ -152,7 +152,7 @@ def conformance(session: nox.Session, adapter: str) -> None:
 def bench(session: nox.Session) -> None:
     """Run every benchmark script; each prints its figures (not part of the default run)."""
     sync(session, "--group", "bench")  # DBOS, the engine benchmark's comparison
-    scripts = sorted(ROOT.glob("benchmarks/*.py"))
+    scripts = sorted(p for p in ROOT.glob("benchmarks/*.py") if not p.name.startswith("_"))
     if not scripts:
         session.skip("no benchmark scripts yet")
     for script in scripts:
