@@ -736,6 +736,7 @@ async def measure(arguments: argparse.Namespace) -> dict[str, Any]:
     if unknown:
         raise SystemExit(f"unknown frameworks {unknown}; known: {', '.join(FRAMEWORKS)}")
     durability = arguments.durability
+    load_at_start = load_average()
     with tempfile.TemporaryDirectory(prefix="dex-agents-agent-turns-") as temporary:
         root = Path(temporary)
         frameworks = [FRAMEWORKS[name](root) for name in names]
@@ -761,7 +762,8 @@ async def measure(arguments: argparse.Namespace) -> dict[str, Any]:
         return {
             "python": platform.python_version(),
             "cpu_count": os.cpu_count(),
-            "load_average_at_start": load_average(),
+            "load_average_at_start": load_at_start,
+            "load_average_at_end": load_average(),  # the run itself adds about 1
             "engine": arguments.engine,
             "transport": arguments.transport if arguments.engine != "child" else "grpc",
             "durability": {
