@@ -66,6 +66,7 @@ __all__ = [
     "ToolTaskPollOutcome",
     "ToolTaskStarted",
     "TurnCompleted",
+    "call_policy",
     "default_requires_approval",
     "model_call_metadata",
     "resolve_tool_policy",
@@ -552,3 +553,6 @@ class SupportsUnfinishedTurnMessages(Protocol):
     def build_unfinished_turn_messages(self, turn: AgentTurnContext) -> Sequence[FrameworkMessage]:
         """Messages of the turn not stored yet, such as the results of its final records."""
         ...
+
+
+from dex_agents._call_policy import call_policy  # noqa: E402 (built on the contract above)
