@@ -20,23 +20,24 @@ from dex_agents import (
     AgentHost,
     AgentSessionClient,
     AgentSessionFlow,
+    SessionWaitTimeoutError,
+    ToolEffect,
+    ToolPolicy,
+    create_agent_session_flow,
+)
+from dex_agents._host import EmbeddedEngine, EmbeddedTransport
+from dex_agents.runner import (
     AgentTurnContext,
     DeferredToolCall,
     DeferredToolExecution,
-    FrameworkMessage,
-    SessionWaitTimeoutError,
     ToolCallsRequested,
-    ToolEffect,
     ToolExecutionError,
     ToolExecutionResult,
-    ToolPolicy,
     TurnCompleted,
-    create_agent_session_flow,
     describe_tool_call_outcome,
-    empty_agent_usage,
 )
-from dex_agents.host import EmbeddedEngine, EmbeddedTransport
 from dex_agents.testing import PrivateDexEngine
+from dex_agents.values import FrameworkMessage, empty_agent_usage
 
 TOOLS = ("check_stock", "refund_order")
 TOGETHER_WAIT_SECONDS = 20
@@ -338,7 +339,7 @@ async def test_turn_waits_read_a_snapshot_only_at_the_start_and_after_the_turn_e
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # No safety re-check in this test: every snapshot read is one the events asked for.
-    monkeypatch.setattr("dex_agents.client._QUIET_RECHECK_SECONDS", 60.0)
+    monkeypatch.setattr("dex_agents._client._QUIET_RECHECK_SECONDS", 60.0)
     flow = create_agent_session_flow(
         ParallelToolsRunner(),
         "HostEventWaitAgent",

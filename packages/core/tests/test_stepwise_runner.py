@@ -9,20 +9,7 @@ from typing import Any
 
 import pytest
 
-from dex_agents import (
-    OUTCOME_UNKNOWN_TOOL_RESULT,
-    AgentToolCall,
-    AgentToolCallStatus,
-    AgentTurnContext,
-    DeferredToolCall,
-    DeferredToolExecution,
-    ResolvedToolPolicy,
-    ToolCallsRequested,
-    ToolEffect,
-    ToolExecutionResult,
-    ToolPolicy,
-    TurnCompleted,
-)
+from dex_agents import AgentToolCall, AgentToolCallStatus, ToolEffect, ToolPolicy
 from dex_agents.models import (
     ModelRequest,
     ModelToolCall,
@@ -30,6 +17,17 @@ from dex_agents.models import (
     ScriptedModelClient,
     ScriptedModelReply,
     ScriptedToolCall,
+)
+from dex_agents.runner import (
+    OUTCOME_UNKNOWN_TOOL_RESULT,
+    AgentTurnContext,
+    DeferredToolCall,
+    DeferredToolExecution,
+    ResolvedToolPolicy,
+    ToolCallsRequested,
+    ToolExecutionResult,
+    TurnCompleted,
+    model_call_limit_result,
 )
 from dex_agents.stepwise import (
     AgentDefinition,
@@ -39,8 +37,7 @@ from dex_agents.stepwise import (
     function_tool,
 )
 from dex_agents.stepwise.tool_source import decode_source_reference
-from dex_agents.testing.runner_driver import RunnerDriver as Session
-from dex_agents.texts import model_call_limit_result
+from dex_agents.testing import RunnerDriver as Session
 
 ORDERS = {"42": "shipped", "7": "processing"}
 

@@ -28,7 +28,7 @@ def test_the_scripted_model_has_one_public_import_path() -> None:
     import dex_agents.stepwise
     import dex_agents.testing
 
-    assert ScriptedModelClient.__module__ == "dex_agents.models.scripted"
+    assert ScriptedModelClient.__module__ == "dex_agents.models._scripted"
     assert not hasattr(dex_agents.testing, "ScriptedModelClient")
     assert not hasattr(dex_agents.stepwise, "ScriptedModelClient")
 

@@ -18,7 +18,8 @@ from dex import Value, WireKind
 
 import dex_agents.values as values
 from dex_agents import session_codec_registry
-from dex_agents.wire import from_wire, to_wire, unknown_fields
+from dex_agents._wire import unknown_fields
+from dex_agents.values import from_wire, to_wire
 
 FIXTURES = Path(__file__).parent / "fixtures" / "wire"
 CASES = [

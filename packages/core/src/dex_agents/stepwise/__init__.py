@@ -8,7 +8,7 @@ runs in its own Step.
 
 from __future__ import annotations
 
-from dex_agents.adapter_support import deprecated_aliases
+from dex_agents._adapter_support import deprecated_aliases
 from dex_agents.stepwise.definition import (
     DEFAULT_MAX_MODEL_CALLS_PER_TURN,
     DEFAULT_TOOL_SOURCE_LISTING_TIMEOUT,

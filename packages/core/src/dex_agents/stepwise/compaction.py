@@ -11,22 +11,22 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 
-from dex_agents.compaction_support import (
+from dex_agents._compaction_support import (
     CutItem,
     context_summary_note,
     estimate_text_tokens,
 )
-from dex_agents.compaction_support import cut_points as shared_cut_points
-from dex_agents.compaction_support import select_cut as shared_select_cut
-from dex_agents.models.types import (
+from dex_agents._compaction_support import cut_points as shared_cut_points
+from dex_agents._compaction_support import select_cut as shared_select_cut
+from dex_agents._texts import build_context_summary_omission_note
+from dex_agents._values import ContextSummary
+from dex_agents.models._types import (
     ModelOutputItem,
     ModelRequest,
     ToolResultItem,
     TranscriptItem,
     UserTextItem,
 )
-from dex_agents.texts import build_context_summary_omission_note
-from dex_agents.values import ContextSummary
 
 __all__ = [
     "cut_items",
@@ -80,7 +80,7 @@ def cut_items(items: Sequence[TranscriptItem]) -> list[CutItem]:
 
 
 def cut_points(items: Sequence[TranscriptItem]) -> list[int]:
-    """Positions where the transcript may be cut; see ``dex_agents.compaction_support``."""
+    """Positions where the transcript may be cut; see ``dex_agents._compaction_support``."""
     return shared_cut_points(cut_items(items))
 
 

@@ -17,30 +17,31 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from dex_agents.compaction import CompactionPolicy, ContextSummaryRequest, ContextSummaryResult
-from dex_agents.models.scripted import ScriptedModelClient, ScriptedModelReply, ScriptedToolCall
-from dex_agents.models.types import (
+from dex_agents._compaction import CompactionPolicy, ContextSummaryRequest, ContextSummaryResult
+from dex_agents._contract import AgentTurnContext, AgentTurnOutcome, ToolInputRequested
+from dex_agents._texts import CONTEXT_SUMMARY_INSTRUCTIONS
+from dex_agents.models._scripted import ScriptedModelClient, ScriptedModelReply, ScriptedToolCall
+from dex_agents.models._types import (
     ModelOutputItem,
     ModelRequest,
     ToolResultItem,
     TranscriptItem,
     UserTextItem,
 )
-from dex_agents.runner import AgentTurnContext, AgentTurnOutcome, ToolInputRequested
-from dex_agents.session import AgentSessionFlow, create_agent_session_flow
+from dex_agents.session._flow import AgentSessionFlow, create_agent_session_flow
 from dex_agents.stepwise.definition import AgentDefinition
 from dex_agents.stepwise.flow import session_options_of
 from dex_agents.stepwise.function_tool import FunctionTool, ToolCallContext, function_tool
 from dex_agents.stepwise.runner import StepwiseRunner
 from dex_agents.stepwise.transcript import decode_transcript
-from dex_agents.testing.gates import FileGate
-from dex_agents.testing.scenario_tasks import ScenarioTaskPoller
-from dex_agents.testing.script_playback import (
+from dex_agents.testing._gates import FileGate
+from dex_agents.testing._scenario_tasks import ScenarioTaskPoller
+from dex_agents.testing._script_playback import (
     play_scripted_model_call,
     scripted_answer_text,
     scripted_tool_call_id,
 )
-from dex_agents.testing.scripts import (
+from dex_agents.testing._scripts import (
     ModelScript,
     ModelTurn,
     ScenarioSession,
@@ -48,7 +49,6 @@ from dex_agents.testing.scripts import (
     ToolBehaviour,
     scenario_tool_outcome,
 )
-from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS
 
 __all__ = ["STEPWISE_FLOW_FACTORY", "build_stepwise_flow"]
 

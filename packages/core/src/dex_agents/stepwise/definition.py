@@ -7,13 +7,13 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Literal
 
-from dex_agents.builtin_tools import validate_built_in_tool_names
-from dex_agents.compaction import CompactionPolicy
-from dex_agents.models.types import ModelClient, ModelSettings
-from dex_agents.runner import ToolPolicy
+from dex_agents._builtin_tools import validate_built_in_tool_names
+from dex_agents._compaction import CompactionPolicy
+from dex_agents._contract import ToolPolicy
+from dex_agents._values import AgentPlan, ToolEffect
+from dex_agents.models._types import ModelClient, ModelSettings
 from dex_agents.stepwise.function_tool import FunctionTool
 from dex_agents.stepwise.tool_source import ToolSource
-from dex_agents.values import AgentPlan, ToolEffect
 
 __all__ = [
     "DEFAULT_MAX_MODEL_CALLS_PER_TURN",

@@ -21,8 +21,8 @@ import jsonschema.validators
 import pydantic
 import pydantic_core
 
-from dex_agents.adapter_support import declared_effect_in, tool_declaration_metadata
-from dex_agents.runner import (
+from dex_agents._adapter_support import declared_effect_in, tool_declaration_metadata
+from dex_agents._contract import (
     AgentEventWriter,
     CancellationSignal,
     DeferredToolOutcome,
@@ -32,8 +32,8 @@ from dex_agents.runner import (
     ToolInputRequested,
     ToolTaskStarted,
 )
-from dex_agents.tool_task_routing import StartedToolTask
-from dex_agents.values import ToolEffect
+from dex_agents._tool_task_routing import StartedToolTask
+from dex_agents._values import ToolEffect
 
 __all__ = [
     "FunctionTool",

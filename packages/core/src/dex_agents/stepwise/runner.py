@@ -17,31 +17,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from dex_agents.adapter_support import (
+from dex_agents._adapter_support import (
     UNKNOWN_TOOL_POLICY,
     deprecated_aliases,
     known_tool,
     resolve_declared_tool_policy,
 )
-from dex_agents.builtin_tools import (
+from dex_agents._builtin_tools import (
     BUILT_IN_TOOL_POLICY,
     WRITE_TODOS,
     enabled_builtin_tool_definitions,
 )
-from dex_agents.compaction import ContextSummaryRequest, ContextSummaryResult
-from dex_agents.compaction_support import summarized_through
-from dex_agents.models.types import (
-    ModelClient,
-    ModelRequest,
-    ModelSettings,
-    ModelToolCall,
-    ModelToolDefinition,
-    ToolResultItem,
-    TranscriptItem,
-    UserTextItem,
-)
-from dex_agents.plans import build_plan_note
-from dex_agents.runner import (
+from dex_agents._compaction import ContextSummaryRequest, ContextSummaryResult
+from dex_agents._compaction_support import summarized_through
+from dex_agents._contract import (
     AgentEventWriter,
     AgentTurnContext,
     AgentTurnOutcome,
@@ -54,6 +43,23 @@ from dex_agents.runner import (
     ToolTaskPoll,
     ToolTaskPollOutcome,
     TurnCompleted,
+)
+from dex_agents._plans import build_plan_note
+from dex_agents._texts import (
+    CONTEXT_SUMMARY_INSTRUCTIONS,
+    describe_tool_call_outcome,
+    model_call_limit_result,
+)
+from dex_agents._values import AgentToolCall, FrameworkMessage, InteractionMode
+from dex_agents.models._types import (
+    ModelClient,
+    ModelRequest,
+    ModelSettings,
+    ModelToolCall,
+    ModelToolDefinition,
+    ToolResultItem,
+    TranscriptItem,
+    UserTextItem,
 )
 from dex_agents.stepwise.compaction import (
     estimate_request_tokens,
@@ -78,12 +84,6 @@ from dex_agents.stepwise.transcript import (
     unanswered_tool_calls,
     user_text_message,
 )
-from dex_agents.texts import (
-    CONTEXT_SUMMARY_INSTRUCTIONS,
-    describe_tool_call_outcome,
-    model_call_limit_result,
-)
-from dex_agents.values import AgentToolCall, FrameworkMessage, InteractionMode
 
 __all__ = ["StepwiseRunner"]
 

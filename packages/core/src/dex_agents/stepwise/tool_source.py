@@ -12,13 +12,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from dex_agents.models.types import ModelToolCall, ModelToolDefinition
-from dex_agents.runner import (
+from dex_agents._contract import (
     AgentTurnContext,
     DeferredToolCall,
     DeferredToolExecution,
     DeferredToolOutcome,
 )
+from dex_agents.models._types import ModelToolCall, ModelToolDefinition
 
 __all__ = [
     "SourceToolReference",

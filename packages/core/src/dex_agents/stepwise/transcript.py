@@ -12,9 +12,11 @@ import json
 from collections.abc import Callable, Sequence
 from typing import cast
 
-from dex_agents.adapter_support import ToolCallDisplay, is_display_only, response_messages
-from dex_agents.decode_cache import DecodeCache
-from dex_agents.models.types import (
+from dex_agents._adapter_support import ToolCallDisplay, is_display_only, response_messages
+from dex_agents._decode_cache import DecodeCache
+from dex_agents._texts import OUTCOME_UNKNOWN_TOOL_RESULT
+from dex_agents._values import AgentMessage, FrameworkMessage
+from dex_agents.models._types import (
     ModelOutputItem,
     ToolResultItem,
     TranscriptItem,
@@ -22,8 +24,6 @@ from dex_agents.models.types import (
     transcript_item_from_json,
     transcript_item_to_text,
 )
-from dex_agents.texts import OUTCOME_UNKNOWN_TOOL_RESULT
-from dex_agents.values import AgentMessage, FrameworkMessage
 
 __all__ = [
     "DECODED_TRANSCRIPT_ITEMS",
