@@ -25,7 +25,7 @@ from dex_agents import (
     ToolPolicy,
     create_agent_session_flow,
 )
-from dex_agents._host import EmbeddedEngine, EmbeddedTransport
+from dex_agents._host_options import EmbeddedEngine, EmbeddedTransport
 from dex_agents.runner import (
     AgentTurnContext,
     DeferredToolCall,

@@ -30,8 +30,11 @@ __all__ = [
 ]
 
 ASK_USER: Final = "ask_user"
+"""The built-in tool that asks the user a question and waits for the answer."""
 DURABLE_WAIT: Final = "durable_wait"
+"""The built-in tool that waits a number of seconds on a durable Timer."""
 WRITE_TODOS: Final = "write_todos"
+"""The built-in tool that writes the session's plan."""
 
 BUILT_IN_TOOL_POLICY: Final = ResolvedToolPolicy(ToolEffect.READ, False)
 """The fixed policy of every built-in tool call: it runs in the session, needs no approval."""
@@ -146,6 +149,7 @@ builtin_tool_definitions: Final[Mapping[str, BuiltInToolDefinition]] = MappingPr
 """Every built-in tool by name, in the order a runner offers them."""
 
 BUILT_IN_TOOL_NAMES: Final[tuple[str, ...]] = tuple(builtin_tool_definitions)
+"""Every built-in tool's name, the names reserved for them."""
 
 
 def validate_built_in_tool_names(names: Iterable[str]) -> tuple[str, ...]:

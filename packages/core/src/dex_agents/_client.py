@@ -69,7 +69,9 @@ _QUIET_RECHECK_SECONDS = 1.0
 """First safety re-check of an event-driven wait that heard no event it follows."""
 _QUIET_RECHECK_MAX_SECONDS = 5.0
 TURN_END_EVENTS = frozenset({"turn_completed", "turn_failed", "turn_steered", "turn_cancelled"})
+"""The event types that end a turn: pass ``wake_on=TURN_END_EVENTS`` to ``wait_for_snapshot``."""
 INTERRUPT_EVENTS = frozenset({"interrupt_raised"})
+"""The event type that raises an approval or a question."""
 _SESSION_START = dex.StepExecutionId("StartAgentSession", 1)
 """The Step that first writes ``AgentState``, and raises no event when no message came."""
 

@@ -42,6 +42,7 @@ CHARACTERS_PER_TOKEN = 4
 
 
 def estimate_text_tokens(text: str) -> int:
+    """About how many tokens ``text`` is: its characters over ``CHARACTERS_PER_TOKEN``."""
     return math.ceil(len(text) / CHARACTERS_PER_TOKEN)
 
 

@@ -234,6 +234,7 @@ class ToolCallsRequested:
 
 
 AgentTurnOutcome = TurnCompleted | ToolCallsRequested
+"""What ``run_model_step`` returns: the turn's end, or tool calls to run."""
 
 
 # --- tool execution outcomes -------------------------------------------------------
@@ -292,6 +293,7 @@ class ToolTaskPending:
 
 
 QuestionResolution = Literal["answered", "declined", "deadline_passed"]
+"""How a tool's question ended (``QuestionAnswer.resolution``)."""
 
 
 @dataclass(frozen=True)
@@ -303,7 +305,9 @@ class QuestionAnswer:
 
 
 DeferredToolOutcome = ToolExecutionResult | ToolInputRequested | ToolTaskStarted
+"""What ``execute_deferred_tool_call`` returns: a result, a question, or a started task."""
 ToolTaskPollOutcome = ToolExecutionResult | ToolTaskPending | ToolInputRequested
+"""What ``poll_tool_task`` returns: the task's result, still pending, or a question."""
 
 
 class RunnerDefectError(ValueError):

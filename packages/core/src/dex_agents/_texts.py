@@ -69,6 +69,7 @@ MISSING_TOOL_TASK_POLLER = (
 """Error of a call whose tool returned ``ToolTaskStarted`` to a runner without a poller."""
 
 TURN_FAILURE_NOTE_HEADER = "[Dex] The previous turn failed after these tool calls ran:"
+"""First line of the note a failed turn leaves for the next one (``build_turn_failure_note``)."""
 TURN_FAILURE_NOTE_FOOTER = "Do not repeat these tool calls unless the user asks again."
 
 

@@ -126,6 +126,7 @@ FINAL_TOOL_CALL_STATUSES = frozenset(
         AgentToolCallStatus.OUTCOME_UNKNOWN,
     }
 )
+"""The statuses of a call that has its result and will not run again."""
 
 
 class AgentStatus(StrEnum):
@@ -153,6 +154,7 @@ class InterruptKind(StrEnum):
 
 
 MessageRole = Literal["user", "assistant", "tool"]
+"""Who a stored message is from, as ``AgentMessage.role``."""
 
 
 def message_sequence_key(sequence: int) -> str:

@@ -25,6 +25,8 @@ _warned: set[str] = set()
 class VersionMismatchWarning(UserWarning):
     """A dex-agents distribution is installed at another version than the core."""
 
+    __module__ = "dex_agents.runner"  # the public import path, as warnings filters name it
+
 
 def canonical_name(name: str) -> str:
     """The normalized distribution name (PEP 503): lower case, runs of ``-_.`` as ``-``."""

@@ -60,6 +60,8 @@ class ScriptedModelReply:
 ScriptedModelScript = Callable[
     [ModelRequest], "ScriptedModelReply | str | Awaitable[ScriptedModelReply | str]"
 ]
+"""The reply function of a ``ScriptedModelClient``: the request in, a reply or text out
+(sync or async)."""
 
 
 class ScriptedModelClient:

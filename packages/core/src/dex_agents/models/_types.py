@@ -105,6 +105,7 @@ class ToolResultItem:
 
 
 TranscriptItem: TypeAlias = UserTextItem | ModelOutputItem | ToolResultItem
+"""One item of a model request's transcript: a user text, a model output, or a tool result."""
 
 
 def transcript_item_from_json(value: Any) -> TranscriptItem:

@@ -19,11 +19,15 @@ _HISTORY_PAGE_SIZE = 500
 
 
 class StepMethod(StrEnum):
+    """Which method of a Step a history entry is about."""
+
     WAIT_FOR = "wait_for"
     EXECUTE = "execute"
 
 
 class StepOutcome(StrEnum):
+    """How a Step method's attempt ended."""
+
     COMPLETED = "completed"
     FAILED = "failed"
 

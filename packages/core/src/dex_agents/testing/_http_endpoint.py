@@ -49,12 +49,15 @@ class HttpAnswer:
 
 @dataclass(frozen=True)
 class RecordedRequest:
+    """One request the endpoint received: method, path, headers and body."""
+
     method: str
     path: str
     headers: dict[str, str]
     body: bytes
 
     def json(self) -> Any:
+        """The body, parsed as JSON."""
         return json.loads(self.body)
 
 

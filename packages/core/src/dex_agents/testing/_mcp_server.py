@@ -392,6 +392,7 @@ async def serve_http_app(app: Any, port: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Serve the test tools over stdio, or Streamable HTTP with ``--http PORT``."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--log", type=Path, required=True)
     parser.add_argument("--release", type=Path)

@@ -25,9 +25,13 @@ from dex_agents.testing._worker_process import load_object
 ScenarioFlowFactory = Callable[
     [ModelScript, Sequence[ScenarioTool], Path, ScenarioSession], dex.Flow[Any]
 ]
+"""Builds a runner's session Flow for a scenario: its script, tools, state directory and
+session options. Each runner's ``conformance.py`` has one."""
 
-SCRIPTED_FLOW_FACTORY = "dex_agents.testing._scenario_flow:build_scripted_flow"
+SCRIPTED_FLOW_FACTORY = "dex_agents.testing:build_scripted_flow"
+"""The scenario factory of the scripted runner (``ScriptedRunner``), by import path."""
 STATE_DIRECTORY_VARIABLE = "DEX_AGENTS_TEST_STATE_DIR"
+"""The environment variable that gives a Worker child the scenario's state directory."""
 
 
 def scenario_tool_policies(tools: Sequence[ScenarioTool]) -> dict[str, ToolPolicy]:
@@ -63,6 +67,7 @@ def build_scripted_flow(
 
 
 def load_scenario_factory(factory_path: str) -> ScenarioFlowFactory:
+    """The scenario factory at ``factory_path`` (``"module:attribute"``), checked callable."""
     factory = load_object(factory_path)
     if not callable(factory):
         raise TypeError(f"{factory_path} is not callable")

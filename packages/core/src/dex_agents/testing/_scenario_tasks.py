@@ -26,8 +26,11 @@ from dex_agents.testing._scripts import TOOL_RUNS_LOG, ScenarioTool, ToolBehavio
 __all__ = ["TASK_CANCEL_LOG_NAME", "TASK_DONE_GATE", "TASK_POLL_LOG_NAME", "ScenarioTaskPoller"]
 
 TASK_DONE_GATE = "task_done"
+"""The ``FileGate`` whose release lets a scenario's tool task complete."""
 TASK_POLL_LOG_NAME = "task_poll"
+"""The ``InvocationLog`` of the scenario task poller's polls."""
 TASK_CANCEL_LOG_NAME = "task_cancel"
+"""The ``InvocationLog`` of the scenario task poller's cancellations."""
 
 
 class ScenarioTaskPoller:

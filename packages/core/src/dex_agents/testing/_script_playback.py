@@ -33,6 +33,7 @@ SCRIPTED_SUMMARY_MAX_CHARACTERS = 4000
 """The longest answer of a scripted summary call, about 1,000 tokens."""
 
 TextWriter = Callable[[str], Awaitable[None] | None]
+"""Where a scripted model call writes its text deltas (sync or async)."""
 
 
 class ScriptedModelFailure(RuntimeError):

@@ -31,7 +31,9 @@ ALWAYS = 1_000_000
 """``fail_attempts`` value for a model response or tool that fails on every attempt."""
 
 TOOL_RUNS_LOG = "tool-runs.jsonl"
+"""The file in a scenario's state directory that logs every tool run."""
 MODEL_CALLS_LOG = "model-calls.jsonl"
+"""The file in a scenario's state directory that logs every model call."""
 SCENARIO_FILE = "scenario.json"
 
 
@@ -254,6 +256,7 @@ async def scenario_tool_outcome(
 
 
 MODEL_CALL_LOG_NAME = "model"
+"""The ``InvocationLog`` name of a scenario's model calls."""
 
 
 def record_model_call(

@@ -30,6 +30,7 @@ from dex_agents._host_options import (
 from dex_agents.testing._processes import ChildProcess
 
 WORKER_READY_LINE = "dex-agents test Worker ready"
+"""The line a Worker child prints once it registered; the parent waits for it."""
 SESSION_CODECS_VARIABLE = "DEX_AGENTS_TEST_SESSION_CODECS"
 """Set to ``0`` for a Worker child that decodes with Dex's default codecs instead of
 ``session_codec_registry()`` (the default, as in ``AgentHost``)."""

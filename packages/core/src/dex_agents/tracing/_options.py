@@ -12,6 +12,7 @@ __all__ = [
 ]
 
 SemanticConventionsVersion = Literal["1.42.0-dev", "1.36.0"]
+"""The GenAI semantic conventions a tracer can write."""
 
 GEN_AI_SEMANTIC_CONVENTIONS_SCHEMA_URLS: dict[str, str] = {
     "1.42.0-dev": "https://opentelemetry.io/schemas/1.42.0-dev",

@@ -30,7 +30,9 @@ __all__ = [
 ]
 
 INSTRUMENTATION_SCOPE = "dex-agents"
-_LOG = logging.getLogger(__name__)
+"""The OpenTelemetry instrumentation scope of the session's spans."""
+# The documented logger name (README), not the module's.
+_LOG = logging.getLogger("dex_agents.tracing.spans")
 _TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
 _T = TypeVar("_T")
 

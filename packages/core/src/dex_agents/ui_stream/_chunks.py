@@ -57,7 +57,9 @@ __all__ = [
 ]
 
 AGENT_RESUME_TOKEN_HEADER_NAME = "x-agent-resume-token"
+"""The response header that carries the resume token of a UI message stream."""
 MAX_APPROVAL_DECISIONS = 100
+"""Most approval decisions one request may carry."""
 COMMIT_WAIT = timedelta(seconds=3)
 _COMMIT_POLL_SECONDS = 0.05
 _LOCK_CONFLICT_RETRIES = 20
@@ -575,6 +577,7 @@ class AgentSessionUIMessages:
 async def read_agent_session_ui_messages(
     client: dex.AsyncClient, flow: AgentSessionFlow, flow_id: str
 ) -> AgentSessionUIMessages:
+    """The session's messages as AI SDK UI messages, from one committed snapshot."""
     snapshot: AgentSnapshot = await client.invoke_rpc(flow.get_agent_snapshot, flow_id)
     messages = convert_agent_snapshot_to_ui_messages(snapshot)
     turn_id = _active_turn(snapshot)

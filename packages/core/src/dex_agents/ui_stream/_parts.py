@@ -23,6 +23,7 @@ __all__ = [
 ]
 
 FinishReason = Literal["stop", "error", "tool-calls", "other"]
+"""The ``finishReason`` of a UI message stream's ``finish`` part."""
 
 _MODEL_TEXT = {"text_delta": "text", "reasoning_delta": "reasoning"}
 _TOOL_EVENTS = frozenset({"tool_call_deferred", "tool_call_finished", "interrupt_raised"})

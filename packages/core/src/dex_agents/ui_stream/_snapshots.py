@@ -38,6 +38,7 @@ __all__ = [
 ]
 
 STEP_ONLY_MESSAGE_FIELDS = frozenset({"framework_item"})
+"""Message fields only Steps read; browser-safe snapshots leave them out."""
 STEP_ONLY_TOOL_CALL_FIELDS = frozenset(
     {
         "tool_source_reference",
@@ -47,6 +48,7 @@ STEP_ONLY_TOOL_CALL_FIELDS = frozenset(
         "task_answer_pending",
     }
 )
+"""Tool call fields only Steps read; browser-safe snapshots leave them out."""
 
 
 def assistant_message_id(turn_id: str) -> str:

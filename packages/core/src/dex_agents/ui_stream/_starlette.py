@@ -54,6 +54,7 @@ __all__ = [
 SessionSource = AgentSessionClient | AgentHost
 """Where the routes get the Dex Client and session Flow from."""
 SessionAccess = Literal["read", "write"]
+"""What a request does with a session, for ``Authorize``: reads it, or changes it."""
 Authorize = Callable[[Request, str, SessionAccess], Awaitable[None]]
 """``await authorize(request, session_id, access)``; raise to refuse the request."""
 
@@ -63,6 +64,7 @@ UI_MESSAGE_STREAM_HEADERS = {
     "x-vercel-ai-ui-message-stream": "v1",
     "x-accel-buffering": "no",
 }
+"""The headers of an AI SDK UI message stream response."""
 
 
 def agent_ui_message_stream_response(parts: AsyncIterator[dict[str, Any]]) -> StreamingResponse:
