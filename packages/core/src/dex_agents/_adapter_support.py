@@ -11,7 +11,7 @@ or an operator who runs several, now sees the same names and the same behaviour:
   (``dex_effect``, ``dex_requires_approval``) and the policy precedence:
   session ``ToolPolicy``, then the tool's declaration, then the default effect;
 * the fixed policies of enabled built-in tools (``BUILT_IN_TOOL_POLICY``, defined
-  in ``dex_agents._builtin_tools``) and of tools the runner does not have;
+  with the built-in tools) and of tools the runner does not have;
 * the answer each tool call of a stored response gets before the next model
   call: its final record's text, or the outcome-unknown text when it has none;
 * the usage of one model response and the turn's model call counter kept in

@@ -1,7 +1,7 @@
 """Building blocks of the compaction methods for framework adapters.
 
 An adapter implements ``estimate_input_tokens``, ``select_compaction_cutoff`` and
-``summarize_context`` (see ``dex_agents._compaction``). The parts every framework
+``summarize_context`` (see ``dex_agents.runner.SupportsCompaction``). The parts every framework
 shares live here, as pure functions:
 
 * ``estimate_text_tokens``: the documented estimate for a framework without a token

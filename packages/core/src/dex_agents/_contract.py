@@ -11,7 +11,7 @@ Step:
   ``CallSingleAttemptTool``, possibly in parallel with its siblings.
 
 A runner that offers only ``write_todos`` in a planning turn sets the class
-attribute ``supports_plan_mode = True``; see ``dex_agents._plans``.
+attribute ``supports_plan_mode = True``; see ``build_plan_note``.
 
 A runner that stores the turn's messages as it goes (``ToolCallsRequested.new_messages``)
 also implements ``build_unfinished_turn_messages(turn)``; see
@@ -395,7 +395,7 @@ class AgentTurnContext:
     default_tool_effect: ToolEffect
     heartbeat: Callable[[], Awaitable[None]]
     enabled_built_in_tools: tuple[str, ...] = ()
-    """Names of built-in tools to offer the model; see ``dex_agents._builtin_tools``."""
+    """Names of built-in tools to offer the model; see ``enabled_builtin_tool_definitions``."""
     context_summary: ContextSummary | None = None
     """The summary of the messages before ``messages``, once the session compacted."""
     session_settings: Mapping[str, Any] = field(default_factory=lambda: dict[str, Any]())
@@ -403,7 +403,7 @@ class AgentTurnContext:
     interaction_mode: InteractionMode = InteractionMode.CHAT
     """``planning``: offer only ``write_todos``; ``executing``: the turn runs an approved plan."""
     plan: AgentPlan | None = None
-    """The session's plan; show it with ``dex_agents._plans.build_plan_note``."""
+    """The session's plan; show it with ``dex_agents.runner.build_plan_note``."""
 
     @property
     def is_resuming(self) -> bool:

@@ -4,7 +4,7 @@ Server-Sent Events whose ``id`` is the Dex resume token, and browser-safe snapsh
 Needs the ``ui`` extra (``pip install 'dex-agents[ui]'``), for Starlette.
 
 **Authorize every route**: the session ID, approval decisions and resume tokens
-come from the browser; see ``dex_agents.ui_stream._starlette``.
+come from the browser; see ``Authorize`` and ``agent_chat_routes``.
 """
 
 from __future__ import annotations
