@@ -314,3 +314,19 @@ def test_the_engine_sdk_patches_module_re_exports_the_core_patches() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "dex_local_engine.sdk_patches is deprecated" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("module_name", "name", "home"),
+    [
+        ("dex_agents.values", "DecodeCache", "dex_agents.runner"),
+        ("dex_agents.values", "WireValue", "dex_agents._wire"),
+        ("dex_agents.runner", "JsonValue", "dex_agents._contract"),
+    ],
+)
+def test_names_the_public_modules_had_without_exporting_still_import(
+    module_name: str, name: str, home: str
+) -> None:
+    with pytest.warns(DeprecationWarning, match=f"{module_name}.{name} is deprecated"):
+        value = getattr(importlib.import_module(module_name), name)
+    assert value is getattr(importlib.import_module(home), name)

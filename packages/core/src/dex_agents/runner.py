@@ -106,6 +106,7 @@ from dex_agents._contract import (
 )
 from dex_agents._decode_cache import DEFAULT_DECODE_CACHE_CHARACTERS, DecodeCache
 from dex_agents._deprecation import deprecated_aliases
+from dex_agents._deprecation import moved_names as _moved_names
 from dex_agents._plans import build_plan_note
 from dex_agents._texts import (
     APPROVAL_DEADLINE_PASSED,
@@ -248,3 +249,6 @@ __all__ = [
     "validate_built_in_tool_names",
     "warn_if_off_version_line",
 ]
+
+# A name the module had before 0.1 without exporting it.
+__getattr__ = _moved_names(__name__, {"JsonValue": "dex_agents._contract"})

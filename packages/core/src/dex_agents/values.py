@@ -8,6 +8,7 @@ tolerantly, and the session-settings limits say what ``update_session_settings``
 The values an application reads most are exported by ``dex_agents`` as well.
 """
 
+from dex_agents._deprecation import moved_names as _moved_names
 from dex_agents._session_settings import (
     INVALID_START_SESSION_SETTINGS_REASON,
     MAX_SESSION_SETTINGS_BYTES,
@@ -137,3 +138,8 @@ __all__ = [
     "to_wire_json",
     "validate_session_settings",
 ]
+
+# Names the module had before 0.1 without exporting them.
+__getattr__ = _moved_names(
+    __name__, {"DecodeCache": "dex_agents.runner", "WireValue": "dex_agents._wire"}
+)
