@@ -293,7 +293,8 @@ async def test_tool_failures_the_model_should_see_and_unexpected_ones() -> None:
     assert [c.policy for c in outcome.tool_calls] == [
         ResolvedToolPolicy(ToolEffect.UNCLASSIFIED, True),
         ResolvedToolPolicy(ToolEffect.READ, False),
-        ResolvedToolPolicy(ToolEffect.UNCLASSIFIED, False),
+        # A tool the runner does not have gets the session default (call_policy).
+        ResolvedToolPolicy(ToolEffect.UNCLASSIFIED, True),
         ResolvedToolPolicy(ToolEffect.IDEMPOTENT_WRITE, False),
     ]
     cancel, bad, unknown, unexpected = session.records
@@ -404,7 +405,7 @@ def test_user_messages_are_native_message_params() -> None:
 
 
 async def test_stored_items_are_decoded_once_and_the_sdk_leaves_them_as_stored() -> None:
-    from dex_agents_claude_sdk import messages
+    from dex_agents_claude_sdk import _messages as messages
 
     cache = messages._DECODED_ITEMS  # pyright: ignore[reportPrivateUsage]
     endpoint = Endpoint(

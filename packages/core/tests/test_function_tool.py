@@ -247,7 +247,7 @@ def test_unresolvable_annotations_are_refused_with_a_clear_message() -> None:
 
 
 def test_enum_uses_python_equality_as_the_other_core_does() -> None:
-    from dex_agents.stepwise.function_tool import parse_tool_arguments
+    from dex_agents.stepwise._tools import parse_tool_arguments
 
     schema = {"type": "object", "properties": {"level": {"enum": [1, 2]}}}
     assert parse_tool_arguments("t", schema, '{"level": true}') == {"level": True}

@@ -16,8 +16,7 @@ from dex_agents.models import (
     ScriptedModelReply,
     ScriptedToolCall,
 )
-from dex_agents.stepwise import create_stepwise_session_flow, function_tool
-from dex_agents.stepwise.definition import AgentDefinition
+from dex_agents.stepwise import AgentDefinition, create_stepwise_session_flow, function_tool
 from dex_agents.testing import AgentSessionTestClient, AgentTestEnvironment
 from dex_local_engine import LocalEngine
 
@@ -69,6 +68,9 @@ async def session() -> AsyncIterator[Callable[[str], Any]]:
             instructions="",
             model=ScriptedModelClient(script),
             tools=[lookup, dump],
+            # A call of an unknown tool gets the session default (call_policy); with
+            # read it needs no approval, so it fails for the model at once.
+            default_tool_effect=ToolEffect.READ,
         ),
         "MalformedToolCalls",
     )

@@ -15,7 +15,7 @@ from dex_agents import AgentSnapshot, AgentStatus, CompactionPolicy
 from dex_agents.models import ModelRequest, ScriptedModelClient, UserTextItem
 from dex_agents.runner import CONTEXT_SUMMARY_INSTRUCTIONS, CONTEXT_SUMMARY_NOTE_HEADER
 from dex_agents.stepwise import AgentDefinition, create_stepwise_session_flow
-from dex_agents.stepwise.compaction import estimate_request_tokens
+from dex_agents.stepwise._compaction import estimate_request_tokens
 from dex_agents.testing import AgentSessionTestClient, AgentTestEnvironment
 from dex_agents.values import INVALID_START_SESSION_SETTINGS_REASON, AgentSessionStartInput
 from dex_local_engine import LocalEngine

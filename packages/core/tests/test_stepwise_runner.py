@@ -36,7 +36,7 @@ from dex_agents.stepwise import (
     ToolCallContext,
     function_tool,
 )
-from dex_agents.stepwise.tool_source import decode_source_reference
+from dex_agents.stepwise._mcp import decode_source_reference
 from dex_agents.testing import RunnerDriver as Session
 
 ORDERS = {"42": "shipped", "7": "processing"}
@@ -239,7 +239,9 @@ async def test_schema_mismatch_and_unknown_tool_reach_the_model_as_failures() ->
     session.start_turn("go")
     requested = await session.run_model()
     assert isinstance(requested, ToolCallsRequested)
-    assert requested.tool_calls[1].policy == ResolvedToolPolicy(ToolEffect.UNCLASSIFIED, False)
+    # A tool the runner does not have gets the session default (call_policy): here
+    # unclassified, which asks for approval before the call fails.
+    assert requested.tool_calls[1].policy == ResolvedToolPolicy(ToolEffect.UNCLASSIFIED, True)
     await session.run_tools()
     assert [r.status for r in session.records] == [
         AgentToolCallStatus.FAILED,
@@ -432,7 +434,7 @@ async def test_a_source_tool_clashing_with_a_function_tool_fails_the_step() -> N
 
 
 async def test_a_stored_call_of_a_missing_source_is_not_a_tool_failure() -> None:
-    from dex_agents.stepwise.tool_source import encode_source_reference
+    from dex_agents.stepwise._mcp import encode_source_reference
 
     session = Session(StepwiseRunner(agent(lookup_then_answer)))
     record = AgentToolCall(
@@ -467,7 +469,7 @@ async def test_a_write_tool_gets_the_idempotency_key() -> None:
 
 
 async def test_each_stored_transcript_item_is_decoded_once_per_process() -> None:
-    from dex_agents.stepwise.transcript import DECODED_TRANSCRIPT_ITEMS, decode_transcript
+    from dex_agents.stepwise._messages import DECODED_TRANSCRIPT_ITEMS, decode_transcript
 
     session = Session(StepwiseRunner(agent(lookup_then_answer)))
     session.start_turn("Where is order 42?")

@@ -36,7 +36,7 @@ from dex_agents.runner import (
     tool_task_started_in,
 )
 from dex_agents.stepwise import AgentDefinition, StepwiseRunner, ToolCallContext, function_tool
-from dex_agents.stepwise.tool_source import encode_source_reference
+from dex_agents.stepwise._mcp import encode_source_reference
 
 
 class Recorder:

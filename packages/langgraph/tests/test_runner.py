@@ -338,7 +338,8 @@ async def test_session_policy_wins_then_tool_metadata_then_default_effect() -> N
         ResolvedToolPolicy(ToolEffect.READ, True),
         ResolvedToolPolicy(ToolEffect.IDEMPOTENT_WRITE, False),
         ResolvedToolPolicy(ToolEffect.UNCLASSIFIED, True),
-        ResolvedToolPolicy(ToolEffect.UNCLASSIFIED, False),
+        # A tool the runner does not have gets the session default too (call_policy).
+        ResolvedToolPolicy(ToolEffect.UNCLASSIFIED, True),
     ]
     assert model.bound_tool_names == [["lookup_order", "refund_order", "plain_tool"]]
 
@@ -545,7 +546,7 @@ def test_declarations_use_the_shared_metadata_keys_and_keep_other_metadata() -> 
 
 
 async def test_stored_messages_are_decoded_once_and_each_step_gets_its_own_copies() -> None:
-    from dex_agents_langgraph import messages as stored
+    from dex_agents_langgraph import _messages as stored
 
     cache = stored._DECODED_MESSAGES  # pyright: ignore[reportPrivateUsage]
     model = recording_model(*(AIMessage(content=f"answer {n}") for n in range(3)))

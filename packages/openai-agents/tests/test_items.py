@@ -6,7 +6,7 @@ import json
 
 from dex_agents import AgentMessage, FrameworkMessage
 from dex_agents.texts import OUTCOME_UNKNOWN_TOOL_RESULT
-from dex_agents_openai_agents.items import framework_message_of, replay_items, user_input_item
+from dex_agents_openai_agents._messages import framework_message_of, replay_items, user_input_item
 
 
 def stored(items: list[dict[str, object]]) -> list[AgentMessage]:

@@ -581,7 +581,7 @@ def test_max_turns_must_be_a_positive_integer_or_none() -> None:
 
 
 async def test_stored_items_are_decoded_once_and_the_sdk_leaves_them_as_stored() -> None:
-    from dex_agents_openai_agents import items
+    from dex_agents_openai_agents import _messages as items
 
     cache = items._DECODED_ITEMS  # pyright: ignore[reportPrivateUsage]
     model = ScriptedModel(

@@ -114,7 +114,7 @@ def test_an_approval_the_adapter_cannot_defer_fails_clearly() -> None:
     from agents import ToolApprovalItem
 
     from dex_agents_openai_agents import UnsupportedInterruptionError
-    from dex_agents_openai_agents.runner import (
+    from dex_agents_openai_agents._runner import (
         _function_call_of,  # pyright: ignore[reportPrivateUsage]
     )
 

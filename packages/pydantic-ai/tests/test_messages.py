@@ -6,7 +6,7 @@ import pytest
 from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
 
 from dex_agents import AgentMessage
-from dex_agents_pydantic_ai.messages import decode_history, encode_framework_item
+from dex_agents_pydantic_ai._messages import decode_history, encode_framework_item
 
 
 def _stored(sequence: int, item: str) -> AgentMessage:

@@ -640,7 +640,7 @@ async def test_a_tool_may_raise_tool_execution_error_but_not_defer_itself() -> N
 async def test_the_built_in_toolset_is_built_once_per_set_of_enabled_names(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from dex_agents_pydantic_ai import runner as runner_module
+    from dex_agents_pydantic_ai import _runner as runner_module
 
     built: list[object] = []
     real = runner_module._external_built_in_toolsets  # pyright: ignore[reportPrivateUsage]

@@ -20,13 +20,14 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from dex_agents import OUTCOME_UNKNOWN_TOOL_RESULT, AgentMessage
 from dex_agents.testing.runner_driver import RunnerDriver
-from dex_agents_pydantic_ai import PydanticAIRunner, session_history
-from dex_agents_pydantic_ai.messages import (
+from dex_agents_pydantic_ai import PydanticAIRunner
+from dex_agents_pydantic_ai import _messages as session_history
+from dex_agents_pydantic_ai._messages import (
+    SessionHistories,
     answer_orphaned_tool_calls,
     decode_history,
     encode_framework_item,
 )
-from dex_agents_pydantic_ai.session_history import SessionHistories
 
 
 def _lookup_then_answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:

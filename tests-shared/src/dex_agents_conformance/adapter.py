@@ -21,7 +21,8 @@ class Capability(StrEnum):
     """The factory enables the scenario's built-in tools (``ScenarioSession.built_in_tools``)."""
     UNOFFERED_TOOL_CALLS = "unoffered_tool_calls"
     """The framework passes on a call of a tool the model call did not offer (a planning
-    turn's other tools); some frameworks fail the model call instead."""
+    turn's other tools, or a tool the runner does not have); some frameworks fail the
+    model call instead."""
     PLAN_MODE = "plan_mode"
     """The runner declares ``supports_plan_mode``: a planning turn offers only ``write_todos``."""
     COMPACTION = "compaction"

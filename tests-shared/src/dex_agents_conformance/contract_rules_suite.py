@@ -14,6 +14,7 @@ from typing import ClassVar
 
 import pytest
 
+from dex_agents.runner import default_requires_approval
 from dex_agents.testing import (
     ModelScript,
     ModelTurn,
@@ -250,6 +251,50 @@ class ContractRuleScenarios:
             assert final_answer(snapshot) == (
                 "lookup_order: order 1 shipped\nrefund_order: refunded 1\ncharge_card: charged 3"
             )
+
+    @contract_rule(ContractRule.UNKNOWN_TOOLS)
+    async def test_a_call_of_an_unknown_tool_gets_the_session_default_policy(
+        self, conformance_harness: ConformanceHarness
+    ) -> None:
+        """A tool the runner does not have: the session default's effect and approval, as
+        ``dex_agents.runner.call_policy`` gives them, then a failure the model reads."""
+        conformance_harness.require(Capability.UNOFFERED_TOOL_CALLS)
+        script = ModelScript(
+            [
+                ModelTurn(tool_calls=[ToolCallSpec("cancel_subscription", {"plan": "pro"})]),
+                ModelTurn(text_from_tool_results=True),
+            ]
+        )
+        async with conformance_harness.run(script, [LOOKUP_ORDER]) as run:
+            default = run.flow.options.default_tool_effect
+            approval = default_requires_approval(default)
+            await run.start_session("cancel my subscription")
+            snapshot = await _wait_for_interrupt_or_turn_end(run, 1)
+            pending = [(i.tool_name, i.kind.value) for i in snapshot.pending_interrupts]
+            assert pending == ([("cancel_subscription", "approval")] if approval else []), (
+                f"the session default ({default.value}) asks {'' if approval else 'no '}approval,"
+                " and a tool the runner does not have gets the session default"
+            )
+            if approval:
+                [interrupt] = snapshot.pending_interrupts
+                assert await run.sessions.resolve_interrupt(
+                    run.session_id, interrupt.interrupt_id, True
+                )
+            snapshot = await run.sessions.wait_for_completed_turns(run.session_id, 1)
+            assert_turn_succeeded(snapshot)
+            events = await run.sessions.read_events_through_turn(run.session_id, "turn-1")
+            [deferred] = [e.payload_data() for e in events if e.type == "tool_call_deferred"]
+            assert deferred == {
+                "tool_call_id": "call-0-0",
+                "tool_name": "cancel_subscription",
+                "effect": default.value,
+                "requires_approval": approval,
+            }
+            assert finished_statuses(events) == {"call-0-0": AgentToolCallStatus.FAILED.value}
+            tool, _, result = final_answer(snapshot).partition(": ")
+            assert tool == "cancel_subscription"
+            assert "cancel_subscription" in result, "the failure names the unknown tool"
+            assert run.tool_runs.count("lookup_order") == 0
 
     @contract_rule(ContractRule.BUILT_IN_TOOLS)
     async def test_built_in_tools_ask_user_and_durable_wait_run_through_the_runner(

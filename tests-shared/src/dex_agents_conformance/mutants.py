@@ -24,6 +24,7 @@ from dex_agents.runner import (
     DeferredToolCall,
     DeferredToolExecution,
     DeferredToolOutcome,
+    ResolvedToolPolicy,
     ToolCallsRequested,
     ToolExecutionError,
     ToolExecutionResult,
@@ -37,7 +38,13 @@ from dex_agents.testing import (
     ScriptedRunner,
     run_scenario_tool,
 )
-from dex_agents.values import AgentToolCallStatus, AgentUsage, FrameworkMessage, from_wire
+from dex_agents.values import (
+    AgentToolCallStatus,
+    AgentUsage,
+    FrameworkMessage,
+    ToolEffect,
+    from_wire,
+)
 from dex_agents_conformance.rules import ContractRule
 
 __all__ = ["MUTANTS", "IncrementalScriptedRunner", "Mutant"]
@@ -96,6 +103,18 @@ class IgnoresFrameworkEffects(ScriptedRunner):
     ) -> list[DeferredToolCall]:
         calls = super()._deferred_calls(turn, response, position)
         return [replace(c, policy=turn.resolve_tool_policy(c.tool_name)) for c in calls]
+
+
+class GivesUnknownToolsNoApproval(ScriptedRunner):
+    """Gives a call of a tool it does not have ``unclassified`` without approval, as the
+    call fails anyway, instead of the session default."""
+
+    def _deferred_calls(
+        self, turn: AgentTurnContext, response: ModelTurn, position: int
+    ) -> list[DeferredToolCall]:
+        calls = super()._deferred_calls(turn, response, position)
+        unknown = ResolvedToolPolicy(ToolEffect.UNCLASSIFIED, False)
+        return [c if c.tool_name in self.tools else replace(c, policy=unknown) for c in calls]
 
 
 class InventsToolCallIds(ScriptedRunner):
@@ -282,6 +301,7 @@ class IncrementalScriptedRunner(ForgetsUnfinishedTurnMessages):
 
 build_drops_tool_messages = _flow_of(DropsToolMessages)
 build_ignores_framework_effects = _flow_of(IgnoresFrameworkEffects)
+build_gives_unknown_tools_no_approval = _flow_of(GivesUnknownToolsNoApproval)
 build_invents_tool_call_ids = _flow_of(InventsToolCallIds)
 build_reuses_call_ids = _flow_of(ReusesCallIds)
 build_empty_run_state = _flow_of(EmptyRunState)
@@ -335,6 +355,11 @@ MUTANTS: tuple[Mutant, ...] = (
         "ignores_framework_effects",
         ContractRule.FRAMEWORK_EFFECTS,
         "test_framework_declared_effects_are_honoured_without_session_policies",
+    ),
+    Mutant(
+        "gives_unknown_tools_no_approval",
+        ContractRule.UNKNOWN_TOOLS,
+        "test_a_call_of_an_unknown_tool_gets_the_session_default_policy",
     ),
     Mutant("invents_tool_call_ids", ContractRule.TOOL_CALL_IDS, _TWO_ROUNDS),
     Mutant("reuses_call_ids", ContractRule.UNIQUE_TOOL_CALL_IDS, _TWO_ROUNDS),

@@ -29,6 +29,7 @@ class ContractRule(StrEnum):
     UNIQUE_TOOL_CALL_IDS = "unique_tool_call_ids"
     RUN_STATE = "run_state"
     FRAMEWORK_EFFECTS = "framework_effects"
+    UNKNOWN_TOOLS = "unknown_tools"
     NO_TOOL_IN_MODEL_STEP = "no_tool_in_model_step"
     TOOL_RESULTS = "tool_results"
     STATELESS_RUNNER = "stateless_runner"
@@ -69,6 +70,10 @@ _DESCRIPTIONS: dict[ContractRule, str] = {
     " which the next run_model_step continues the turn",
     ContractRule.FRAMEWORK_EFFECTS: "a tool's effect and approval come from the framework's own"
     " declaration when no session ToolPolicy names it (the factory must not override them)",
+    ContractRule.UNKNOWN_TOOLS: "a call of a tool the runner does not have gets the session"
+    " default's policy (call_policy with known=False): it waits for approval where"
+    " default_tool_effect asks for one, then fails in its tool Step with a result the model"
+    " reads",
     ContractRule.NO_TOOL_IN_MODEL_STEP: "run_model_step makes at most one model call and runs"
     " no tool; every tool runs once, in its own Step",
     ContractRule.TOOL_RESULTS: "each call of the previous response gets the text of its final"

@@ -1,5 +1,5 @@
-"""A complete minimal dex-agents adapter; see the README and ``runner.py``."""
+"""A complete minimal dex-agents adapter; see the README and ``_runner.py``."""
 
-from minimal_adapter.runner import ChatRunner, ChatTool
+from minimal_adapter._runner import ChatRunner, ChatTool
 
 __all__ = ["ChatRunner", "ChatTool"]

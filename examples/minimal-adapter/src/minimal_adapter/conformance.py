@@ -31,7 +31,7 @@ from dex_agents.testing.script_playback import (
     scripted_tool_call_id,
 )
 from dex_agents_conformance import ALL_CAPABILITIES, Capability
-from minimal_adapter.runner import ChatRunner, ChatTool
+from minimal_adapter._runner import ChatRunner, ChatTool
 
 __all__ = ["CAPABILITIES", "build_flow"]
 

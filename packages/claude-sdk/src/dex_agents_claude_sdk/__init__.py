@@ -10,12 +10,12 @@ from importlib.metadata import version as _version
 from dex_agents.adapter_support import MOVED_TO_DEX_AGENTS as _MOVED_TO_DEX_AGENTS
 from dex_agents.adapter_support import deprecated_aliases as _deprecated_aliases
 from dex_agents.versions import warn_if_off_version_line
-from dex_agents_claude_sdk.flow import (
+from dex_agents_claude_sdk._flow import (
     create_claude_agent_session_flow as _create_claude_agent_session_flow,
 )
-from dex_agents_claude_sdk.flow import create_claude_session_flow
-from dex_agents_claude_sdk.runner import DEFAULT_MAX_TOKENS, ClaudeRunner, ClientFactory
-from dex_agents_claude_sdk.tools import ClaudeTool, claude_tool, declare_tool_effect
+from dex_agents_claude_sdk._flow import create_claude_session_flow
+from dex_agents_claude_sdk._runner import DEFAULT_MAX_TOKENS, ClaudeRunner, ClientFactory
+from dex_agents_claude_sdk._tools import ClaudeTool, claude_tool, declare_tool_effect
 
 __version__ = _version("dex-agents-claude-sdk")
 warn_if_off_version_line("dex-agents-claude-sdk")

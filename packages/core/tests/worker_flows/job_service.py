@@ -35,8 +35,12 @@ from dex_agents.runner import (
     ToolTaskPollOutcome,
     ToolTaskStarted,
 )
-from dex_agents.stepwise import AgentDefinition, create_stepwise_session_flow, function_tool
-from dex_agents.stepwise.function_tool import ToolCallContext
+from dex_agents.stepwise import (
+    AgentDefinition,
+    ToolCallContext,
+    create_stepwise_session_flow,
+    function_tool,
+)
 from dex_agents.values import ToolEffect
 
 __all__ = ["JobService", "JobServiceClient", "JobTasks", "build_flows"]

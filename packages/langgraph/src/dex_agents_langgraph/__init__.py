@@ -12,20 +12,18 @@ from importlib.metadata import version as _version
 from dex_agents.adapter_support import MOVED_TO_DEX_AGENTS as _MOVED_TO_DEX_AGENTS
 from dex_agents.adapter_support import deprecated_aliases as _deprecated_aliases
 from dex_agents.versions import warn_if_off_version_line
-from dex_agents_langgraph.flow import (
+from dex_agents_langgraph._flow import (
     create_langgraph_agent_session_flow as _create_langgraph_agent_session_flow,
 )
-from dex_agents_langgraph.flow import create_langgraph_session_flow
-from dex_agents_langgraph.policies import (
+from dex_agents_langgraph._flow import create_langgraph_session_flow
+from dex_agents_langgraph._runner import LangGraphRunner
+from dex_agents_langgraph._tools import (
     DEX_EFFECT_METADATA_KEY,
     DEX_REQUIRES_APPROVAL_METADATA_KEY,
-    declare_tool_effect,
-    dex_tool_metadata,
-)
-from dex_agents_langgraph.runner import (
     DEX_TOOL_EXECUTION_KEY,
     IDEMPOTENCY_KEY_CONFIG_KEY,
-    LangGraphRunner,
+    declare_tool_effect,
+    dex_tool_metadata,
     idempotency_key_of,
     tool_execution_of,
 )

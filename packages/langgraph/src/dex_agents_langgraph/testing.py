@@ -1,247 +1,31 @@
-"""Test support: a LangChain chat model and tools that play the neutral conformance scripts.
+"""Test helpers for LangGraph agents: none of this package's own, for now.
 
-``ScriptedChatModel`` is a real ``BaseChatModel`` with ``bind_tools``: each call
-answers with the scripted response for the turn and model call it is in (read
-from the run metadata the runner passes), records what it saw with
-``record_model_call``, streams ``text_before_gate`` before it waits on a gate,
-and fails on the scripted attempts. ``scenario_tool`` turns a ``ScenarioTool``
-into a LangChain tool that declares the scenario's effect in its metadata.
+A test model must answer from the messages it is given, since a session's model
+steps may run in any Worker process (see the README's "Testing your agent"): write
+a small ``BaseChatModel`` whose ``_generate`` decides from ``messages`` and whose
+``bind_tools`` returns the model. The suite's scripted chat model moved to
+``dex_agents_langgraph.conformance``; its old names here still work, with a
+``DeprecationWarning``, until the next release.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING
 
-from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import (
-    AIMessage,
-    AIMessageChunk,
-    BaseMessage,
-    HumanMessage,
-    SystemMessage,
-    ToolMessage,
+from dex_agents.adapter_support import deprecated_aliases
+from dex_agents_langgraph import conformance
+
+if TYPE_CHECKING:
+    from dex_agents_langgraph.conformance import SCRIPTED_USAGE_METADATA as SCRIPTED_USAGE_METADATA
+    from dex_agents_langgraph.conformance import ScriptedChatModel as ScriptedChatModel
+    from dex_agents_langgraph.conformance import scenario_tool as scenario_tool
+
+__all__: list[str] = []
+
+__getattr__ = deprecated_aliases(
+    __name__,
+    {
+        name: (f"dex_agents_langgraph.conformance.{name}", getattr(conformance, name))
+        for name in ("SCRIPTED_USAGE_METADATA", "ScriptedChatModel", "scenario_tool")
+    },
 )
-from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
-from langchain_core.runnables import Runnable, RunnableConfig
-from langchain_core.tools import BaseTool
-from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import ConfigDict
-
-from dex_agents.testing import (
-    ModelScript,
-    ModelTurn,
-    ScenarioTool,
-    run_scenario_tool,
-)
-from dex_agents.testing.script_playback import (
-    play_scripted_model_call,
-    play_scripted_summary,
-    scripted_answer_text,
-    scripted_tool_call_id,
-)
-from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS
-from dex_agents_langgraph import declare_tool_effect, idempotency_key_of, tool_execution_of
-
-__all__ = ["SCRIPTED_USAGE_METADATA", "ScriptedChatModel", "scenario_tool"]
-
-SCRIPTED_USAGE_METADATA = {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}
-SCRIPTED_MODEL_NAME = "dex-scripted"
-
-
-class ScriptedChatModel(BaseChatModel):
-    """Plays ``script`` as a LangChain chat model; see the module docstring.
-
-    It reads ``dex_turn_id``, ``dex_attempt`` and ``dex_model_call_index`` from the
-    run metadata, which ``LangGraphRunner`` sets on every model step.
-    """
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    script: ModelScript
-    state_directory: Path
-    summary_gate: str | None = None
-    """The ``FileGate`` a summary call (``summarize_context``) waits at first."""
-
-    @property
-    def _llm_type(self) -> str:
-        return SCRIPTED_MODEL_NAME
-
-    def bind_tools(
-        self,
-        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
-        *,
-        tool_choice: str | None = None,
-        **kwargs: Any,
-    ) -> Runnable[LanguageModelInput, AIMessage]:
-        del tool_choice
-        return self.bind(tools=[convert_to_openai_tool(tool) for tool in tools], **kwargs)
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        raise NotImplementedError("ScriptedChatModel is async only; call ainvoke")
-
-    async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        if messages and _content_text(messages[0]) == CONTEXT_SUMMARY_INSTRUCTIONS:
-            # The summary call of summarize_context, which runs outside a model step.
-            lines = [_content_text(m) for m in messages[1:]]
-            text = await play_scripted_summary(self.state_directory, self.summary_gate, lines)
-            summary = AIMessage(content=text, usage_metadata=cast(Any, SCRIPTED_USAGE_METADATA))
-            return ChatResult(generations=[ChatGeneration(message=summary)])
-        metadata: Mapping[str, Any] = run_manager.metadata if run_manager is not None else {}
-        try:
-            turn_id = str(metadata["dex_turn_id"])
-            attempt = int(metadata["dex_attempt"])
-            position = int(metadata["dex_model_call_index"])
-        except KeyError as error:
-            raise ValueError(
-                f"ScriptedChatModel needs the run metadata {error} that LangGraphRunner sets"
-            ) from None
-        given = [m for m in messages if not isinstance(m, SystemMessage)]
-
-        async def stream_text(text: str) -> None:
-            if run_manager is not None:
-                chunk = ChatGenerationChunk(message=AIMessageChunk(content=text))
-                await run_manager.on_llm_new_token(text, chunk=chunk)
-
-        response = await play_scripted_model_call(
-            self.script,
-            self.state_directory,
-            turn_id=turn_id,
-            position=position,
-            attempt=attempt,
-            history=[_history_line(m) for m in given],
-            tool_results={m.tool_call_id: _content_text(m) for m in _trailing_results(given)},
-            write_text=stream_text,
-        )
-        message = _response_message(response, position, given)
-        return ChatResult(generations=[ChatGeneration(message=message)])
-
-
-def _content_text(message: BaseMessage) -> str:
-    if isinstance(message.content, str):
-        return message.content
-    return str(message.text) or json.dumps(message.content)
-
-
-def _history_line(message: BaseMessage) -> str:
-    if isinstance(message, HumanMessage):
-        return f"user: {_content_text(message)}"
-    if isinstance(message, AIMessage):
-        names = ", ".join(call["name"] for call in message.tool_calls)
-        return f"assistant: {message.text}{' -> ' + names if names else ''}"
-    if isinstance(message, ToolMessage):
-        return f"tool {message.name}: {_content_text(message)}"
-    return f"{message.type}: {_content_text(message)}"
-
-
-def _trailing_results(messages: Sequence[BaseMessage]) -> list[ToolMessage]:
-    """The results after the last AI message: what this call got for the previous response."""
-    results: list[ToolMessage] = []
-    for message in reversed(messages):
-        if not isinstance(message, ToolMessage):
-            break
-        results.append(message)
-    return list(reversed(results))
-
-
-def _turn_results(messages: Sequence[BaseMessage]) -> list[tuple[str, str]]:
-    """``(tool name, result)`` of every result since the turn's last user message."""
-    start = 0
-    for index, message in enumerate(messages):
-        if isinstance(message, HumanMessage):
-            start = index + 1
-    names: dict[str, str] = {}
-    results: list[tuple[str, str]] = []
-    for message in messages[start:]:
-        if isinstance(message, AIMessage):
-            names.update({call["id"] or "": call["name"] for call in message.tool_calls})
-        elif isinstance(message, ToolMessage):
-            name = message.name or names.get(message.tool_call_id, "")
-            results.append((name, _content_text(message)))
-    return results
-
-
-def _response_message(
-    response: ModelTurn, position: int, messages: Sequence[BaseMessage]
-) -> AIMessage:
-    usage = cast(Any, dict(SCRIPTED_USAGE_METADATA))
-    if response.tool_calls:
-        return AIMessage(
-            content="",
-            tool_calls=[
-                {
-                    "name": spec.tool_name,
-                    "args": dict(spec.arguments),
-                    "id": scripted_tool_call_id(spec, position, index),
-                    "type": "tool_call",
-                }
-                for index, spec in enumerate(response.tool_calls)
-            ],
-            usage_metadata=usage,
-            response_metadata={"model_name": SCRIPTED_MODEL_NAME, "finish_reason": "tool_calls"},
-        )
-    text = scripted_answer_text(response, lambda: _turn_results(messages))
-    return AIMessage(
-        content=text,
-        usage_metadata=usage,
-        response_metadata={"model_name": SCRIPTED_MODEL_NAME, "finish_reason": "stop"},
-    )
-
-
-class ScenarioLangChainTool(BaseTool):
-    """A ``ScenarioTool`` as a LangChain tool that takes any JSON object."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    scenario: ScenarioTool
-    state_directory: Path
-
-    def _run(self, *args: Any, **kwargs: Any) -> str:
-        raise NotImplementedError("scenario tools are async only; call ainvoke")
-
-    async def _arun(self, *args: Any, config: RunnableConfig, **kwargs: Any) -> str:
-        execution = tool_execution_of(config)
-        kwargs.pop("run_manager", None)
-        return await run_scenario_tool(
-            self.scenario,
-            json.dumps(kwargs, sort_keys=True),
-            state_directory=self.state_directory,
-            idempotency_key=idempotency_key_of(config),
-            attempt=execution.attempt if execution is not None else 1,
-        )
-
-
-_ANY_OBJECT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {},
-    "additionalProperties": True,
-}
-
-
-def scenario_tool(tool: ScenarioTool, state_directory: Path) -> BaseTool:
-    """``tool`` as a LangChain tool declaring the scenario's effect and approval."""
-    langchain_tool = ScenarioLangChainTool(
-        name=tool.name,
-        description=tool.description,
-        args_schema=_ANY_OBJECT_SCHEMA,
-        scenario=tool,
-        state_directory=state_directory,
-    )
-    return declare_tool_effect(
-        langchain_tool, tool.effect, requires_approval=tool.requires_approval
-    )

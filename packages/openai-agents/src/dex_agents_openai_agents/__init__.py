@@ -10,13 +10,13 @@ from importlib.metadata import version as _version
 from dex_agents.adapter_support import MOVED_TO_DEX_AGENTS as _MOVED_TO_DEX_AGENTS
 from dex_agents.adapter_support import deprecated_aliases as _deprecated_aliases
 from dex_agents.versions import warn_if_off_version_line
-from dex_agents_openai_agents.declarations import ToolDeclaration, declare_tool_effect
-from dex_agents_openai_agents.flow import create_openai_agents_session_flow
-from dex_agents_openai_agents.runner import (
+from dex_agents_openai_agents._flow import create_openai_agents_session_flow
+from dex_agents_openai_agents._runner import (
     ContextFactory,
     OpenAIAgentsRunner,
     UnsupportedInterruptionError,
 )
+from dex_agents_openai_agents._tools import ToolDeclaration, declare_tool_effect
 
 __version__ = _version("dex-agents-openai-agents")
 warn_if_off_version_line("dex-agents-openai-agents")

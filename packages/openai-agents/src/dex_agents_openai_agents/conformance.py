@@ -40,7 +40,7 @@ from dex_agents.testing.script_playback import (
 )
 from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS
 from dex_agents_openai_agents import create_openai_agents_session_flow, declare_tool_effect
-from dex_agents_openai_agents.items import message_text
+from dex_agents_openai_agents._messages import message_text
 
 __all__ = [
     "CONFORMANCE_FACTORY",

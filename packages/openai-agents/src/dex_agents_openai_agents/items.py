@@ -1,169 +1,55 @@
-"""Stored messages as the SDK's own input items, and back.
+"""Deprecated: ``dex_agents_openai_agents.items`` is private now.
 
-Every stored message holds one Responses input item (the dict the SDK's
-``to_input_list()`` gives) as JSON in ``framework_item``; the other message
-fields are display projections. Items are replayed exactly as stored, reasoning
-items with ``encrypted_content`` included.
+The runner stores and replays the SDK's input items with it; nothing in it is public. Its
+names still import from here, with a ``DeprecationWarning``, until the next release.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING
 
-from dex_agents import FrameworkMessage
-from dex_agents.decode_cache import DecodeCache
-from dex_agents.texts import OUTCOME_UNKNOWN_TOOL_RESULT
-from dex_agents.values import AgentMessage
+from dex_agents.adapter_support import deprecated_aliases
+from dex_agents_openai_agents import _messages
 
-__all__ = [
-    "InputItem",
-    "call_names",
-    "framework_message_of",
-    "message_text",
-    "replay_items",
-    "stored_item",
-    "user_input_item",
-]
+if TYPE_CHECKING:
+    from dex_agents_openai_agents._messages import InputItem as InputItem
+    from dex_agents_openai_agents._messages import call_names as call_names
+    from dex_agents_openai_agents._messages import framework_message_of as framework_message_of
+    from dex_agents_openai_agents._messages import message_text as message_text
+    from dex_agents_openai_agents._messages import replay_items as replay_items
+    from dex_agents_openai_agents._messages import stored_item as stored_item
+    from dex_agents_openai_agents._messages import user_input_item as user_input_item
 
-InputItem = dict[str, Any]
-"""One Responses input item as plain JSON (``TResponseInputItem`` as a dict)."""
-
-_CALL_TYPE = "function_call"
-_OUTPUT_TYPE = "function_call_output"
-
-
-def user_input_item(text: str) -> InputItem:
-    """The SDK's item for a user's text message (what ``Runner.run(agent, "text")`` builds)."""
-    return {"role": "user", "content": text}
-
-
-def _dump(item: Mapping[str, Any]) -> str:
-    return json.dumps(item, ensure_ascii=False, separators=(",", ":"))
-
-
-def message_text(item: Mapping[str, Any]) -> str | None:
-    """The readable text of a message item: its string content or its text parts joined."""
-    content = item.get("content")
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return None
-    parts: list[str] = []
-    for part in cast(list[Any], content):
-        if isinstance(part, Mapping):
-            text = cast(Mapping[str, Any], part).get("text")
-            if isinstance(text, str):
-                parts.append(text)
-    return "".join(parts) if parts else None
-
-
-def _output_text(output: Any) -> str:
-    return output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
-
-
-def call_names(items: Sequence[Mapping[str, Any]]) -> dict[str, str]:
-    """The tool name of each function call in ``items``, by call ID."""
-    return {
-        item["call_id"]: item["name"]
-        for item in items
-        if item.get("type") == _CALL_TYPE
-        and isinstance(item.get("call_id"), str)
-        and isinstance(item.get("name"), str)
-    }
-
-
-def framework_message_of(
-    item: Mapping[str, Any], tool_names: Mapping[str, str] | None = None
-) -> FrameworkMessage:
-    """The stored message of one input item: the item's JSON plus display fields.
-
-    A function call output names its tool from ``tool_names`` (call ID to name),
-    as the SDK's output item does not carry it.
-    """
-    kind = item.get("type")
-    framework_item = _dump(item)
-    if kind == _CALL_TYPE:
-        return FrameworkMessage(
-            role="assistant",
-            framework_item=framework_item,
-            tool_call_id=_str_or_none(item.get("call_id")),
-            tool_name=_str_or_none(item.get("name")),
-            tool_arguments=_str_or_none(item.get("arguments")),
-        )
-    if kind == _OUTPUT_TYPE:
-        call_id = _str_or_none(item.get("call_id"))
-        return FrameworkMessage(
-            role="tool",
-            framework_item=framework_item,
-            tool_call_id=call_id,
-            tool_name=(tool_names or {}).get(call_id) if call_id is not None else None,
-            tool_output=_output_text(item.get("output")),
-        )
-    role = item.get("role")
-    if kind in (None, "message") and role in ("user", "system", "developer"):
-        # System and developer items are shown as user-side input; the item keeps its role.
-        return FrameworkMessage(role="user", framework_item=framework_item, text=message_text(item))
-    if kind in (None, "message") and role == "assistant":
-        return FrameworkMessage(
-            role="assistant", framework_item=framework_item, text=message_text(item)
-        )
-    # Reasoning, hosted tool calls and anything else the model produced: stored, not shown.
-    return FrameworkMessage(role="assistant", framework_item=framework_item)
-
-
-def _str_or_none(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-_DECODED_ITEMS: DecodeCache[InputItem] = DecodeCache()
-"""Decoded stored items of this process by their JSON: every model Step reads the whole
-history again, and a stored item never changes."""
-
-
-def stored_item(message: AgentMessage) -> InputItem:
-    """The input item stored in ``message``, decoded once per process.
-
-    The item is shared: read it, never change it. The SDK copies the input items
-    it is given before it changes any (``copy_input_items``).
-    """
-    try:
-        return _DECODED_ITEMS.get_or_decode(message.framework_item, _decode_item)
-    except ValueError as error:
-        raise ValueError(f"stored message {message.sequence} {error}") from error
-
-
-def _decode_item(framework_item: str) -> InputItem:
-    try:
-        item = json.loads(framework_item)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"is not an OpenAI Agents SDK input item: {error}") from error
-    if not isinstance(item, dict):
-        raise ValueError("is not a JSON object")
-    return cast(InputItem, item)
-
-
-def replay_items(messages: Sequence[AgentMessage]) -> list[InputItem]:
-    """Model input from stored messages: every item unchanged, each call paired with a result.
-
-    A stored function call without a stored output (possible only after a turn
-    failed mid-way) gets an outcome-unknown output right after its response's
-    calls, so no orphaned call reaches a provider. The added item is not stored.
-    """
-    items = [stored_item(message) for message in messages]
-    answered = {item.get("call_id") for item in items if item.get("type") == _OUTPUT_TYPE}
-    replayed: list[InputItem] = []
-    pending: list[InputItem] = []
-    for item in items:
-        if item.get("type") not in (_CALL_TYPE, _OUTPUT_TYPE) and pending:
-            replayed.extend(pending)
-            pending = []
-        replayed.append(item)
-        call_id = item.get("call_id")
-        if item.get("type") == _CALL_TYPE and call_id not in answered:
-            pending.append(
-                {"call_id": call_id, "output": OUTCOME_UNKNOWN_TOOL_RESULT, "type": _OUTPUT_TYPE}
-            )
-    replayed.extend(pending)
-    return replayed
+__getattr__ = deprecated_aliases(
+    __name__,
+    {
+        "InputItem": (
+            "the private dex_agents_openai_agents._messages.InputItem",
+            _messages.InputItem,
+        ),
+        "call_names": (
+            "the private dex_agents_openai_agents._messages.call_names",
+            _messages.call_names,
+        ),
+        "framework_message_of": (
+            "the private dex_agents_openai_agents._messages.framework_message_of",
+            _messages.framework_message_of,
+        ),
+        "message_text": (
+            "the private dex_agents_openai_agents._messages.message_text",
+            _messages.message_text,
+        ),
+        "replay_items": (
+            "the private dex_agents_openai_agents._messages.replay_items",
+            _messages.replay_items,
+        ),
+        "stored_item": (
+            "the private dex_agents_openai_agents._messages.stored_item",
+            _messages.stored_item,
+        ),
+        "user_input_item": (
+            "the private dex_agents_openai_agents._messages.user_input_item",
+            _messages.user_input_item,
+        ),
+    },
+)

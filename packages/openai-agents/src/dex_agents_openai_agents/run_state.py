@@ -1,55 +1,41 @@
-"""``framework_run_state``: the SDK's ``RunState`` JSON plus two counters of ours.
+"""Deprecated: ``dex_agents_openai_agents.run_state`` is private now.
 
-``stored_item_count`` is how many items of the run's input list are already
-stored as messages, so the next step stores only what follows; and
-``model_response_count`` is how many model responses the state already holds,
-so usage counts only this step's responses (the SDK's counters are cumulative).
+The runner keeps the SDK's RunState in the turn's run state with it; nothing in it is
+public. Its names still import from here, with a ``DeprecationWarning``, until the next
+release.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
-from typing import Any, cast
+from typing import TYPE_CHECKING
 
-__all__ = ["RUN_STATE_FORMAT", "StepRunState", "decode_run_state", "encode_run_state"]
+from dex_agents.adapter_support import deprecated_aliases
+from dex_agents_openai_agents import _messages
 
-RUN_STATE_FORMAT = "dex-agents-openai-agents/1"
+if TYPE_CHECKING:
+    from dex_agents_openai_agents._messages import RUN_STATE_FORMAT as RUN_STATE_FORMAT
+    from dex_agents_openai_agents._messages import StepRunState as StepRunState
+    from dex_agents_openai_agents._messages import decode_run_state as decode_run_state
+    from dex_agents_openai_agents._messages import encode_run_state as encode_run_state
 
-
-@dataclass(frozen=True)
-class StepRunState:
-    run_state: dict[str, Any]
-    stored_item_count: int
-    model_response_count: int
-
-
-def encode_run_state(state: StepRunState) -> str:
-    return json.dumps(
-        {
-            "format": RUN_STATE_FORMAT,
-            "stored_item_count": state.stored_item_count,
-            "model_response_count": state.model_response_count,
-            "run_state": state.run_state,
-        },
-        ensure_ascii=False,
-        separators=(",", ":"),
-    )
-
-
-def decode_run_state(text: str) -> StepRunState:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"framework_run_state is not JSON: {error}") from error
-    if not isinstance(data, dict) or cast(dict[str, Any], data).get("format") != RUN_STATE_FORMAT:
-        raise ValueError(
-            f"framework_run_state was not written by this adapter (expected {RUN_STATE_FORMAT})"
-        )
-    fields = cast(dict[str, Any], data)
-    run_state = fields.get("run_state")
-    stored = fields.get("stored_item_count")
-    responses = fields.get("model_response_count")
-    if not isinstance(run_state, dict) or type(stored) is not int or type(responses) is not int:
-        raise ValueError("framework_run_state is missing its RunState or counters")
-    return StepRunState(cast(dict[str, Any], run_state), stored, responses)
+__getattr__ = deprecated_aliases(
+    __name__,
+    {
+        "RUN_STATE_FORMAT": (
+            "the private dex_agents_openai_agents._messages.RUN_STATE_FORMAT",
+            _messages.RUN_STATE_FORMAT,
+        ),
+        "StepRunState": (
+            "the private dex_agents_openai_agents._messages.StepRunState",
+            _messages.StepRunState,
+        ),
+        "decode_run_state": (
+            "the private dex_agents_openai_agents._messages.decode_run_state",
+            _messages.decode_run_state,
+        ),
+        "encode_run_state": (
+            "the private dex_agents_openai_agents._messages.encode_run_state",
+            _messages.encode_run_state,
+        ),
+    },
+)

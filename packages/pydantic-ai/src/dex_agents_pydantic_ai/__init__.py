@@ -10,15 +10,15 @@ from importlib.metadata import version as _version
 from dex_agents.adapter_support import MOVED_TO_DEX_AGENTS as _MOVED_TO_DEX_AGENTS
 from dex_agents.adapter_support import deprecated_aliases as _deprecated_aliases
 from dex_agents.versions import warn_if_off_version_line
-from dex_agents_pydantic_ai.flow import create_pydantic_ai_session_flow
-from dex_agents_pydantic_ai.policies import (
+from dex_agents_pydantic_ai._flow import create_pydantic_ai_session_flow
+from dex_agents_pydantic_ai._runner import DepsFactory, PydanticAIRunner
+from dex_agents_pydantic_ai._tools import (
     DEX_EFFECT_METADATA_KEY,
     DEX_REQUIRES_APPROVAL_METADATA_KEY,
+    IDEMPOTENCY_KEY_METADATA_KEY,
     declare_tool_effect,
     dex_tool_metadata,
 )
-from dex_agents_pydantic_ai.runner import DepsFactory, PydanticAIRunner
-from dex_agents_pydantic_ai.session_context import IDEMPOTENCY_KEY_METADATA_KEY
 
 __version__ = _version("dex-agents-pydantic-ai")
 warn_if_off_version_line("dex-agents-pydantic-ai")

@@ -8,24 +8,24 @@ runs in its own Step.
 
 from __future__ import annotations
 
-from dex_agents._adapter_support import deprecated_aliases
-from dex_agents.stepwise.definition import (
+from dex_agents.runner import deprecated_aliases
+from dex_agents.stepwise._flow import create_stepwise_session_flow, session_options_of
+from dex_agents.stepwise._mcp import ToolSource
+from dex_agents.stepwise._runner import (
     DEFAULT_MAX_MODEL_CALLS_PER_TURN,
     DEFAULT_TOOL_SOURCE_LISTING_TIMEOUT,
     AgentDefinition,
     InstructionContext,
     Instructions,
+    StepwiseRunner,
 )
-from dex_agents.stepwise.flow import create_stepwise_session_flow, session_options_of
-from dex_agents.stepwise.function_tool import (
+from dex_agents.stepwise._tools import (
     FunctionTool,
     ToolCallContext,
     declare_tool_effect,
     encode_tool_result,
     function_tool,
 )
-from dex_agents.stepwise.runner import StepwiseRunner
-from dex_agents.stepwise.tool_source import ToolSource
 
 __all__ = [
     "DEFAULT_MAX_MODEL_CALLS_PER_TURN",

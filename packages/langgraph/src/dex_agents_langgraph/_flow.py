@@ -17,7 +17,7 @@ from dex_agents.session import (
     create_agent_session_flow,
 )
 from dex_agents.tool_task_routing import ToolTaskPollers, ToolTasksOption
-from dex_agents_langgraph.runner import LangGraphRunner
+from dex_agents_langgraph._runner import LangGraphRunner
 
 __all__ = ["create_langgraph_agent_session_flow", "create_langgraph_session_flow"]
 

@@ -13,7 +13,7 @@ from dex_agents.session import (
     create_agent_session_flow,
 )
 from dex_agents.tool_task_routing import ToolTaskPollers, ToolTasksOption
-from dex_agents_pydantic_ai.runner import DepsFactory, PydanticAIRunner
+from dex_agents_pydantic_ai._runner import DepsFactory, PydanticAIRunner
 
 __all__ = ["create_pydantic_ai_session_flow"]
 

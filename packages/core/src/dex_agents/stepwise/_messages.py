@@ -12,11 +12,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import cast
 
-from dex_agents._adapter_support import ToolCallDisplay, is_display_only, response_messages
-from dex_agents._decode_cache import DecodeCache
-from dex_agents._texts import OUTCOME_UNKNOWN_TOOL_RESULT
-from dex_agents._values import AgentMessage, FrameworkMessage
-from dex_agents.models._types import (
+from dex_agents.models import (
     ModelOutputItem,
     ToolResultItem,
     TranscriptItem,
@@ -24,6 +20,14 @@ from dex_agents.models._types import (
     transcript_item_from_json,
     transcript_item_to_text,
 )
+from dex_agents.runner import (
+    OUTCOME_UNKNOWN_TOOL_RESULT,
+    DecodeCache,
+    ToolCallDisplay,
+    is_display_only,
+    response_messages,
+)
+from dex_agents.values import AgentMessage, FrameworkMessage
 
 __all__ = [
     "DECODED_TRANSCRIPT_ITEMS",

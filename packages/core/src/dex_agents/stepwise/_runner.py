@@ -1,4 +1,5 @@
-"""``StepwiseRunner``: the built-in agent loop as an ``AgentFrameworkRunner``.
+"""``StepwiseRunner``: the built-in agent loop as an ``AgentFrameworkRunner``, and the
+``AgentDefinition`` it runs (a Stepwise agent declared in Dex terms, without a framework).
 
 Each ``run_model_step`` makes at most one model call, built from committed state
 only: the instructions, the stored transcript, and the results of the previous
@@ -13,45 +14,13 @@ import asyncio
 import dataclasses
 import inspect
 import logging
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any, Literal
 
-from dex_agents._adapter_support import (
-    UNKNOWN_TOOL_POLICY,
-    deprecated_aliases,
-    known_tool,
-    resolve_declared_tool_policy,
-)
-from dex_agents._builtin_tools import (
-    BUILT_IN_TOOL_POLICY,
-    WRITE_TODOS,
-    enabled_builtin_tool_definitions,
-)
-from dex_agents._compaction import ContextSummaryRequest, ContextSummaryResult
-from dex_agents._compaction_support import summarized_through
-from dex_agents._contract import (
-    AgentEventWriter,
-    AgentTurnContext,
-    AgentTurnOutcome,
-    DeferredToolCall,
-    DeferredToolExecution,
-    DeferredToolOutcome,
-    SupportsToolTasks,
-    ToolCallsRequested,
-    ToolTaskCancellation,
-    ToolTaskPoll,
-    ToolTaskPollOutcome,
-    TurnCompleted,
-)
-from dex_agents._plans import build_plan_note
-from dex_agents._texts import (
-    CONTEXT_SUMMARY_INSTRUCTIONS,
-    describe_tool_call_outcome,
-    model_call_limit_result,
-)
-from dex_agents._values import AgentToolCall, FrameworkMessage, InteractionMode
-from dex_agents.models._types import (
+from dex_agents._compaction import CompactionPolicy
+from dex_agents.models import (
     ModelClient,
     ModelRequest,
     ModelSettings,
@@ -61,20 +30,45 @@ from dex_agents.models._types import (
     TranscriptItem,
     UserTextItem,
 )
-from dex_agents.stepwise.compaction import (
+from dex_agents.runner import (
+    CONTEXT_SUMMARY_INSTRUCTIONS,
+    WRITE_TODOS,
+    AgentEventWriter,
+    AgentTurnContext,
+    AgentTurnOutcome,
+    ContextSummaryRequest,
+    ContextSummaryResult,
+    DeferredToolCall,
+    DeferredToolExecution,
+    DeferredToolOutcome,
+    SupportsToolTasks,
+    ToolCallsRequested,
+    ToolPolicy,
+    ToolTaskCancellation,
+    ToolTaskPoll,
+    ToolTaskPollOutcome,
+    TurnCompleted,
+    build_plan_note,
+    call_policy,
+    describe_tool_call_outcome,
+    enabled_builtin_tool_definitions,
+    known_tool,
+    model_call_limit_result,
+    summarized_through,
+    validate_built_in_tool_names,
+)
+from dex_agents.stepwise._compaction import (
     estimate_request_tokens,
     select_cut,
     summary_note,
     trim_summary_items,
 )
-from dex_agents.stepwise.definition import AgentDefinition, InstructionContext
-from dex_agents.stepwise.function_tool import FunctionTool, ToolCallContext
-from dex_agents.stepwise.tool_source import (
+from dex_agents.stepwise._mcp import (
     ToolSource,
     decode_source_reference,
     encode_source_reference,
 )
-from dex_agents.stepwise.transcript import (
+from dex_agents.stepwise._messages import (
     decode_run_state,
     decode_transcript,
     encode_run_state,
@@ -84,10 +78,148 @@ from dex_agents.stepwise.transcript import (
     unanswered_tool_calls,
     user_text_message,
 )
+from dex_agents.stepwise._tools import FunctionTool, ToolCallContext
+from dex_agents.values import (
+    AgentPlan,
+    AgentToolCall,
+    FrameworkMessage,
+    InteractionMode,
+    ToolEffect,
+)
 
-__all__ = ["StepwiseRunner"]
+__all__ = [
+    "DEFAULT_MAX_MODEL_CALLS_PER_TURN",
+    "DEFAULT_TOOL_SOURCE_LISTING_TIMEOUT",
+    "AgentDefinition",
+    "InstructionContext",
+    "Instructions",
+    "StepwiseRunner",
+]
 
 logger = logging.getLogger(__name__)
+
+# --- the agent definition ----------------------------------------------------------
+
+DEFAULT_MAX_MODEL_CALLS_PER_TURN = 100
+DEFAULT_TOOL_SOURCE_LISTING_TIMEOUT = timedelta(seconds=10)
+
+
+@dataclass(frozen=True, kw_only=True)
+class InstructionContext:
+    """What an instructions function sees; it runs in every ``RunModel``."""
+
+    flow_id: str
+    turn_id: str
+    attempt: int
+    interaction_mode: str = "chat"
+    plan: AgentPlan | None = None
+    session_settings: Mapping[str, Any] = field(default_factory=lambda: dict[str, Any]())
+    """The turn's session settings (``{}`` for none)."""
+
+
+Instructions = str | Callable[[InstructionContext], "str | Awaitable[str]"]
+
+
+def _no_policies() -> dict[str, ToolPolicy]:
+    return {}
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentDefinition:
+    """A Stepwise agent: instructions, a model client and its tools.
+
+    ``tool_policies`` win over a function tool's own effect and approval.
+    After ``max_model_calls_per_turn`` model calls in one turn, the next call
+    offers no tools; if the model still asks for tools, the turn ends and each
+    call gets ``model_call_limit_result``.
+    """
+
+    name: str
+    instructions: Instructions
+    model: ModelClient
+    model_settings: ModelSettings | None = None
+    tools: Sequence[FunctionTool] = ()
+    tool_sources: Sequence[ToolSource] = ()
+    tool_policies: Mapping[str, ToolPolicy] = field(default_factory=_no_policies)
+    default_tool_effect: ToolEffect = ToolEffect.UNCLASSIFIED
+    built_in_tools: Sequence[str] = ()
+    max_model_calls_per_turn: int = DEFAULT_MAX_MODEL_CALLS_PER_TURN
+    interrupt_deadline: timedelta | None = None
+    event_stream_capacity_bytes: int | None = None
+    tool_source_listing_timeout: timedelta = DEFAULT_TOOL_SOURCE_LISTING_TIMEOUT
+    resolve_model: Callable[[Mapping[str, Any]], ModelClient] | None = None
+    """Maps the turn's session settings to the ``ModelClient`` of each model call,
+    summary calls and token estimates included; choose only among clients the Worker
+    built, because the settings come from the application."""
+    compaction: CompactionPolicy | None = None
+    """Summarize earlier messages before the input passes the context window."""
+    plan_mode_enabled: bool = False
+    planning_tool_choice: Literal["auto", "required"] = "auto"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValueError("AgentDefinition.name must be a non-blank string")
+        if not isinstance(self.instructions, str) and not callable(self.instructions):
+            raise TypeError("AgentDefinition.instructions must be a string or a function")
+        model: Any = self.model
+        if not callable(getattr(model, "generate", None)):
+            raise TypeError("AgentDefinition.model must be a ModelClient (with generate)")
+        if self.resolve_model is not None and not callable(self.resolve_model):
+            raise TypeError("AgentDefinition.resolve_model must be a function of the settings")
+        if (
+            isinstance(self.max_model_calls_per_turn, bool)
+            or not isinstance(self.max_model_calls_per_turn, int)  # pyright: ignore[reportUnnecessaryIsInstance]
+            or self.max_model_calls_per_turn < 1
+        ):
+            raise ValueError("AgentDefinition.max_model_calls_per_turn must be a positive integer")
+        if self.model_settings is not None and not isinstance(self.model_settings, ModelSettings):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError("AgentDefinition.model_settings must be ModelSettings or None")
+        timeout: object = self.tool_source_listing_timeout
+        if not isinstance(timeout, timedelta) or timeout <= timedelta(0):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValueError(
+                "AgentDefinition.tool_source_listing_timeout must be a positive timedelta"
+            )
+        for name in ("tools", "tool_sources", "built_in_tools"):
+            value: object = getattr(self, name)
+            if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+                raise TypeError(f"AgentDefinition.{name} must be a list or tuple")
+        if not isinstance(self.tool_policies, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError("AgentDefinition.tool_policies must be a mapping of name to ToolPolicy")
+        built_ins = validate_built_in_tool_names(self.built_in_tools)
+        if self.planning_tool_choice not in ("auto", "required"):
+            raise ValueError("AgentDefinition.planning_tool_choice must be 'auto' or 'required'")
+        if self.plan_mode_enabled and "write_todos" not in built_ins:
+            raise ValueError(
+                "AgentDefinition.plan_mode_enabled needs 'write_todos' in built_in_tools"
+            )
+        names: set[str] = set()
+        for tool in self.tools:
+            if not isinstance(tool, FunctionTool):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise TypeError(f"AgentDefinition.tools holds {tool!r}, not a FunctionTool")
+            if tool.name in names:
+                raise ValueError(f"two function tools are named {tool.name}")
+            if tool.name in built_ins:
+                raise ValueError(f"tool {tool.name} uses the name of an enabled built-in tool")
+            names.add(tool.name)
+        source_names: set[str] = set()
+        for source in self.tool_sources:
+            source_name: object = getattr(source, "source_name", None)
+            if not isinstance(source_name, str) or not callable(
+                getattr(source, "list_tools", None)
+            ):
+                raise TypeError(
+                    f"AgentDefinition.tool_sources holds {source!r}, not a ToolSource "
+                    "(a source_name and list_tools)"
+                )
+            if source.source_name in source_names:
+                raise ValueError(f"two tool sources are named {source.source_name!r}")
+            source_names.add(source.source_name)
+        for name in self.tool_policies:
+            if name in built_ins:
+                raise ValueError(f"built-in tool {name} has a fixed policy; remove its ToolPolicy")
+
+
+# --- the runner --------------------------------------------------------------------
 
 
 class _EventSink:
@@ -111,11 +243,10 @@ class _SourceTool:
 
 @dataclass(frozen=True)
 class _OfferedTools:
-    """What one model call offers, by name, in offer order."""
+    """What one model call offers: the tool sources' tools by name, and every definition in
+    offer order (function tools, then listed tools, then built-in tools)."""
 
-    function_tools: dict[str, FunctionTool]
     source_tools: dict[str, _SourceTool]
-    built_ins: tuple[str, ...]
     definitions: tuple[ModelToolDefinition, ...]
 
 
@@ -344,7 +475,7 @@ class StepwiseRunner:
                 for builtin in enabled_builtin_tool_definitions(built_ins)
                 if builtin.name == WRITE_TODOS
             ]
-            return _OfferedTools({}, {}, (WRITE_TODOS,), tuple(definitions))
+            return _OfferedTools({}, tuple(definitions))
         for name in self._tools:
             if name in built_ins:
                 raise TypeError(f"tool {name} uses the name of an enabled built-in tool")
@@ -371,12 +502,7 @@ class StepwiseRunner:
             ModelToolDefinition(builtin.name, builtin.description, dict(builtin.parameters))
             for builtin in enabled_builtin_tool_definitions(built_ins)
         )
-        return _OfferedTools(
-            function_tools=self._tools,
-            source_tools=source_tools,
-            built_ins=built_ins,
-            definitions=tuple(definitions),
-        )
+        return _OfferedTools(source_tools=source_tools, definitions=tuple(definitions))
 
     async def _list_source(self, source: ToolSource) -> Sequence[ModelToolDefinition]:
         # A down source offers nothing in this call; it never fails the turn.
@@ -400,15 +526,9 @@ class StepwiseRunner:
         self, turn: AgentTurnContext, offered: _OfferedTools, call: ModelToolCall
     ) -> DeferredToolCall:
         name = call.name
-        if name in offered.built_ins:
-            return DeferredToolCall(call.call_id, name, call.arguments, BUILT_IN_TOOL_POLICY)
-        tool = offered.function_tools.get(name)
-        if tool is not None:
-            # The session's policy wins over the tool's own effect and approval.
-            policy = resolve_declared_tool_policy(turn, name, tool.effect, tool.requires_approval)
-            return DeferredToolCall(call.call_id, name, call.arguments, policy)
         listed = offered.source_tools.get(name)
         if listed is not None:
+            # A source decides its own calls' policies.
             deferred = listed.source.deferred_tool_call(turn, call, listed.definition)
             return dataclasses.replace(
                 deferred,
@@ -416,7 +536,17 @@ class StepwiseRunner:
                     listed.source.source_name, deferred.tool_source_reference
                 ),
             )
-        return DeferredToolCall(call.call_id, name, call.arguments, UNKNOWN_TOOL_POLICY)
+        # A function tool the call did not offer (a planning turn's) is still this runner's;
+        # a name it does not have gets the session default, and its tool Step fails it.
+        tool = self._tools.get(name)
+        policy = call_policy(
+            turn,
+            name,
+            known=tool is not None,
+            declared_effect=tool.effect if tool is not None else None,
+            declared_approval=tool.requires_approval if tool is not None else None,
+        )
+        return DeferredToolCall(call.call_id, name, call.arguments, policy)
 
     # --- the tool step -------------------------------------------------------------
 
@@ -501,8 +631,3 @@ def _tool_call_context(
         input_continuation=record.input_continuation,
         supports_tool_tasks=call.supports_tool_tasks and has_poller,
     )
-
-
-__getattr__ = deprecated_aliases(
-    __name__, {"StepwiseAgentRunner": ("dex_agents.stepwise.StepwiseRunner", StepwiseRunner)}
-)

@@ -30,14 +30,11 @@ from dex_agents import (
     model_call_metadata,
 )
 from dex_agents.adapter_support import (
-    BUILT_IN_TOOL_POLICY,
-    UNKNOWN_TOOL_POLICY,
     ToolCallDisplay,
     answer_tool_call,
     check_model_tool_call_id,
     is_display_only,
     known_tool,
-    resolve_declared_tool_policy,
     response_messages,
     serving_deferred_tool_execution,
     serving_model_step,
@@ -45,6 +42,7 @@ from dex_agents.adapter_support import (
     tool_arguments_object,
 )
 from dex_agents.builtin_tools import WRITE_TODOS, enabled_builtin_tool_definitions
+from dex_agents.runner import call_policy
 from dex_agents.values import InteractionMode
 
 Json = dict[str, Any]
@@ -113,12 +111,18 @@ class ChatRunner:
         return own + offered
 
     def _policy(self, turn: AgentTurnContext, name: str) -> ResolvedToolPolicy:
-        if name in turn.enabled_built_in_tools:
-            return BUILT_IN_TOOL_POLICY
+        # Built-in tools, then the session's ToolPolicy, then the tool's declaration, then
+        # the session default, also for a name we have no tool of (known_tool fails it).
         tool = self._tools.get(name)
-        if tool is None:  # it runs once without effect: known_tool fails it for the model
-            return UNKNOWN_TOOL_POLICY
-        return resolve_declared_tool_policy(turn, name, tool.effect, tool.requires_approval)
+        if tool is None:
+            return call_policy(turn, name, known=False)
+        return call_policy(
+            turn,
+            name,
+            known=True,
+            declared_effect=tool.effect,
+            declared_approval=tool.requires_approval,
+        )
 
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
         # The turn's messages not stored yet: our run state, plus the results of the calls

@@ -13,8 +13,8 @@ from dex_agents.session import (
     create_agent_session_flow,
 )
 from dex_agents.tool_task_routing import ToolTaskPollers, ToolTasksOption
-from dex_agents_claude_sdk.runner import DEFAULT_MAX_TOKENS, ClaudeRunner, ClientFactory
-from dex_agents_claude_sdk.tools import ToolLike  # noqa: TID251
+from dex_agents_claude_sdk._runner import DEFAULT_MAX_TOKENS, ClaudeRunner, ClientFactory
+from dex_agents_claude_sdk._tools import ToolLike
 
 __all__ = ["create_claude_agent_session_flow", "create_claude_session_flow"]
 

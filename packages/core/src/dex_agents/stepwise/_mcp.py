@@ -1,8 +1,11 @@
-"""``ToolSource``: tools listed at run time, such as an MCP server's.
+"""``ToolSource``: how MCP tools, and any other tools listed at run time, reach Stepwise.
 
-A source lists its tools in every ``RunModel``, turns a call of a listed tool
-into a ``DeferredToolCall`` (its own policy, effect and reference), and runs the
-call in the tool Step from the reference alone, without listing again.
+``dex_agents.mcp.McpToolSource`` is one: an ``AgentDefinition(tool_sources=[...])``
+lists the MCP servers' tools in every ``RunModel``. A source turns a call of a
+listed tool into a ``DeferredToolCall`` (its own policy, effect and reference),
+and runs the call in the tool Step from the reference alone, without listing
+again; the runner stores which source built each call
+(``encode_source_reference``), so any Worker finds it by name.
 """
 
 from __future__ import annotations
@@ -12,13 +15,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from dex_agents._contract import (
+from dex_agents.models import ModelToolCall, ModelToolDefinition
+from dex_agents.runner import (
     AgentTurnContext,
     DeferredToolCall,
     DeferredToolExecution,
     DeferredToolOutcome,
 )
-from dex_agents.models._types import ModelToolCall, ModelToolDefinition
 
 __all__ = [
     "SourceToolReference",

@@ -4,8 +4,8 @@ A tool is a function decorated with the SDK's ``beta_tool`` / ``beta_async_tool`
 (or a plain typed function, which is wrapped the same way) plus what the
 session needs to know: its effect and whether its calls need approval.
 ``claude_tool`` builds one. While a call runs, ``get_deferred_tool_execution()``
-(``dex_agents.adapter_support``, the same function in every adapter) gives the
-function the call's ``DeferredToolExecution``, its idempotency key included.
+(from ``dex_agents``, the same function in every adapter) gives the function the
+call's ``DeferredToolExecution``, its idempotency key included.
 """
 
 from __future__ import annotations
@@ -38,12 +38,8 @@ from dex_agents import (
     ToolEffect,
     ToolExecutionError,
 )
-from dex_agents.adapter_support import (
-    BUILT_IN_TOOL_POLICY,
-    UNKNOWN_TOOL_POLICY,
-    resolve_declared_tool_policy,
-    serving_deferred_tool_execution,
-)
+from dex_agents.adapter_support import serving_deferred_tool_execution
+from dex_agents.runner import call_policy
 
 __all__ = [
     "ClaudeTool",
@@ -83,8 +79,15 @@ class ClaudeTool:
         return dict(self.function_tool.to_dict())
 
     def policy(self, turn: AgentTurnContext) -> ResolvedToolPolicy:
-        """Session ``ToolPolicy`` first, then this tool's declaration, then the default effect."""
-        return resolve_declared_tool_policy(turn, self.name, self.effect, self.requires_approval)
+        """Session ``ToolPolicy`` first, then this tool's declaration, then the default effect
+        (``dex_agents.runner.call_policy``)."""
+        return call_policy(
+            turn,
+            self.name,
+            known=True,
+            declared_effect=self.effect,
+            declared_approval=self.requires_approval,
+        )
 
     async def run(self, arguments: Mapping[str, Any], execution: DeferredToolExecution) -> str:
         """Run the function; a failure the model should see raises ``ToolExecutionError``."""
@@ -117,15 +120,11 @@ class ClaudeTool:
 def policy_of_call(
     turn: AgentTurnContext, tool_name: str, tool: ClaudeTool | None
 ) -> ResolvedToolPolicy:
-    """The policy of one call, including built-in and unknown tools."""
-    if tool_name in turn.enabled_built_in_tools:
-        return BUILT_IN_TOOL_POLICY
+    """The policy of one call (``call_policy``); ``tool`` is the runner's tool of that name,
+    and a name it has none of gets the session default."""
     if tool is not None:
         return tool.policy(turn)
-    if tool_name in turn.tool_policies:
-        return turn.resolve_tool_policy(tool_name)
-    # An unknown tool fails in its Step without any effect, so it asks no approval.
-    return UNKNOWN_TOOL_POLICY
+    return call_policy(turn, tool_name, known=False)
 
 
 def _result_text(result: Any) -> str:

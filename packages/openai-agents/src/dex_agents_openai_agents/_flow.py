@@ -15,7 +15,7 @@ from dex_agents.session import (
 )
 from dex_agents.stepwise import DEFAULT_MAX_MODEL_CALLS_PER_TURN
 from dex_agents.tool_task_routing import ToolTaskPollers, ToolTasksOption
-from dex_agents_openai_agents.runner import ContextFactory, OpenAIAgentsRunner
+from dex_agents_openai_agents._runner import ContextFactory, OpenAIAgentsRunner
 
 __all__ = ["create_openai_agents_session_flow"]
 

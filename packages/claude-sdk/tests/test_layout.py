@@ -1,0 +1,68 @@
+"""The package has the module layout of every runner package, and its old paths still work."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from pathlib import Path
+
+import pytest
+
+import dex_agents_claude_sdk
+from dex_agents_claude_sdk import _messages, _runner, conformance
+
+RUNNER_MODULES = {
+    "_flow",
+    "_runner",
+    "_messages",
+    "_tools",
+    "_compaction",
+    "_mcp",
+    "conformance",
+    "testing",
+}
+DEPRECATED_MODULES = {"messages", "runner"}
+"""Old public-looking paths that still import for one release, with a DeprecationWarning."""
+
+OLD_NAMES: list[tuple[str, str, object]] = [
+    *(
+        ("runner", name, getattr(dex_agents_claude_sdk, name))
+        for name in ("DEFAULT_MAX_TOKENS", "ClaudeRunner", "ClientFactory")
+    ),
+    ("runner", "client_from_environment", _runner.client_from_environment),
+    *(
+        ("messages", name, getattr(_messages, name))
+        for name in (
+            "ToolUse",
+            "assistant_messages",
+            "decode_item",
+            "request_messages",
+            "stored_items",
+            "tool_result_message",
+            "tool_uses_of",
+            "unanswered_tool_uses",
+            "user_message",
+        )
+    ),
+    *(
+        ("testing", name, getattr(conformance, name))
+        for name in ("ScriptedMessagesEndpoint", "scenario_tool")
+    ),
+]
+
+
+def test_the_package_has_the_runner_layout() -> None:
+    package = Path(dex_agents_claude_sdk.__file__).parent
+    modules = {info.name for info in pkgutil.iter_modules([str(package)])}
+    assert modules == RUNNER_MODULES | DEPRECATED_MODULES
+    assert (package / "py.typed").is_file()
+
+
+@pytest.mark.parametrize(("module", "name", "value"), OLD_NAMES, ids=lambda v: str(v)[:40])
+def test_an_old_path_still_serves_its_name_with_a_deprecation_warning(
+    module: str, name: str, value: object
+) -> None:
+    old = importlib.import_module(f"dex_agents_claude_sdk.{module}")
+    with pytest.warns(DeprecationWarning, match=rf"dex_agents_claude_sdk\.{module}\.{name} is"):
+        served = getattr(old, name)
+    assert served is value

@@ -1,0 +1,500 @@
+"""``OpenAIAgentsRunner``: an OpenAI Agents SDK ``Agent`` as a dex-agents runner.
+
+A model step runs the agent with every function tool deferred (see
+``build_deferring_graph``), so ``Runner.run`` makes one model call and stops at the tool
+calls' approval interruptions. The step returns those calls to the session and
+keeps the SDK's ``RunState`` as the framework run state. The next step restores
+it, approves every call whose record succeeded or failed (the deferred copy then
+replays the recorded result) and rejects every rejected call with its message,
+and runs on. Tools themselves run only in ``execute_deferred_tool_call``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any, cast
+
+from agents import (
+    Agent,
+    FunctionTool,
+    ModelBehaviorError,
+    RunConfig,
+    RunContextWrapper,
+    Runner,
+    RunState,
+    ToolApprovalItem,
+)
+from agents.items import ModelResponse, TResponseInputItem
+from agents.result import RunResultStreaming
+from agents.tool import (
+    invoke_function_tool,
+)
+from agents.tool_context import ToolContext
+from agents.usage import Usage
+from openai.types.responses import ResponseFunctionToolCall
+
+from dex_agents import (
+    AgentTurnContext,
+    AgentUsage,
+    DeferredToolCall,
+    DeferredToolExecution,
+    FrameworkMessage,
+    ToolCallsRequested,
+    ToolExecutionError,
+    ToolExecutionResult,
+    ToolInputRequested,
+    TurnCompleted,
+    add_agent_usage,
+    describe_tool_call_outcome,
+    empty_agent_usage,
+)
+from dex_agents.adapter_support import (
+    check_model_tool_call_id,
+    serving_deferred_tool_execution,
+    serving_model_step,
+    single_response_usage,
+)
+from dex_agents.builtin_tools import enabled_builtin_tool_definitions
+from dex_agents.compaction import ContextSummaryRequest, ContextSummaryResult
+from dex_agents.compaction_support import context_summary_note, estimate_stored_tokens
+from dex_agents.runner import AgentTurnOutcome, DeferredToolOutcome, model_call_metadata
+from dex_agents.stepwise import DEFAULT_MAX_MODEL_CALLS_PER_TURN
+from dex_agents.texts import unknown_tool_error
+from dex_agents.tool_task_routing import ToolTaskForwarding, returning_started_task
+from dex_agents.values import AgentToolCallStatus, InteractionMode
+from dex_agents_openai_agents._compaction import compaction_cutoff, summarizer_of, summary_input
+from dex_agents_openai_agents._mcp import stamp_mcp_idempotency_keys
+from dex_agents_openai_agents._messages import (
+    InputItem,
+    StepRunState,
+    call_names,
+    decode_run_state,
+    encode_run_state,
+    framework_message_of,
+    replay_items,
+    stored_item,
+    user_input_item,
+)
+from dex_agents_openai_agents._tools import (
+    DeferringGraph,
+    build_deferring_graph,
+    check_tool_input,
+    check_tool_output,
+    output_text,
+    raising_copy,
+    reachable_agents,
+    replay_recorded_result,
+    tool_call_policy,
+)
+
+__all__ = ["ContextFactory", "OpenAIAgentsRunner", "UnsupportedInterruptionError"]
+
+_log = logging.getLogger(__name__)
+
+ContextFactory = Callable[[], Any]
+"""Builds the SDK run context value (``RunContextWrapper.context``) for one step."""
+
+
+class UnsupportedInterruptionError(RuntimeError):
+    """The SDK stopped for an approval this adapter cannot defer (not a function call)."""
+
+
+class OpenAIAgentsRunner(ToolTaskForwarding):
+    """Runs ``agent`` under the session Flow; keeps no state between calls.
+
+    ``run_config`` is the base ``RunConfig`` of every run (model provider, model
+    settings, ...). Tracing is off unless ``tracing=True``: the SDK would
+    otherwise export traces to OpenAI. ``context_factory`` builds the run
+    context value given to tools, instructions and guardrails in each step.
+    ``max_turns`` bounds the model calls of one session turn (the SDK's ``max_turns``,
+    carried across the turn's model steps in its run state): past it the SDK raises
+    ``MaxTurnsExceeded`` and the turn fails, so a model that keeps calling tools cannot
+    run forever. It defaults to Stepwise's ``max_model_calls_per_turn`` (100), not the
+    SDK's 10, because every tool round of a session turn is a model call; ``None``
+    removes the bound. ``handoff_agents`` lists the agents that ``handoff(...)`` objects
+    lead to and that no agent lists directly in its ``handoffs`` (the SDK tells a
+    ``Handoff``'s target only by name); a handoff to an agent found nowhere is a
+    ``ValueError`` naming it.
+    """
+
+    supports_plan_mode = True
+    """A planning turn's agent offers only ``write_todos``, with no handoffs."""
+
+    def __init__(
+        self,
+        agent: Agent[Any],
+        *,
+        run_config: RunConfig | None = None,
+        context_factory: ContextFactory | None = None,
+        tracing: bool = False,
+        max_turns: int | None = DEFAULT_MAX_MODEL_CALLS_PER_TURN,
+        handoff_agents: Sequence[Agent[Any]] = (),
+    ) -> None:
+        if not isinstance(agent, Agent):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"agent must be an agents.Agent, got {type(agent).__name__}")
+        for extra in handoff_agents:
+            if not isinstance(extra, Agent):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise TypeError(
+                    f"handoff_agents must hold agents.Agent objects, got {type(extra).__name__}"
+                )
+        if run_config is not None and not isinstance(run_config, RunConfig):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError("run_config must be an agents.RunConfig")
+        if context_factory is not None and not callable(context_factory):
+            raise TypeError("context_factory must be callable")
+        if not isinstance(tracing, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"tracing must be a bool, got {tracing!r}")
+        if max_turns is not None and (
+            isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1  # pyright: ignore[reportUnnecessaryIsInstance]
+        ):
+            raise ValueError(f"max_turns must be a positive integer or None, got {max_turns!r}")
+        self.agent = agent
+        self.handoff_agents = tuple(handoff_agents)
+        reachable_agents(agent, self.handoff_agents)  # Names and handoff targets, checked early.
+        self.max_turns = max_turns
+        self.run_config = dataclasses.replace(
+            run_config if run_config is not None else RunConfig(), tracing_disabled=not tracing
+        )
+        self.context_factory = context_factory
+
+    # --- messages ------------------------------------------------------------------
+
+    def build_user_message(self, text: str) -> FrameworkMessage:
+        return framework_message_of(user_input_item(text))
+
+    def build_unfinished_turn_messages(self, turn: AgentTurnContext) -> Sequence[FrameworkMessage]:
+        """Outputs of the stored calls whose records are final but not stored yet."""
+        items = [stored_item(message) for message in turn.messages]
+        answered = {
+            item.get("call_id") for item in items if item.get("type") == "function_call_output"
+        }
+        messages: list[FrameworkMessage] = []
+        for item in items:
+            call_id = item.get("call_id")
+            if item.get("type") != "function_call" or call_id in answered:
+                continue
+            record = turn.recorded_tool_call(str(call_id))
+            if record is not None and record.is_final:
+                messages.append(
+                    framework_message_of(
+                        {
+                            "call_id": call_id,
+                            "output": describe_tool_call_outcome(record),
+                            "type": "function_call_output",
+                        },
+                        {str(call_id): record.tool_name},
+                    )
+                )
+        return messages
+
+    # --- the model step ------------------------------------------------------------
+
+    async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
+        with serving_model_step(turn):
+            return await self._run_model_step(turn)
+
+    async def _run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
+        context_value = self.context_factory() if self.context_factory is not None else None
+        run_context = RunContextWrapper(context=context_value)
+        graph = await build_deferring_graph(
+            self.agent,
+            run_context,
+            replay_recorded_result(turn),
+            enabled_builtin_tool_definitions(turn.enabled_built_in_tools),
+            handoff_agents=self.handoff_agents,
+            planning=turn.interaction_mode is InteractionMode.PLANNING,
+        )
+        if turn.framework_run_state is None:
+            items = replay_items(turn.messages)
+            if turn.context_summary is not None:
+                # The summary of the earlier messages leads the input as a user message.
+                items.insert(0, user_input_item(context_summary_note(turn.context_summary)))
+            run_input: list[TResponseInputItem] | RunState[Any, Agent[Any]] = cast(
+                list[TResponseInputItem], items
+            )
+            stored_count = len(items)
+            earlier_responses = 0
+        else:
+            saved = decode_run_state(turn.framework_run_state)
+            state = await RunState.from_json(
+                graph.root, saved.run_state, context_override=run_context
+            )
+            _apply_records(state, turn)
+            run_input = state
+            stored_count = saved.stored_item_count
+            earlier_responses = saved.model_response_count
+
+        result = Runner.run_streamed(
+            graph.root,
+            run_input,
+            context=context_value,
+            # A resumed run keeps the bound and the count of its run state.
+            max_turns=self.max_turns,
+            run_config=self.run_config,
+        )
+        await _forward_stream(result, turn)
+
+        all_items = cast(list[InputItem], result.to_input_list())
+        if len(all_items) < stored_count:
+            raise RuntimeError(
+                f"the SDK's input list has {len(all_items)} items but {stored_count} are stored;"
+                " the run state does not match the stored messages"
+            )
+        names = call_names(all_items)
+        new_messages = [framework_message_of(item, names) for item in all_items[stored_count:]]
+        responses = result.raw_responses[earlier_responses:]
+        usage = _usage_of(responses)
+        metadata = model_call_metadata(
+            request_model=_model_name(result.last_agent, self.run_config),
+            response_id=responses[-1].response_id if responses else None,
+        )
+        if not result.interruptions:
+            return TurnCompleted(
+                new_messages=new_messages, usage=usage, model_call_metadata=metadata
+            )
+        calls = await self._deferred_calls(
+            turn, graph, run_context, result.interruptions, all_items
+        )
+        saved_state = StepRunState(
+            run_state=result.to_state().to_json(),
+            stored_item_count=len(all_items),
+            model_response_count=len(result.raw_responses),
+        )
+        return ToolCallsRequested(
+            framework_run_state=encode_run_state(saved_state),
+            tool_calls=calls,
+            usage=usage,
+            new_messages=new_messages,
+            model_call_metadata=metadata,
+        )
+
+    # --- compaction ----------------------------------------------------------------
+
+    async def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
+        """The Agents SDK counts no tokens before a request, so this estimates one token per
+        four characters of the stored items' JSON and the summary."""
+        return estimate_stored_tokens(turn.messages, turn.context_summary)
+
+    async def select_compaction_cutoff(
+        self, turn: AgentTurnContext, retained_token_budget: int
+    ) -> int | None:
+        """A cut where every ``function_call`` before it has its output. Only at a turn's
+        first model call: later calls continue from the SDK's ``RunState``, which carries
+        the turn's whole input, so compacting then would not shrink it."""
+        if turn.framework_run_state is not None:
+            return None
+        return compaction_cutoff(turn, retained_token_budget)
+
+    async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
+        """One run of a tool-less agent on the agent's model and settings, with
+        ``CONTEXT_SUMMARY_INSTRUCTIONS``, over the earlier summary and the messages."""
+        summarizer = summarizer_of(self.agent)
+        result = await Runner.run(
+            summarizer, summary_input(request), max_turns=1, run_config=self.run_config
+        )
+        return ContextSummaryResult(
+            summary=str(result.final_output),
+            usage=_usage_of(result.raw_responses),
+            model_call_metadata=model_call_metadata(
+                request_model=_model_name(summarizer, self.run_config),
+                response_id=result.raw_responses[-1].response_id if result.raw_responses else None,
+            ),
+        )
+
+    async def _deferred_calls(
+        self,
+        turn: AgentTurnContext,
+        graph: DeferringGraph,
+        run_context: RunContextWrapper[Any],
+        interruptions: Sequence[ToolApprovalItem],
+        all_items: Sequence[InputItem],
+    ) -> list[DeferredToolCall]:
+        by_call_id: dict[str, ToolApprovalItem] = {}
+        for item in interruptions:
+            call = _function_call_of(item)
+            by_call_id[call.call_id] = item
+        # The model's order, as the session wants it, from the function call items.
+        order = list(
+            dict.fromkeys(
+                [
+                    str(item["call_id"])
+                    for item in all_items
+                    if item.get("type") == "function_call" and item.get("call_id") in by_call_id
+                ]
+                + list(by_call_id)
+            )
+        )
+        calls: list[DeferredToolCall] = []
+        for call_id in order:
+            approval = by_call_id[call_id]
+            raw = _function_call_of(approval)
+            check_model_tool_call_id(raw.name, call_id)
+            agent_name = approval.agent.name
+            calls.append(
+                DeferredToolCall(
+                    tool_call_id=call_id,
+                    tool_name=raw.name,
+                    arguments=raw.arguments,
+                    policy=await tool_call_policy(turn, graph, run_context, agent_name, raw),
+                    tool_source_reference=json.dumps({"agent": agent_name}),
+                )
+            )
+        return calls
+
+    # --- the tool step -------------------------------------------------------------
+
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
+        # A tool that raised StartedToolTask hands its task to the session's PollToolTask.
+        return await returning_started_task(self._run_deferred_tool_call(call))
+
+    async def _run_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
+        record = call.tool_call
+        context_value = self.context_factory() if self.context_factory is not None else None
+        run_context = RunContextWrapper(context=context_value)
+        agent, tool = await self._real_tool(
+            record.tool_source_reference, record.tool_name, run_context
+        )
+        tool_call = ResponseFunctionToolCall(
+            arguments=record.arguments,
+            call_id=record.tool_call_id,
+            name=record.tool_name,
+            type="function_call",
+        )
+        tool_context = ToolContext(
+            context=context_value,
+            usage=Usage(),
+            tool_name=record.tool_name,
+            tool_call_id=record.tool_call_id,
+            tool_arguments=record.arguments,
+            tool_call=tool_call,
+            agent=agent,
+            run_config=self.run_config,
+        )
+        with serving_deferred_tool_execution(call):
+            await check_tool_input(tool, tool_context, agent)
+            try:
+                output = await invoke_function_tool(
+                    function_tool=raising_copy(tool),
+                    context=tool_context,
+                    arguments=record.arguments,
+                )
+            except ModelBehaviorError as error:
+                # The SDK's argument check: the model sent arguments the schema rejects.
+                raise ToolExecutionError(str(error)) from error
+            if not isinstance(output, ToolInputRequested):
+                output = await check_tool_output(tool, tool_context, agent, output)
+        if isinstance(output, ToolInputRequested):
+            return output
+        return ToolExecutionResult(output_text(tool, tool_call, output))
+
+    async def _real_tool(
+        self, source_reference: str | None, tool_name: str, run_context: RunContextWrapper[Any]
+    ) -> tuple[Agent[Any], FunctionTool]:
+        agent_name: str | None = None
+        if source_reference:
+            try:
+                agent_name = json.loads(source_reference).get("agent")
+            except (json.JSONDecodeError, AttributeError):
+                agent_name = None
+        for agent in _agents_by_name(self.agent, self.handoff_agents, agent_name):
+            for tool in await agent.get_all_tools(run_context):
+                if isinstance(tool, FunctionTool) and tool.name == tool_name:
+                    stamp_mcp_idempotency_keys(agent)
+                    return agent, tool
+        raise ToolExecutionError(unknown_tool_error(tool_name))
+
+
+def _agents_by_name(
+    root: Agent[Any], handoff_agents: Sequence[Agent[Any]], preferred: str | None
+) -> list[Agent[Any]]:
+    """Every agent reachable through handoffs, the one named ``preferred`` first."""
+    ordered = reachable_agents(root, handoff_agents)
+    ordered.sort(key=lambda agent: agent.name != preferred)
+    return ordered
+
+
+def _function_call_of(item: ToolApprovalItem) -> ResponseFunctionToolCall:
+    raw: object = item.raw_item
+    if isinstance(raw, ResponseFunctionToolCall):
+        return raw
+    fields: dict[str, Any] | None = raw if isinstance(raw, dict) else None  # pyright: ignore[reportUnknownVariableType]
+    if fields is not None and fields.get("type") == "function_call":
+        return ResponseFunctionToolCall.model_validate(fields)
+    kind = fields.get("type") if fields is not None else getattr(raw, "type", type(raw).__name__)
+    raise UnsupportedInterruptionError(
+        f"the SDK asked to approve a {kind!r} item; only function tool calls can be deferred"
+    )
+
+
+def _apply_records(state: RunState[Any, Agent[Any]], turn: AgentTurnContext) -> None:
+    """Approve the succeeded pending calls and reject the others, from their final records.
+
+    Only an approved call runs its replay copy, which returns the recorded output;
+    a rejection gives the model the record's text as the call's output directly,
+    which keeps failure texts away from a typed tool's output check.
+    """
+    for item in state.get_interruptions():
+        call = _function_call_of(item)
+        record = turn.recorded_tool_call(call.call_id)
+        if record is None or not record.is_final:
+            raise RuntimeError(
+                f"tool call {call.call_id!r} of the previous response has no final record"
+            )
+        if record.status is AgentToolCallStatus.SUCCEEDED:
+            state.approve(item)
+        else:
+            state.reject(item, rejection_message=describe_tool_call_outcome(record))
+
+
+async def _forward_stream(result: RunResultStreaming, turn: AgentTurnContext) -> None:
+    """Consume the run's events, writing text and reasoning deltas to the turn's events.
+
+    If the step is cancelled (or the consumer fails), the SDK's background run is
+    cancelled too, so no model call outlives the step.
+    """
+    try:
+        async for event in result.stream_events():
+            if event.type != "raw_response_event":
+                continue
+            data: Any = event.data
+            kind = getattr(data, "type", None)
+            if kind == "response.output_text.delta":
+                turn.events.write_text_delta(str(data.delta))
+            elif kind == "response.reasoning_summary_text.delta":
+                turn.events.write_reasoning_delta(str(data.delta))
+    except BaseException:
+        result.cancel()
+        raise
+
+
+def _usage_of(responses: Sequence[ModelResponse]) -> AgentUsage:
+    """Usage of this step's own responses, never the run's running totals."""
+    total = empty_agent_usage()
+    for response in responses:
+        usage = response.usage
+        input_details: Any = usage.input_tokens_details
+        output_details: Any = usage.output_tokens_details
+        total = add_agent_usage(
+            total,
+            single_response_usage(
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                total_tokens=usage.total_tokens,
+                cache_read_tokens=getattr(input_details, "cached_tokens", None),
+                cache_write_tokens=getattr(input_details, "cache_write_tokens", None),
+                reasoning_tokens=getattr(output_details, "reasoning_tokens", None),
+            ),
+        )
+    return total
+
+
+def _model_name(agent: Agent[Any], run_config: RunConfig) -> str | None:
+    for model in (run_config.model, agent.model):
+        if isinstance(model, str):
+            return model
+        name = getattr(model, "model", None)
+        if isinstance(name, str):
+            return name
+    return None
