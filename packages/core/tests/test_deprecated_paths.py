@@ -226,13 +226,14 @@ def test_the_session_package_names_still_import(name: str, home: str) -> None:
     assert value is getattr(importlib.import_module(home), name)
 
 
-def test_the_mcp_test_server_names_still_import_from_the_testing_kit() -> None:
-    import dex_agents.testing
+def test_the_mcp_test_server_keeps_its_other_names() -> None:
+    import dex_agents.testing._mcp_server as server
     import dex_agents.testing.mcp_server
 
-    with pytest.warns(DeprecationWarning, match=r"use dex_agents\.testing\.mcp_server\.read_calls"):
-        value = dex_agents.testing.read_calls  # type: ignore[attr-defined]
-    assert value is dex_agents.testing.mcp_server.read_calls
+    for name in ("HTTP_READY_LINE", "IDEMPOTENCY_META_KEY", "build_server"):
+        with pytest.warns(DeprecationWarning, match=f"dex_agents.testing.mcp_server.{name} is"):
+            value = getattr(dex_agents.testing.mcp_server, name)
+        assert value is getattr(server, name)
 
 
 # --- AgentHost --------------------------------------------------------------------------

@@ -14,7 +14,6 @@ Commands: ``python -m dex_agents.testing.worker_main``, ``.scenario_worker``,
 ``.mcp_server`` and ``.kill_fuzz``.
 """
 
-from dex_agents._deprecation import moved_names as _moved_names
 from dex_agents.testing._attributes import read_stored_attributes, stored_attribute_bytes
 from dex_agents.testing._compaction import summary_request
 from dex_agents.testing._engine import PrivateDexEngine
@@ -165,9 +164,3 @@ __all__ = [
     "stored_attribute_bytes",
     "summary_request",
 ]
-
-# The MCP test server moved to its own public module (it needs the mcp extra).
-__getattr__ = _moved_names(
-    __name__,
-    {name: "dex_agents.testing.mcp_server" for name in ("McpHttpTestServer", "read_calls")},
-)
