@@ -29,7 +29,7 @@ def test_the_scripted_model_has_one_public_import_path() -> None:
     import dex_agents.testing
 
     assert ScriptedModelClient.__module__ == "dex_agents.models._scripted"
-    assert not hasattr(dex_agents.testing, "ScriptedModelClient")
+    assert dex_agents.testing.ScriptedModelClient is ScriptedModelClient  # the contract's export
     assert not hasattr(dex_agents.stepwise, "ScriptedModelClient")
 
 

@@ -14,6 +14,7 @@ Commands: ``python -m dex_agents.testing.worker_main``, ``.scenario_worker``,
 ``.mcp_server`` and ``.kill_fuzz``.
 """
 
+from dex_agents.models import ScriptedModelClient, ScriptedModelReply, ScriptedToolCall
 from dex_agents.testing._attributes import read_stored_attributes, stored_attribute_bytes
 from dex_agents.testing._compaction import summary_request
 from dex_agents.testing._engine import PrivateDexEngine
@@ -125,8 +126,11 @@ __all__ = [
     "ScenarioTaskPoller",
     "ScenarioTool",
     "ScriptedHttpEndpoint",
+    "ScriptedModelClient",
     "ScriptedModelFailure",
+    "ScriptedModelReply",
     "ScriptedRunner",
+    "ScriptedToolCall",
     "StepHistoryEntry",
     "StepMethod",
     "StepOutcome",
