@@ -116,3 +116,53 @@ def test_a_project_configured_as_the_readme_says_runs_without_warnings(
     )
     result = pytester.runpytest_subprocess("-m", "conformance", "-k", "paging")
     result.assert_outcomes(passed=1, warnings=0)
+
+
+def test_a_skip_names_the_reason_an_adapter_declares(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_conformance_declared=textwrap.dedent(
+            """
+            import pytest
+
+            from dex_agents.testing import SCRIPTED_FLOW_FACTORY
+            from dex_agents_conformance import ALL_CAPABILITIES, Capability, ConformanceAdapter
+            from dex_agents_conformance.suite import ConformanceSuite
+
+
+            @pytest.fixture
+            def conformance_adapter():
+                return ConformanceAdapter(
+                    factory=SCRIPTED_FLOW_FACTORY,
+                    name="declaring runner",
+                    capabilities=ALL_CAPABILITIES,
+                    unsupported={Capability.SESSION_MODELS: "one model per Worker"},
+                )
+
+
+            class TestDeclaringRunner(ConformanceSuite):
+                pass
+            """
+        )
+    )
+    result = pytester.runpytest_subprocess("-m", "conformance", "-k", "choose_the_model", "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(
+        ["*declaring runner does not support session_models (one model per Worker)*"]
+    )
+
+
+def test_a_capability_is_declared_either_supported_or_unsupported() -> None:
+    from dex_agents_conformance import Capability
+
+    with pytest.raises(ValueError, match="both in capabilities and unsupported"):
+        ConformanceAdapter(
+            factory="my_adapter.conformance:build_flow",
+            capabilities=frozenset({Capability.PLAN_MODE}),
+            unsupported={Capability.PLAN_MODE: "no"},
+        )
+    with pytest.raises(ValueError, match="must be text"):
+        ConformanceAdapter(
+            factory="my_adapter.conformance:build_flow",
+            capabilities=frozenset(),
+            unsupported={Capability.PLAN_MODE: " "},
+        )

@@ -12,7 +12,15 @@ def conformance_adapter() -> ConformanceAdapter:
     return ConformanceAdapter(
         factory=SCRIPTED_FLOW_FACTORY,
         name="core ScriptedRunner",
-        capabilities=ALL_CAPABILITIES | {Capability.TOOL_TASKS, Capability.TOOL_INPUT_REQUESTS},
+        capabilities=ALL_CAPABILITIES
+        | {
+            Capability.TOOL_TASKS,
+            Capability.TOOL_INPUT_REQUESTS,
+            Capability.PLANNING_TOOL_CHOICE,
+            Capability.SESSION_MODELS,
+        },
+        # ScriptedRunner implements no compaction methods.
+        unsupported={Capability.COMPACTION: "ScriptedRunner has no summarize_context"},
     )
 
 

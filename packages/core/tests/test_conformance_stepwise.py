@@ -14,7 +14,13 @@ def conformance_adapter() -> ConformanceAdapter:
         factory=STEPWISE_FLOW_FACTORY,
         name="Stepwise",
         capabilities=ALL_CAPABILITIES
-        | {Capability.COMPACTION, Capability.TOOL_TASKS, Capability.TOOL_INPUT_REQUESTS},
+        | {
+            Capability.COMPACTION,
+            Capability.TOOL_TASKS,
+            Capability.TOOL_INPUT_REQUESTS,
+            Capability.PLANNING_TOOL_CHOICE,
+            Capability.SESSION_MODELS,
+        },
     )
 
 

@@ -6,14 +6,29 @@ from dex_agents_conformance import ALL_CAPABILITIES, Capability, ConformanceAdap
 from dex_agents_conformance.suite import ConformanceSuite
 from dex_agents_langgraph.conformance import PREBUILT_CONFORMANCE_FACTORY
 
+PREBUILT_PLAN_MODE_REASON = (
+    "a prebuilt agent graph binds its model to its tools itself, so a planning turn cannot"
+    " offer only write_todos; pass the chat model and tools instead"
+    " (create_langgraph_session_flow(model, tools=...)), whose one-node graph plans"
+)
+
 
 @pytest.fixture
 def conformance_adapter() -> ConformanceAdapter:
     return ConformanceAdapter(
         factory=PREBUILT_CONFORMANCE_FACTORY,
         name="LangGraph prebuilt agent",
-        # No plan mode: see the README's "Steering, cancellation and plans".
-        capabilities=(ALL_CAPABILITIES - {Capability.PLAN_MODE}) | {Capability.TOOL_TASKS},
+        capabilities=(ALL_CAPABILITIES - {Capability.PLAN_MODE})
+        | {
+            Capability.TOOL_TASKS,
+            Capability.COMPACTION,
+            Capability.TOOL_INPUT_REQUESTS,
+            Capability.SESSION_MODELS,
+        },
+        unsupported={
+            Capability.PLAN_MODE: PREBUILT_PLAN_MODE_REASON,
+            Capability.PLANNING_TOOL_CHOICE: PREBUILT_PLAN_MODE_REASON,
+        },
     )
 
 

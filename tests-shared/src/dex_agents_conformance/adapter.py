@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 
@@ -34,17 +35,38 @@ class Capability(StrEnum):
     the factory polls it with ``ScenarioTaskPoller`` (the adapters' ``tool_tasks=``);
     opt-in, so not in ``ALL_CAPABILITIES``."""
     TOOL_INPUT_REQUESTS = "tool_input_requests"
-    """The framework's tools can return ``ToolInputRequested`` and read the answers of a
-    rerun (``scenario_tool_outcome``); opt-in, so not in ``ALL_CAPABILITIES``."""
+    """The framework's tools can return ``ToolInputRequested`` and read the answers and the
+    continuation of a rerun (``scenario_tool_outcome(..., input_answers=,
+    input_continuation=)``); opt-in, so not in ``ALL_CAPABILITIES``."""
+    PLANNING_TOOL_CHOICE = "planning_tool_choice"
+    """The factory passes ``ScenarioSession.planning_tool_choice`` to the runner, and the
+    scripted model records the tools it offered and its tool choice
+    (``play_scripted_model_call(offered_tools=, tool_choice=)``); opt-in."""
+    SESSION_MODELS = "session_models"
+    """The runner chooses its model per session from ``turn.session_settings``: the factory
+    builds one scripted model per ``ScenarioSession.session_models`` name plus the default
+    and maps the settings to one with ``scenario_model_name``; the scripted model records
+    its name (``play_scripted_model_call(model=)``, ``play_scripted_summary(model=)``);
+    opt-in."""
 
 
 OPT_IN_CAPABILITIES = frozenset(
-    {Capability.COMPACTION, Capability.TOOL_TASKS, Capability.TOOL_INPUT_REQUESTS}
+    {
+        Capability.COMPACTION,
+        Capability.TOOL_TASKS,
+        Capability.TOOL_INPUT_REQUESTS,
+        Capability.PLANNING_TOOL_CHOICE,
+        Capability.SESSION_MODELS,
+    }
 )
 """Capabilities an adapter names itself; ``ALL_CAPABILITIES`` leaves them out."""
 ALL_CAPABILITIES = frozenset(c for c in Capability if c not in OPT_IN_CAPABILITIES)
 """Every capability but the opt-in ones (``COMPACTION``, ``TOOL_TASKS``,
-``TOOL_INPUT_REQUESTS``)."""
+``TOOL_INPUT_REQUESTS``, ``PLANNING_TOOL_CHOICE``, ``SESSION_MODELS``)."""
+
+
+def _no_reasons() -> dict[Capability, str]:
+    return {}
 
 
 @dataclass(frozen=True)
@@ -55,15 +77,38 @@ class ConformanceAdapter:
     factory ``(script, tools, state_directory, session) -> Flow``; Worker child
     processes import it to build the same Flow as the test. ``name`` appears in
     failure messages. ``capabilities`` lists what the adapter's test model and
-    tools support; by default all.
+    tools support; by default all. ``unsupported`` gives the reason for a capability the
+    adapter lacks on purpose (what its framework cannot do, and what a user gets
+    instead); a scenario that needs it skips with that reason.
     """
 
     factory: str
     name: str = "adapter"
     capabilities: frozenset[Capability] = ALL_CAPABILITIES
+    unsupported: Mapping[Capability, str] = field(default_factory=_no_reasons)
 
     def __post_init__(self) -> None:
         module, separator, attribute = self.factory.partition(":")
         if not separator or not module or not attribute:
             raise ValueError(f"factory must be 'module:function', got {self.factory!r}")
         object.__setattr__(self, "capabilities", frozenset(self.capabilities))
+        reasons = dict(self.unsupported)
+        for capability, reason in reasons.items():
+            if capability in self.capabilities:
+                raise ValueError(
+                    f"{capability.value} is both in capabilities and unsupported; pick one"
+                )
+            if not isinstance(reason, str) or not reason.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise ValueError(f"the reason {capability.value} is unsupported must be text")
+        object.__setattr__(self, "unsupported", reasons)
+
+    def skip_reason(self, capabilities: list[Capability]) -> str | None:
+        """Why a scenario that needs ``capabilities`` skips, or ``None`` when it runs."""
+        missing = [c for c in capabilities if c not in self.capabilities]
+        if not missing:
+            return None
+        reasons = [
+            f"{c.value} ({self.unsupported[c]})" if c in self.unsupported else c.value
+            for c in missing
+        ]
+        return f"{self.name} does not support {', '.join(reasons)}"

@@ -400,6 +400,8 @@ class ContractRuleScenarios:
             description="Paint the fence in the colour the user picks.",
             text="painted {answer}",
             question="Which colour?",
+            choices=("red", "blue"),
+            continuation="paint_fence-colour",
         )
         script = ModelScript(
             [
@@ -412,6 +414,7 @@ class ContractRuleScenarios:
             snapshot = await _wait_for_interrupt_or_turn_end(run, 1)
             [question] = snapshot.pending_interrupts
             assert (question.interrupt_id, question.kind.value) == ("call-0-0-input-1", "question")
+            assert (question.question, question.choices) == ("Which colour?", ("red", "blue"))
             assert run.tool_runs.count("paint_fence") == 0, "a tool asks before any effect"
             assert await run.sessions.answer_question(run.session_id, question.interrupt_id, "blue")
             snapshot = await _wait_for_interrupt_or_turn_end(run, 1)
@@ -420,6 +423,9 @@ class ContractRuleScenarios:
             assert final_answer(snapshot) == "paint_fence: painted blue"
             [ran] = run.tool_runs.invocations("paint_fence")
             assert ran.details["input_answers"] == ["blue"]
+            assert ran.details["input_continuation"] == "paint_fence-colour", (
+                "the rerun reads the question's continuation in tool_call.input_continuation"
+            )
 
     @contract_rule(ContractRule.TOOL_ERRORS)
     async def test_tool_errors_reach_the_session_unchanged(

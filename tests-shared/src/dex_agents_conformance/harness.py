@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from datetime import timedelta
@@ -38,7 +38,12 @@ from dex_agents.testing import (
 )
 from dex_agents.testing.history import StepOutcome
 from dex_agents.testing.scenario_flow import STATE_DIRECTORY_VARIABLE
-from dex_agents.testing.scripts import MODEL_CALL_LOG_NAME, MODEL_CALLS_LOG, TOOL_RUNS_LOG
+from dex_agents.testing.scripts import (
+    MODEL_CALL_LOG_NAME,
+    MODEL_CALLS_LOG,
+    SUMMARY_CALL_LOG_NAME,
+    TOOL_RUNS_LOG,
+)
 from dex_agents_conformance.adapter import Capability, ConformanceAdapter
 from dex_agents_conformance.diagnosis import defect_rule, failure_summary, last_traceback
 from dex_agents_conformance.rules import ContractRule, checking
@@ -97,6 +102,10 @@ class ScenarioRun:
             and (position is None or call.details["position"] == position)
         ]
 
+    def summary_calls(self) -> list[Invocation]:
+        """Recorded summary calls (``play_scripted_summary``), in order."""
+        return self._model_calls.invocations(SUMMARY_CALL_LOG_NAME)
+
     def model_call(self, turn_id: str, position: int) -> Invocation:
         """The one recorded model call of ``turn_id`` at ``position``; a clear error otherwise."""
         calls = self.model_calls(turn_id, position)
@@ -116,9 +125,15 @@ class ScenarioRun:
         )
 
     async def start_session(
-        self, initial_message: str | None, *, config: dex.FlowConfig | None = None
+        self,
+        initial_message: str | None,
+        *,
+        config: dex.FlowConfig | None = None,
+        session_settings: Mapping[str, Any] | None = None,
     ) -> None:
-        await self.sessions.start_session(self.session_id, initial_message, config=config)
+        await self.sessions.start_session(
+            self.session_id, initial_message, config=config, session_settings=session_settings
+        )
 
     async def step_types(self) -> list[str]:
         """Executed Step types of the session, in history order."""
@@ -179,9 +194,9 @@ class ConformanceHarness:
 
     def require(self, *capabilities: Capability) -> None:
         """Skip the scenario, with a reason, when the adapter lacks a capability."""
-        missing = [c.value for c in capabilities if c not in self.adapter.capabilities]
-        if missing:
-            pytest.skip(f"{self.adapter.name} does not support {', '.join(missing)}")
+        reason = self.adapter.skip_reason(list(capabilities))
+        if reason is not None:
+            pytest.skip(reason)
 
     @asynccontextmanager
     async def run(

@@ -45,6 +45,7 @@ class ContractRule(StrEnum):
     CRASH_RECOVERY = "crash_recovery"
     TURN_CONTROL = "turn_control"
     PLANS = "plans"
+    SESSION_SETTINGS = "session_settings"
     MESSAGE_STORAGE = "message_storage"
 
     @property
@@ -89,7 +90,8 @@ _DESCRIPTIONS: dict[ContractRule, str] = {
     ContractRule.BUILT_IN_TOOLS: "the runner offers turn.enabled_built_in_tools and returns"
     " their calls like any other, so the session handles ask_user and durable_wait",
     ContractRule.TOOL_INPUT_REQUESTED: "a tool's ToolInputRequested reaches the session, and the"
-    " rerun of the call gets the answers in input_answers",
+    " rerun of the call gets the answers in input_answers and the question's continuation in"
+    " tool_call.input_continuation",
     ContractRule.UNFINISHED_TURN_MESSAGES: "a runner that stores messages as the turn goes"
     " implements build_unfinished_turn_messages, so a failed turn stores a result for every"
     " stored tool call",
@@ -101,7 +103,12 @@ _DESCRIPTIONS: dict[ContractRule, str] = {
     " same committed input",
     ContractRule.TURN_CONTROL: "steering, queue edits and cancellation end turns as the session"
     " says",
-    ContractRule.PLANS: "plan mode offers only write_todos and runs an approved plan",
+    ContractRule.PLANS: "plan mode offers only write_todos and runs an approved plan;"
+    " planning_tool_choice='required' forces a tool call on a planning turn's first model"
+    " call while no draft exists",
+    ContractRule.SESSION_SETTINGS: "every model call of a turn, summary calls included, uses"
+    " the model the turn's session_settings choose (turn.session_settings, the settings the"
+    " turn started with); an update applies from the next turn",
     ContractRule.MESSAGE_STORAGE: "stored messages, snapshots and paging read back complete",
 }
 

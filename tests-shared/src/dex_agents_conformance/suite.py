@@ -27,6 +27,7 @@ from dex_agents.texts import (
 )
 from dex_agents.values import AgentToolCallStatus
 from dex_agents_conformance.adapter import Capability
+from dex_agents_conformance.capabilities_suite import RunnerCapabilityScenarios
 from dex_agents_conformance.checks import (
     assert_sequences_without_gaps,
     event_types,
@@ -62,15 +63,20 @@ SECOND_CALL = "call-0-1"
 
 
 class ConformanceSuite(
-    ContractRuleScenarios, TurnControlScenarios, LongSessionScenarios, ToolTaskScenarios
+    ContractRuleScenarios,
+    TurnControlScenarios,
+    LongSessionScenarios,
+    ToolTaskScenarios,
+    RunnerCapabilityScenarios,
 ):
     """Every scenario of the suite; see the module docstring.
 
     The runner contract's rules one by one come from ``ContractRuleScenarios``, the
     steering, cancellation and plan scenarios from ``TurnControlScenarios``, the
-    message storage, retention and compaction ones from ``LongSessionScenarios``, and the
-    tool task ones from ``ToolTaskScenarios``. Every failure names the contract rule it
-    checks (``dex_agents_conformance.rules``).
+    message storage, retention and compaction ones from ``LongSessionScenarios``, the
+    tool task ones from ``ToolTaskScenarios``, and tool questions, a forced planning tool
+    choice and per-session models from ``RunnerCapabilityScenarios``. Every failure names
+    the contract rule it checks (``dex_agents_conformance.rules``).
     """
 
     pytestmark: ClassVar[list[pytest.MarkDecorator]] = [
@@ -310,7 +316,8 @@ class ConformanceSuite(
             await run.sessions.start_session(other, "question 1")
             await run.sessions.wait_for_completed_turns(run.session_id, 1)
             assert not await run.sessions.send_user_message(run.session_id, "x" * (limit + 1))
-            assert not await run.sessions.send_user_message(run.session_id, "é" * (limit // 6 + 1))
+            # The limit counts UTF-8 bytes of the text: two per "é".
+            assert not await run.sessions.send_user_message(run.session_id, "é" * (limit // 2 + 1))
             with pytest.raises(dex.DexServiceError, match="max_value_bytes"):
                 await run.sessions.send_user_message(run.session_id, "x" * (3 * limit * 2))
             largest = "y" * limit

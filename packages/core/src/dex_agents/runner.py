@@ -125,6 +125,12 @@ from dex_agents._texts import (
     plan_execution_user_text,
     unknown_tool_error,
 )
+from dex_agents._tool_choice import (
+    check_planning_tool_choice,
+    forced_tool_choice_refusal,
+    is_anthropic_model,
+    thinking_enabled,
+)
 from dex_agents._tool_task_routing import (
     StartedToolTask,
     ToolTaskForwarding,
@@ -207,6 +213,7 @@ __all__ = [
     "builtin_tool_definitions",
     "call_policy",
     "check_model_tool_call_id",
+    "check_planning_tool_choice",
     "check_tool_task_poller",
     "context_summary_note",
     "counted_model_step_outcome",
@@ -221,8 +228,10 @@ __all__ = [
     "encode_model_call_count",
     "estimate_stored_tokens",
     "estimate_text_tokens",
+    "forced_tool_choice_refusal",
     "get_deferred_tool_execution",
     "get_model_step_context",
+    "is_anthropic_model",
     "is_display_only",
     "known_tool",
     "mcp_idempotency_meta",
@@ -242,6 +251,7 @@ __all__ = [
     "summary_input_text",
     "supports_plan_mode",
     "supports_tool_task_polling",
+    "thinking_enabled",
     "tool_arguments_object",
     "tool_declaration_metadata",
     "tool_task_started_in",

@@ -13,12 +13,18 @@ one model call and stops before any tool runs. Two shapes do that:
 The turn's messages are stored as it goes (``ToolCallsRequested.new_messages``),
 so the run state only counts the turn's model calls. Tools run in
 ``execute_deferred_tool_call`` with the real LangChain tool.
+
+The one-node graph plans (``supports_plan_mode``): a planning turn binds only
+``write_todos``, forced on the first call with ``planning_tool_choice="required"``,
+and every model call shows the plan note before the turn's messages. ``resolve_model``
+chooses the chat model per session from ``turn.session_settings``, summary calls
+included; a graph runner's ``resolve_graph`` chooses the graph.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
@@ -52,9 +58,13 @@ from dex_agents.adapter_support import (
     serving_model_step,
     single_response_usage,
 )
+from dex_agents.builtin_tools import WRITE_TODOS
 from dex_agents.compaction import ContextSummaryRequest, ContextSummaryResult
 from dex_agents.compaction_support import context_summary_note
+from dex_agents.plans import build_plan_note
+from dex_agents.runner import check_planning_tool_choice
 from dex_agents.tool_task_routing import ToolTaskForwarding, returning_started_task
+from dex_agents.values import InteractionMode
 from dex_agents_langgraph._compaction import (
     compaction_cutoff,
     estimate_stored_tokens,
@@ -74,6 +84,7 @@ from dex_agents_langgraph._messages import (
 )
 from dex_agents_langgraph._tools import (
     built_in_tool_schemas,
+    chat_model_forced_tool_choice_refusal,
     check_tool_declarations,
     configurable,
     run_deferred_tool_call,
@@ -86,6 +97,20 @@ __all__ = ["LangGraphRunner"]
 
 BUILT_IN_TOOLS_CONFIG_KEY = "dex_built_in_tools"
 """``config["configurable"]`` key of the built-in tools the one-node graph offers."""
+PLANNING_CONFIG_KEY = "dex_planning"
+"""``config["configurable"]`` key: ``"auto"`` or ``"required"`` in a planning turn (the
+one-node graph binds only ``write_todos``), absent otherwise."""
+SESSION_SETTINGS_CONFIG_KEY = "dex_session_settings"
+"""``config["configurable"]`` key of the turn's session settings, for a graph (a dynamic
+model function, say) that chooses by them itself."""
+CHAT_MODEL_CONFIG_KEY = "dex_chat_model"
+"""``config["configurable"]`` key of the chat model the one-node graph calls (the one
+``resolve_model`` chose for the session)."""
+
+ModelResolver = Callable[[Mapping[str, Any]], BaseChatModel]
+"""Maps a turn's session settings to the chat model of its calls."""
+GraphResolver = Callable[[Mapping[str, Any]], Pregel[Any, Any, Any, Any]]
+"""Maps a turn's session settings to the graph that runs its model steps."""
 
 MODEL_NODE = "model"
 TOOLS_NODE = "tools"
@@ -102,6 +127,9 @@ class LangGraphRunner(ToolTaskForwarding):
     node. Use ``from_chat_model`` for a chat model and tools without a graph.
     """
 
+    supports_plan_mode = False
+    """A graph binds its model to its tools itself; ``from_chat_model``'s runner plans."""
+
     def __init__(
         self,
         graph: Pregel[Any, Any, Any, Any],
@@ -109,20 +137,14 @@ class LangGraphRunner(ToolTaskForwarding):
         *,
         messages_key: str = "messages",
         tools_node: str = TOOLS_NODE,
+        resolve_graph: GraphResolver | None = None,
+        resolve_model: ModelResolver | None = None,
     ) -> None:
-        if not isinstance(graph, Pregel):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise TypeError(
-                "graph must be a compiled LangGraph graph (StateGraph(...).compile(),"
-                f" create_react_agent(...)), got {type(graph).__name__}"
-            )
-        if tools_node in graph.nodes:
-            interrupts = graph.interrupt_before_nodes
-            if interrupts != "*" and tools_node not in interrupts:
-                raise ValueError(
-                    f"the graph runs its {tools_node!r} node itself; compile it with"
-                    f" interrupt_before=[{tools_node!r}] so that every tool call is deferred"
-                    " to its own durable Step"
-                )
+        _check_graph(graph, tools_node)
+        if resolve_graph is not None and not callable(resolve_graph):
+            raise TypeError("resolve_graph must be a function of the session settings")
+        if resolve_model is not None and not callable(resolve_model):
+            raise TypeError("resolve_model must be a function of the session settings")
         if not isinstance(messages_key, str) or not messages_key:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"messages_key must be a non-empty str, got {messages_key!r}")
         resolved = tool_list(tools) if tools is not None else tools_of_node(graph, tools_node)
@@ -139,9 +161,20 @@ class LangGraphRunner(ToolTaskForwarding):
         self.graph = graph
         self.tools: Mapping[str, BaseTool] = by_name
         self.messages_key = messages_key
+        self.tools_node = tools_node
+        self.resolve_graph = resolve_graph
+        """Chooses the graph of a turn's model steps from its session settings (one graph
+        per model, say); ``None`` runs ``graph`` for every session."""
+        self.resolve_model = resolve_model
+        """Chooses the chat model of a turn's calls, summary calls included, from its
+        session settings; ``None`` keeps ``summary_model`` (and, for ``from_chat_model``,
+        the runner's model)."""
         self.summary_model: BaseChatModel | None = None
         """The chat model ``summarize_context`` calls; ``from_chat_model`` sets it to the
         runner's model. Set it for a graph runner that runs with a compaction policy."""
+        self.planning_tool_choice: Literal["auto", "required"] = "auto"
+        """``required`` forces ``write_todos`` on a planning turn's first model call while no
+        draft exists (``from_chat_model``'s runner)."""
 
     @classmethod
     def from_chat_model(
@@ -151,15 +184,27 @@ class LangGraphRunner(ToolTaskForwarding):
         *,
         system_prompt: str | None = None,
         bind_tools_options: Mapping[str, Any] | None = None,
+        resolve_model: ModelResolver | None = None,
+        planning_tool_choice: Literal["auto", "required"] = "auto",
     ) -> LangGraphRunner:
         """The runner's own one-node graph: one ``model.bind_tools(tools)`` call per model step.
 
         ``system_prompt`` is prepended to every call and never stored.
         ``bind_tools_options`` go to ``bind_tools`` (such as ``parallel_tool_calls``).
-        Built-in tools the session enables are offered next to ``tools``.
+        Built-in tools the session enables are offered next to ``tools``; a planning turn
+        binds only ``write_todos``, with ``tool_choice="write_todos"`` on its first call
+        while no draft exists when ``planning_tool_choice`` is ``"required"`` (refused
+        here for a model that refuses a forced tool choice). ``resolve_model`` maps a
+        turn's session settings to the chat model of its calls, summary calls included
+        (``model`` when it is ``None``); choose only among models the Worker built.
         """
         if not isinstance(model, BaseChatModel):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"model must be a LangChain chat model, got {type(model).__name__}")
+        check_planning_tool_choice(
+            planning_tool_choice,
+            chat_model_forced_tool_choice_refusal(model),
+            where="LangGraphRunner.from_chat_model",
+        )
         if system_prompt is not None and not isinstance(system_prompt, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(
                 f"system_prompt must be a str or None, got {type(system_prompt).__name__}"
@@ -173,9 +218,20 @@ class LangGraphRunner(ToolTaskForwarding):
         options = dict(bind_tools_options or {})
 
         async def call_model(state: MessagesState, config: RunnableConfig) -> dict[str, Any]:
-            built_ins: Sequence[str] = configurable(config).get(BUILT_IN_TOOLS_CONFIG_KEY, ())
-            offered: list[Any] = [*own_tools, *built_in_tool_schemas(built_ins)]
-            runnable = model.bind_tools(offered, **options) if offered else model
+            settings = configurable(config)
+            built_ins: Sequence[str] = settings.get(BUILT_IN_TOOLS_CONFIG_KEY, ())
+            planning: str | None = settings.get(PLANNING_CONFIG_KEY)
+            chosen: BaseChatModel = settings.get(CHAT_MODEL_CONFIG_KEY) or model
+            bind_options = dict(options)
+            if planning is None:
+                offered: list[Any] = [*own_tools, *built_in_tool_schemas(built_ins)]
+            else:
+                # A planning turn offers only write_todos, forced when planning says so.
+                offered = built_in_tool_schemas([n for n in built_ins if n == WRITE_TODOS])
+                bind_options.pop("tool_choice", None)
+                if planning == "required" and offered:
+                    bind_options["tool_choice"] = WRITE_TODOS
+            runnable = chosen.bind_tools(offered, **bind_options) if offered else chosen
             messages: list[BaseMessage] = list(state["messages"])
             if system_prompt:
                 messages = [SystemMessage(content=system_prompt), *messages]
@@ -187,8 +243,10 @@ class LangGraphRunner(ToolTaskForwarding):
         builder.add_edge(START, MODEL_NODE)
         builder.add_edge(MODEL_NODE, END)
         graph = builder.compile(name="dex_agents_model_step")  # pyright: ignore[reportUnknownMemberType]
-        runner = cls(graph, own_tools)
+        runner = cls(graph, own_tools, resolve_model=resolve_model)
         runner.summary_model = model
+        runner.planning_tool_choice = planning_tool_choice
+        runner.supports_plan_mode = True
         return runner
 
     # --- messages ------------------------------------------------------------------
@@ -208,14 +266,20 @@ class LangGraphRunner(ToolTaskForwarding):
         # Stored forms are taken before the graph runs: its reducer gives messages ids.
         stored_results = [framework_message_of(result) for result in new_results]
         inputs = pair_tool_calls_with_results([*stored_messages(turn.messages), *new_results])
+        note = build_plan_note(turn.plan, turn.interaction_mode)
+        if note is not None:
+            # The plan note goes before the turn's messages, in every model call.
+            earlier = sum(1 for message in turn.messages if message.turn_id != turn.turn_id)
+            inputs.insert(earlier, HumanMessage(content=note))
         if turn.context_summary is not None:
             # The summary of the earlier messages leads the input as a human message.
             inputs.insert(0, HumanMessage(content=context_summary_note(turn.context_summary)))
 
         stream = _ModelStream(turn.events)
         final_state: Any = None
+        graph = self._graph_for(turn.session_settings)
         with serving_model_step(turn):
-            async for mode, data in self.graph.astream(  # pyright: ignore[reportUnknownMemberType]
+            async for mode, data in graph.astream(  # pyright: ignore[reportUnknownMemberType]
                 {self.messages_key: inputs},
                 self._model_config(turn, model_calls),
                 stream_mode=["messages", "values"],
@@ -255,6 +319,8 @@ class LangGraphRunner(ToolTaskForwarding):
         """One ``summary_model.ainvoke`` without tools: ``CONTEXT_SUMMARY_INSTRUCTIONS`` and
         the earlier summary and messages as one human message."""
         model = self.summary_model
+        if self.resolve_model is not None:
+            model = self._resolved_model(request.session_settings)
         if model is None:
             raise RuntimeError(
                 "this LangGraph runner has no summary_model; set runner.summary_model to the"
@@ -268,6 +334,24 @@ class LangGraphRunner(ToolTaskForwarding):
         )
 
     def _model_config(self, turn: AgentTurnContext, model_calls: int) -> RunnableConfig:
+        settings: dict[str, Any] = {
+            BUILT_IN_TOOLS_CONFIG_KEY: tuple(turn.enabled_built_in_tools),
+            SESSION_SETTINGS_CONFIG_KEY: dict(turn.session_settings),
+        }
+        if turn.interaction_mode is InteractionMode.PLANNING:
+            draft = turn.plan is not None and turn.plan.status == "draft"
+            forced = self.planning_tool_choice == "required" and model_calls == 0 and not draft
+            settings[PLANNING_CONFIG_KEY] = "required" if forced else "auto"
+        if self.resolve_model is not None:
+            chosen = self._resolved_model(turn.session_settings)
+            if settings.get(PLANNING_CONFIG_KEY) == "required":
+                # The runner's own model was checked when it was built.
+                check_planning_tool_choice(
+                    "required",
+                    chat_model_forced_tool_choice_refusal(chosen),
+                    where="the chat model resolve_model chose",
+                )
+            settings[CHAT_MODEL_CONFIG_KEY] = chosen
         # Metadata reaches every callback and tracer (LangSmith) of the run.
         return RunnableConfig(
             metadata={
@@ -277,8 +361,24 @@ class LangGraphRunner(ToolTaskForwarding):
                 "dex_step_execution_id": turn.step_execution_id,
                 "dex_model_call_index": model_calls,
             },
-            configurable={BUILT_IN_TOOLS_CONFIG_KEY: tuple(turn.enabled_built_in_tools)},
+            configurable=settings,
         )
+
+    def _graph_for(self, session_settings: Mapping[str, Any]) -> Pregel[Any, Any, Any, Any]:
+        if self.resolve_graph is None:
+            return self.graph
+        graph = self.resolve_graph(session_settings)
+        _check_graph(graph, self.tools_node)
+        return graph
+
+    def _resolved_model(self, session_settings: Mapping[str, Any]) -> BaseChatModel:
+        assert self.resolve_model is not None
+        model = self.resolve_model(session_settings)
+        if not isinstance(model, BaseChatModel):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(
+                f"resolve_model must return a LangChain chat model, got {type(model).__name__}"
+            )
+        return model
 
     def _new_results(self, turn: AgentTurnContext) -> list[ToolMessage]:
         """Results of this turn's final records whose calls have no stored result."""
@@ -321,6 +421,23 @@ class LangGraphRunner(ToolTaskForwarding):
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
         # A tool that raised StartedToolTask hands its task to the session's PollToolTask.
         return await returning_started_task(run_deferred_tool_call(self.tools, call))
+
+
+def _check_graph(graph: object, tools_node: str) -> None:
+    if not isinstance(graph, Pregel):
+        raise TypeError(
+            "graph must be a compiled LangGraph graph (StateGraph(...).compile(),"
+            f" create_react_agent(...)), got {type(graph).__name__}"
+        )
+    compiled = cast(Pregel[Any, Any, Any, Any], graph)
+    if tools_node in compiled.nodes:
+        interrupts = compiled.interrupt_before_nodes
+        if interrupts != "*" and tools_node not in interrupts:
+            raise ValueError(
+                f"the graph runs its {tools_node!r} node itself; compile it with"
+                f" interrupt_before=[{tools_node!r}] so that every tool call is deferred"
+                " to its own durable Step"
+            )
 
 
 class _ModelStream:

@@ -13,18 +13,30 @@ A deferred call runs in its tool Step with the real tool (``run_deferred_tool_ca
 the arguments are checked against the tool's schema first, and the tool's ``config``
 carries the call's idempotency key and ``DeferredToolExecution`` under
 ``configurable`` (``idempotency_key_of``, ``tool_execution_of``).
+
+The tool runs as the one node of a small graph, so LangGraph's own
+``langgraph.types.interrupt(value)`` asks the user from inside it: the first run
+stops there and the session asks the question (``ToolInputRequested``); the rerun
+resumes the node with each answer in turn (``Command(resume=...)`` on an in-memory
+checkpointer that lives for that Step), so each ``interrupt()`` returns its answer.
+The code before an ``interrupt()`` runs again on the rerun, as LangGraph always
+does: ask before the tool takes any effect.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar, cast
+from typing import Any, TypedDict, TypeVar, cast
 
 from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import merge_configs
 from langchain_core.tools import BaseTool, ToolException
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
 from langgraph.pregel import Pregel
+from langgraph.types import Command, Interrupt
 from pydantic import BaseModel, ValidationError
 
 from dex_agents import (
@@ -35,6 +47,7 @@ from dex_agents import (
     ToolEffect,
     ToolExecutionError,
     ToolExecutionResult,
+    ToolInputRequested,
 )
 from dex_agents.adapter_support import (
     DEX_EFFECT_METADATA_KEY,
@@ -48,7 +61,12 @@ from dex_agents.adapter_support import (
     tool_declaration_metadata,
 )
 from dex_agents.builtin_tools import enabled_builtin_tool_definitions
-from dex_agents.runner import call_policy
+from dex_agents.runner import (
+    call_policy,
+    forced_tool_choice_refusal,
+    is_anthropic_model,
+    thinking_enabled,
+)
 from dex_agents_langgraph._messages import message_text
 
 __all__ = [
@@ -64,6 +82,7 @@ __all__ = [
     "run_deferred_tool_call",
     "tool_call_policy",
     "tool_execution_of",
+    "tool_input_requested",
 ]
 
 IDEMPOTENCY_KEY_CONFIG_KEY = DEX_IDEMPOTENCY_KEY
@@ -155,7 +174,8 @@ async def run_deferred_tool_call(
     tools: Mapping[str, BaseTool], call: DeferredToolExecution
 ) -> DeferredToolOutcome:
     """Run ``call`` with the real tool of its name; a failure the model sees raises
-    ``ToolExecutionError``."""
+    ``ToolExecutionError``, and an ``interrupt()`` without its answer yet returns
+    ``ToolInputRequested``."""
     record = call.tool_call
     tool = known_tool(tools, record.tool_name)
     arguments = tool_arguments_object(record.arguments)
@@ -180,9 +200,11 @@ async def run_deferred_tool_call(
     }
     try:
         with serving_deferred_tool_execution(call):
-            result = await tool.ainvoke(tool_call, config)
+            result = await _run_in_tool_graph(tool, tool_call, config, call.input_answers)
     except ToolException as error:
         raise ToolExecutionError(str(error) or type(error).__name__) from error
+    if isinstance(result, Interrupt):
+        return tool_input_requested(record.tool_name, result.value)
     if not isinstance(result, ToolMessage):
         raise TypeError(
             f"tool {record.tool_name} returned {type(result).__name__}, not a result;"
@@ -192,6 +214,114 @@ async def run_deferred_tool_call(
     if result.status == "error":
         raise ToolExecutionError(output)
     return ToolExecutionResult(output)
+
+
+class _ToolState(TypedDict, total=False):
+    result: Any
+
+
+_INTERRUPT_KEY = "__interrupt__"
+_TOOL_NODE = "tool"
+
+
+async def _run_in_tool_graph(
+    tool: BaseTool,
+    tool_call: Mapping[str, Any],
+    call_config: RunnableConfig,
+    answers: Sequence[str],
+) -> Any:
+    """The tool's result (a ``ToolMessage``), or the ``Interrupt`` it stopped at.
+
+    The tool runs as the node of a one-node graph, so ``interrupt()`` works in it. With
+    answers the graph gets an in-memory checkpointer and is resumed once per answer, in
+    order, so each ``interrupt()`` of the tool returns its answer.
+    """
+
+    async def run_tool(state: _ToolState, config: RunnableConfig) -> dict[str, Any]:
+        del state
+        # The node's config carries LangGraph's runtime (what interrupt() reads); the
+        # call's carries its idempotency key and execution.
+        return {"result": await tool.ainvoke(dict(tool_call), merge_configs(config, call_config))}
+
+    builder = StateGraph(_ToolState)
+    builder.add_node(_TOOL_NODE, run_tool)  # pyright: ignore[reportUnknownMemberType]
+    builder.add_edge(START, _TOOL_NODE)
+    builder.add_edge(_TOOL_NODE, END)
+    checkpointer = InMemorySaver() if answers else None
+    graph = builder.compile(checkpointer=checkpointer, name="dex_agents_tool_step")  # pyright: ignore[reportUnknownMemberType]
+    run_config = RunnableConfig(configurable={"thread_id": "tool-step"})
+    state: Mapping[str, Any] = await graph.ainvoke({}, run_config)  # pyright: ignore[reportUnknownMemberType]
+    for answer in answers:
+        if not state.get(_INTERRUPT_KEY):
+            break
+        state = await graph.ainvoke(Command(resume=answer), run_config)  # pyright: ignore[reportUnknownMemberType]
+    interrupts = cast(Sequence[Interrupt], state.get(_INTERRUPT_KEY) or ())
+    if interrupts:
+        return interrupts[0]
+    return state.get("result")
+
+
+def tool_input_requested(tool_name: str, value: object) -> ToolInputRequested:
+    """The question of a tool's ``interrupt(value)``.
+
+    ``value`` is the question text, or a mapping with ``question`` and optional
+    ``choices`` (a list of texts), ``allows_free_text`` (a bool) and ``continuation``
+    (text the rerun reads in ``tool_call.input_continuation``).
+    """
+    if isinstance(value, str):
+        return ToolInputRequested(value)
+    if isinstance(value, Mapping):
+        fields = cast(Mapping[str, Any], value)
+        question = fields.get("question")
+        choices = fields.get("choices")
+        allows_free_text = fields.get("allows_free_text", True)
+        continuation = fields.get("continuation")
+        unknown = sorted(set(fields) - {"question", "choices", "allows_free_text", "continuation"})
+        if (
+            isinstance(question, str)
+            and question.strip()
+            and not unknown
+            and (choices is None or _is_text_list(choices))
+            and isinstance(allows_free_text, bool)
+            and (continuation is None or isinstance(continuation, str))
+        ):
+            return ToolInputRequested(
+                question,
+                choices=tuple(cast(list[str], choices)) if choices is not None else None,
+                allows_free_text=allows_free_text,
+                continuation=continuation,
+            )
+    # Not a ToolExecutionError: a tool that asks wrongly is a defect, retried by effect.
+    raise TypeError(
+        f"tool {tool_name} called interrupt() with {value!r}; the session asks the user a"
+        " question: pass its text, or a dict with 'question' and optional 'choices' (a list"
+        " of texts), 'allows_free_text' (a bool) and 'continuation' (text)"
+    )
+
+
+def _is_text_list(value: object) -> bool:
+    return isinstance(value, list | tuple) and all(
+        isinstance(item, str) for item in cast(Sequence[object], value)
+    )
+
+
+def chat_model_forced_tool_choice_refusal(model: object) -> str | None:
+    """Why a LangChain chat model refuses a forced tool choice, or ``None`` when it is not
+    known to: its ``model_name`` or ``model`` (Claude Opus 5.5 and Sonnet 5.5), or
+    Anthropic extended thinking in its ``thinking`` or ``model_kwargs``."""
+    name = getattr(model, "model_name", None) or getattr(model, "model", None)
+    thinking: object = getattr(model, "thinking", None)
+    kwargs: object = getattr(model, "model_kwargs", None)
+    options: dict[str, Any] = {}
+    if isinstance(kwargs, Mapping):
+        options.update(cast(Mapping[str, Any], kwargs))
+    if thinking is not None:
+        options["thinking"] = thinking
+    model_id = name if isinstance(name, str) else None
+    anthropic = is_anthropic_model(model_id) or type(model).__name__ == "ChatAnthropic"
+    return forced_tool_choice_refusal(
+        model_id, extended_thinking=anthropic and thinking_enabled(options)
+    )
 
 
 def tool_list(tools: Sequence[BaseTool]) -> list[BaseTool]:

@@ -38,16 +38,22 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph.pregel import Pregel
+from langgraph.types import interrupt
 from pydantic import ConfigDict
 
 from dex_agents.session import AgentSessionFlow
 from dex_agents.testing import (
+    DEFAULT_SCENARIO_MODEL,
     ModelScript,
     ModelTurn,
     ScenarioSession,
     ScenarioTaskPoller,
     ScenarioTool,
+    ToolChoice,
     run_scenario_tool,
+    scenario_model_name,
+    scenario_tool_outcome,
 )
 from dex_agents.testing.script_playback import (
     play_scripted_model_call,
@@ -86,14 +92,27 @@ def build_conformance_flow(
     """A session Flow over a scripted LangChain chat model and the scenario's tools."""
     directory = Path(state_directory)
     session = _scaled_to_text_tokens(session)
+    models = {
+        name: ScriptedChatModel(
+            script=script,
+            state_directory=directory,
+            summary_gate=session.summary_gate,
+            scenario_model=name,
+        )
+        for name in (DEFAULT_SCENARIO_MODEL, *session.session_models)
+    }
     return create_langgraph_session_flow(
-        ScriptedChatModel(
-            script=script, state_directory=directory, summary_gate=session.summary_gate
-        ),
+        models[DEFAULT_SCENARIO_MODEL],
         session.flow_type,
         tools=[scenario_tool(tool, directory) for tool in tools],
+        # The application's way to choose the model per session, here by name.
+        resolve_model=lambda settings: models[
+            scenario_model_name(settings, session.session_models)
+        ],
+        planning_tool_choice=session.planning_tool_choice,
         interrupt_deadline=session.interrupt_deadline,
         built_in_tools=session.built_in_tools,
+        plan_mode_enabled=session.plan_mode_enabled,
         question_supersedes_later_calls=session.question_supersedes_later_calls,
         tool_tasks=ScenarioTaskPoller(tools, directory),
         **session.storage_options(),
@@ -123,25 +142,46 @@ def build_prebuilt_conformance_flow(
 ) -> AgentSessionFlow:
     """The same scenario through LangGraph's prebuilt ReAct agent, stopped before its tools."""
     directory = Path(state_directory)
+    session = _scaled_to_text_tokens(session)
     langchain_tools = [scenario_tool(tool, directory) for tool in tools]
+    models = {
+        name: ScriptedChatModel(
+            script=script,
+            state_directory=directory,
+            summary_gate=session.summary_gate,
+            scenario_model=name,
+        )
+        for name in (DEFAULT_SCENARIO_MODEL, *session.session_models)
+    }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # create_react_agent is deprecated in favour of langchain's
         from langgraph.prebuilt import create_react_agent  # pyright: ignore[reportDeprecated, reportUnknownVariableType]
 
-        graph = create_react_agent(  # pyright: ignore[reportDeprecated, reportUnknownVariableType, reportUnknownMemberType]
-            ScriptedChatModel(script=script, state_directory=directory),
-            langchain_tools,
-            # An agent without tools has no tools node to stop before.
-            interrupt_before=["tools"] if langchain_tools else None,
-        )
+        # One agent graph per model; the session settings choose one per turn.
+        graphs: dict[str, Pregel[Any, Any, Any, Any]] = {
+            name: create_react_agent(  # pyright: ignore[reportDeprecated, reportUnknownMemberType]
+                model,
+                langchain_tools,
+                # An agent without tools has no tools node to stop before.
+                interrupt_before=["tools"] if langchain_tools else None,
+            )
+            for name, model in models.items()
+        }
     return create_langgraph_session_flow(
-        graph,  # pyright: ignore[reportUnknownArgumentType]
+        graphs[DEFAULT_SCENARIO_MODEL],
         session.flow_type,
-        # pyright: ignore[reportUnknownArgumentType]
+        resolve_graph=lambda settings: graphs[
+            scenario_model_name(settings, session.session_models)
+        ],
+        # A graph's summary calls go to the chat model of the same name.
+        resolve_model=lambda settings: models[
+            scenario_model_name(settings, session.session_models)
+        ],
         interrupt_deadline=session.interrupt_deadline,
         built_in_tools=session.built_in_tools,
         question_supersedes_later_calls=session.question_supersedes_later_calls,
         tool_tasks=ScenarioTaskPoller(tools, Path(state_directory)),
+        **session.storage_options(),
     )
 
 
@@ -164,6 +204,8 @@ class ScriptedChatModel(BaseChatModel):
     state_directory: Path
     summary_gate: str | None = None
     """The ``FileGate`` a summary call (``summarize_context``) waits at first."""
+    scenario_model: str = DEFAULT_SCENARIO_MODEL
+    """The name this model records with each call (``ScenarioSession.session_models``)."""
 
     @property
     def _llm_type(self) -> str:
@@ -173,11 +215,14 @@ class ScriptedChatModel(BaseChatModel):
         self,
         tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
         *,
-        tool_choice: str | None = None,
+        tool_choice: str | bool | None = None,
         **kwargs: Any,
     ) -> Runnable[LanguageModelInput, AIMessage]:
-        del tool_choice
-        return self.bind(tools=[convert_to_openai_tool(tool) for tool in tools], **kwargs)
+        return self.bind(
+            tools=[convert_to_openai_tool(tool) for tool in tools],
+            tool_choice=tool_choice,
+            **kwargs,
+        )
 
     def _generate(
         self,
@@ -198,7 +243,9 @@ class ScriptedChatModel(BaseChatModel):
         if messages and _content_text(messages[0]) == CONTEXT_SUMMARY_INSTRUCTIONS:
             # The summary call of summarize_context, which runs outside a model step.
             lines = [_content_text(m) for m in messages[1:]]
-            text = await play_scripted_summary(self.state_directory, self.summary_gate, lines)
+            text = await play_scripted_summary(
+                self.state_directory, self.summary_gate, lines, model=self.scenario_model
+            )
             summary = AIMessage(content=text, usage_metadata=cast(Any, SCRIPTED_USAGE_METADATA))
             return ChatResult(generations=[ChatGeneration(message=summary)])
         metadata: Mapping[str, Any] = run_manager.metadata if run_manager is not None else {}
@@ -226,9 +273,22 @@ class ScriptedChatModel(BaseChatModel):
             history=[_history_line(m) for m in given],
             tool_results={m.tool_call_id: _content_text(m) for m in _trailing_results(given)},
             write_text=stream_text,
+            model=self.scenario_model,
+            offered_tools=[tool["function"]["name"] for tool in kwargs.get("tools") or ()],
+            tool_choice=_tool_choice(kwargs.get("tool_choice")),
         )
         message = _response_message(response, position, given)
         return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+def _tool_choice(value: object) -> ToolChoice:
+    """LangChain's ``bind_tools(tool_choice=)`` in the suite's terms: a tool's name, ``any``,
+    ``required`` or ``True`` make a call required."""
+    if value is None or value is False or value == "auto":
+        return "auto"
+    if value == "none":
+        return "none"
+    return "required"
 
 
 def _content_text(message: BaseMessage) -> str:
@@ -316,13 +376,35 @@ class ScenarioLangChainTool(BaseTool):
     async def _arun(self, *args: Any, config: RunnableConfig, **kwargs: Any) -> str:
         execution = tool_execution_of(config)
         kwargs.pop("run_manager", None)
-        return await run_scenario_tool(
-            self.scenario,
+        tool = self.scenario
+        if tool.question is None:
+            return await run_scenario_tool(
+                tool,
+                json.dumps(kwargs, sort_keys=True),
+                state_directory=self.state_directory,
+                idempotency_key=idempotency_key_of(config),
+                attempt=execution.attempt if execution is not None else 1,
+            )
+        # LangGraph's own way to ask: the session asks the user, and the rerun resumes
+        # this interrupt() with the answer.
+        answer = interrupt(
+            {
+                "question": tool.question,
+                "choices": list(tool.choices) if tool.choices is not None else None,
+                "continuation": tool.continuation,
+            }
+        )
+        outcome = await scenario_tool_outcome(
+            tool,
             json.dumps(kwargs, sort_keys=True),
             state_directory=self.state_directory,
             idempotency_key=idempotency_key_of(config),
             attempt=execution.attempt if execution is not None else 1,
+            input_answers=(str(answer),),
+            input_continuation=execution.tool_call.input_continuation if execution else None,
         )
+        assert isinstance(outcome, str)
+        return outcome
 
 
 _ANY_OBJECT_SCHEMA: dict[str, Any] = {

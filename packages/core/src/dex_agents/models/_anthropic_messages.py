@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any, cast
 
+from dex_agents._tool_choice import forced_tool_choice_refusal, thinking_enabled
 from dex_agents._values import AgentUsage
 from dex_agents.models._extras import missing_extra_error
 from dex_agents.models._native import check_model_name, native_model_response
@@ -17,6 +18,7 @@ from dex_agents.models._types import (
     JsonObject,
     ModelRequest,
     ModelResponse,
+    ModelSettings,
     ModelStreamSink,
     ModelToolCall,
     ToolResultItem,
@@ -63,6 +65,13 @@ class AnthropicModelClient:
         base = client if client is not None else anthropic.AsyncAnthropic(max_retries=0)
         self._client = base.with_options(max_retries=0)
         self._max_output_tokens = max_output_tokens
+
+    def forced_tool_choice_refusal(self, settings: ModelSettings) -> str | None:
+        """Why this model refuses a forced tool choice under ``settings`` (Claude Opus 5.5 and
+        Sonnet 5.5, or extended thinking in ``provider_options``), or ``None``."""
+        return forced_tool_choice_refusal(
+            self.model, extended_thinking=thinking_enabled(settings.provider_options)
+        )
 
     async def generate(self, request: ModelRequest, stream: ModelStreamSink) -> ModelResponse:
         arguments = self._request_arguments(request)

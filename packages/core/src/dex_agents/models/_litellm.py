@@ -23,9 +23,20 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from dex_agents._tool_choice import (
+    forced_tool_choice_refusal,
+    is_anthropic_model,
+    thinking_enabled,
+)
 from dex_agents.models._extras import missing_extra_error
 from dex_agents.models._native import check_model_name
-from dex_agents.models._types import ModelClientError, ModelRequest, ModelResponse, ModelStreamSink
+from dex_agents.models._types import (
+    ModelClientError,
+    ModelRequest,
+    ModelResponse,
+    ModelSettings,
+    ModelStreamSink,
+)
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 try:
@@ -99,6 +110,13 @@ class LiteLLMModelClient:
             "num_retries": 0,
             "max_retries": 0,
         }
+
+    def forced_tool_choice_refusal(self, settings: ModelSettings) -> str | None:
+        """Why this model refuses a forced tool choice under ``settings`` (an Anthropic model
+        that refuses one, or extended thinking in the options), or ``None``."""
+        thinking = thinking_enabled(self._options) or thinking_enabled(settings.provider_options)
+        anthropic = is_anthropic_model(self.model, self.provider)
+        return forced_tool_choice_refusal(self.model, extended_thinking=thinking and anthropic)
 
     async def generate(self, request: ModelRequest, stream: ModelStreamSink) -> ModelResponse:
         arguments = chat_request_arguments(

@@ -254,6 +254,20 @@ class ModelClientError(RuntimeError):
     __module__ = "dex_agents.models"  # the public import path, as tracebacks show it
 
 
+def model_forced_tool_choice_refusal(model: object, settings: ModelSettings | None) -> str | None:
+    """Why ``model`` refuses a forced tool choice under ``settings``, or ``None``.
+
+    A client that knows declares it with a ``forced_tool_choice_refusal(settings)``
+    method (the Anthropic and LiteLLM clients do); any other client is taken to accept
+    one. The Stepwise loop checks it for ``planning_tool_choice="required"``.
+    """
+    declared = getattr(model, "forced_tool_choice_refusal", None)
+    if not callable(declared):
+        return None
+    refusal = declared(settings or ModelSettings())
+    return refusal if isinstance(refusal, str) and refusal else None
+
+
 def tool_call_arguments_object(arguments: str) -> JsonObject:
     """The model's argument text as a JSON object, or ``{}`` when it is not one.
 

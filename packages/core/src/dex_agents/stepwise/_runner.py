@@ -30,6 +30,7 @@ from dex_agents.models import (
     TranscriptItem,
     UserTextItem,
 )
+from dex_agents.models._types import model_forced_tool_choice_refusal
 from dex_agents.runner import (
     CONTEXT_SUMMARY_INSTRUCTIONS,
     WRITE_TODOS,
@@ -50,6 +51,7 @@ from dex_agents.runner import (
     TurnCompleted,
     build_plan_note,
     call_policy,
+    check_planning_tool_choice,
     describe_tool_call_outcome,
     enabled_builtin_tool_definitions,
     known_tool,
@@ -155,6 +157,11 @@ class AgentDefinition:
     """Summarize earlier messages before the input passes the context window."""
     plan_mode_enabled: bool = False
     planning_tool_choice: Literal["auto", "required"] = "auto"
+    """``required`` forces ``write_todos`` on a planning turn's first model call while no
+    draft exists. With ``plan_mode_enabled`` the definition refuses it (``ValueError``)
+    for a model that refuses a forced tool choice (Claude Opus 5.5 and Sonnet 5.5, or
+    Anthropic extended thinking in ``model_settings``); a model ``resolve_model`` chooses
+    is checked when a turn forces the call, which then fails with that error."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -191,6 +198,14 @@ class AgentDefinition:
         if self.plan_mode_enabled and "write_todos" not in built_ins:
             raise ValueError(
                 "AgentDefinition.plan_mode_enabled needs 'write_todos' in built_in_tools"
+            )
+        if self.plan_mode_enabled:
+            # The model of every session without resolve_model's choice; a resolved model
+            # is checked when a turn forces the call (StepwiseRunner.run_model_step).
+            check_planning_tool_choice(
+                self.planning_tool_choice,
+                model_forced_tool_choice_refusal(self.model, self.model_settings),
+                where=f"AgentDefinition {self.name!r}",
             )
         names: set[str] = set()
         for tool in self.tools:
@@ -321,6 +336,13 @@ class StepwiseRunner:
         tools_allowed = model_calls < limit
         request, offered, new_results = await self._model_request(turn, list_sources=True)
         model = self.model_for(turn.session_settings)
+        if request.tool_choice == "required" and self.definition.resolve_model is not None:
+            # The definition's own model was checked when it was built.
+            check_planning_tool_choice(
+                "required",
+                model_forced_tool_choice_refusal(model, request.settings),
+                where=f"agent {self.definition.name!r}, the model resolve_model chose",
+            )
         response = await model.generate(request, _EventSink(turn.events))
 
         output = response.output

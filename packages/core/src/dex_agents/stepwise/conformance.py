@@ -1,7 +1,9 @@
 """The Stepwise conformance factory: neutral scenarios as a Stepwise agent.
 
 ``build_stepwise_flow`` (import path ``STEPWISE_FLOW_FACTORY``) turns the
-suite's ``ModelScript`` into a ``ScriptedModelClient`` and its scenario tools
+suite's ``ModelScript`` into ``ScriptedModelClient`` models, one per name of
+``ScenarioSession.session_models`` plus the default, which the definition's
+``resolve_model`` chooses from the session settings, and its scenario tools
 into function tools with the effects they name, so the shared conformance suite
 proves the Stepwise loop on a real engine, Worker children included. Only the
 test hooks (recording each model call, gates, failing attempts) live here; the
@@ -42,14 +44,16 @@ from dex_agents.stepwise._messages import decode_transcript
 from dex_agents.stepwise._runner import AgentDefinition, StepwiseRunner
 from dex_agents.stepwise._tools import FunctionTool, ToolCallContext, function_tool
 from dex_agents.testing import (
+    DEFAULT_SCENARIO_MODEL,
     FileGate,
     ModelScript,
-    ModelTurn,
     ScenarioSession,
     ScenarioTaskPoller,
     ScenarioTool,
     ToolBehaviour,
     play_scripted_model_call,
+    record_summary_call,
+    scenario_model_name,
     scenario_tool_outcome,
     scripted_answer_text,
     scripted_tool_call_id,
@@ -64,14 +68,19 @@ _ANY_OBJECT: dict[str, Any] = {"type": "object"}
 
 
 @dataclass(frozen=True)
-class _ScriptedCall:
-    """The scripted response of the running model call, and the call's position in the turn."""
+class _PendingCall:
+    """The running model step's scripted call: the turn, its position and what it read.
 
-    response: ModelTurn
+    ``run_model_step`` sets it; the scripted model client of the session's model plays
+    the call inside ``generate``, where the request shows what the call offered."""
+
+    turn: AgentTurnContext
     position: int
+    history: list[str]
+    tool_results: dict[str, str]
 
 
-_current: contextvars.ContextVar[_ScriptedCall] = contextvars.ContextVar("stepwise_scenario_call")
+_current: contextvars.ContextVar[_PendingCall] = contextvars.ContextVar("stepwise_scenario_call")
 
 
 def _this_turn(items: Sequence[TranscriptItem]) -> list[TranscriptItem]:
@@ -91,35 +100,53 @@ def _history_line(item: TranscriptItem) -> str:
     return f"assistant: {item.text}{' -> ' + calls if calls else ''}"
 
 
-def _reply(request: ModelRequest) -> ScriptedModelReply:
-    if request.instructions == CONTEXT_SUMMARY_INSTRUCTIONS:
-        # A summary call: name what it summarized, so a scenario can check it.
+def _scripted_model(script: ModelScript, state_directory: Path, name: str) -> ScriptedModelClient:
+    """The scripted model ``name``: it plays the running call and records its own name."""
+
+    async def reply(request: ModelRequest) -> ScriptedModelReply:
+        if request.instructions == CONTEXT_SUMMARY_INSTRUCTIONS:
+            # A summary call: name what it summarized, so a scenario can check it.
+            record_summary_call(state_directory, model=name)
+            return ScriptedModelReply(
+                text="summary of " + " | ".join(_history_line(item) for item in request.items)
+            )
+        pending = _current.get()
+        response = await play_scripted_model_call(
+            script,
+            state_directory,
+            turn_id=pending.turn.turn_id,
+            position=pending.position,
+            attempt=pending.turn.attempt,
+            history=pending.history,
+            tool_results=pending.tool_results,
+            write_text=pending.turn.events.write_text_delta,
+            model=name,
+            offered_tools=[tool.name for tool in request.tools],
+            tool_choice=request.tool_choice,
+        )
+        if response.tool_calls:
+            return ScriptedModelReply(
+                tool_calls=[
+                    ScriptedToolCall(
+                        spec.tool_name,
+                        dict(spec.arguments),
+                        call_id=scripted_tool_call_id(spec, pending.position, index),
+                    )
+                    for index, spec in enumerate(response.tool_calls)
+                ]
+            )
         return ScriptedModelReply(
-            text="summary of " + " | ".join(_history_line(item) for item in request.items)
+            text=scripted_answer_text(
+                response,
+                lambda: [
+                    (item.tool_name, item.output)
+                    for item in _this_turn(request.items)
+                    if isinstance(item, ToolResultItem)
+                ],
+            )
         )
-    scripted = _current.get()
-    response = scripted.response
-    if response.tool_calls:
-        return ScriptedModelReply(
-            tool_calls=[
-                ScriptedToolCall(
-                    spec.tool_name,
-                    dict(spec.arguments),
-                    call_id=scripted_tool_call_id(spec, scripted.position, index),
-                )
-                for index, spec in enumerate(response.tool_calls)
-            ]
-        )
-    return ScriptedModelReply(
-        text=scripted_answer_text(
-            response,
-            lambda: [
-                (item.tool_name, item.output)
-                for item in _this_turn(request.items)
-                if isinstance(item, ToolResultItem)
-            ],
-        )
-    )
+
+    return ScriptedModelClient(reply)
 
 
 class _ScenarioStepwiseRunner(StepwiseRunner):
@@ -128,12 +155,10 @@ class _ScenarioStepwiseRunner(StepwiseRunner):
     def __init__(
         self,
         definition: AgentDefinition,
-        script: ModelScript,
         state_directory: Path,
         summary_gate: str | None = None,
     ) -> None:
         super().__init__(definition)
-        self._script = script
         self._state_directory = state_directory
         self._summary_gate = summary_gate
 
@@ -146,17 +171,14 @@ class _ScenarioStepwiseRunner(StepwiseRunner):
         stored = decode_transcript(turn.messages)
         position = sum(1 for item in _this_turn(stored) if isinstance(item, ModelOutputItem))
         new_results = self._new_results(stored, turn)
-        response = await play_scripted_model_call(
-            self._script,
-            self._state_directory,
-            turn_id=turn.turn_id,
-            position=position,
-            attempt=turn.attempt,
-            history=[_history_line(item) for item in [*stored, *new_results]],
-            tool_results={result.tool_call_id: result.output for result in new_results},
-            write_text=turn.events.write_text_delta,
+        token = _current.set(
+            _PendingCall(
+                turn=turn,
+                position=position,
+                history=[_history_line(item) for item in [*stored, *new_results]],
+                tool_results={result.tool_call_id: result.output for result in new_results},
+            )
         )
-        token = _current.set(_ScriptedCall(response, position))
         try:
             return await super().run_model_step(turn)
         finally:
@@ -174,6 +196,7 @@ def _scenario_function_tool(tool: ScenarioTool, state_directory: Path) -> Functi
             idempotency_key=context.idempotency_key,
             attempt=context.attempt,
             input_answers=context.input_answers,
+            input_continuation=context.input_continuation,
         )
 
     return function_tool(
@@ -199,21 +222,30 @@ def build_stepwise_flow(
 ) -> AgentSessionFlow:
     """The Stepwise scenario factory ``(script, tools, state_directory, session) -> Flow``."""
     state = Path(state_directory)
+    models = {
+        name: _scripted_model(script, state, name)
+        for name in (DEFAULT_SCENARIO_MODEL, *session.session_models)
+    }
     definition = AgentDefinition(
         name="conformance",
         instructions="You are the conformance suite's scripted agent.",
-        model=ScriptedModelClient(_reply),
+        model=models[DEFAULT_SCENARIO_MODEL],
+        # The application's way to choose the model per session, here by name.
+        resolve_model=lambda settings: models[
+            scenario_model_name(settings, session.session_models)
+        ],
         tools=[_scenario_function_tool(tool, state) for tool in tools],
         interrupt_deadline=session.interrupt_deadline,
         built_in_tools=session.built_in_tools,
         plan_mode_enabled=session.plan_mode_enabled,
+        planning_tool_choice=session.planning_tool_choice,
         compaction=(
             CompactionPolicy(context_window_tokens=session.compaction_context_window_tokens)
             if session.compaction_context_window_tokens is not None
             else None
         ),
     )
-    runner = _ScenarioStepwiseRunner(definition, script, state, session.summary_gate)
+    runner = _ScenarioStepwiseRunner(definition, state, session.summary_gate)
     options = replace(
         session_options_of(definition),
         question_supersedes_later_calls=session.question_supersedes_later_calls,

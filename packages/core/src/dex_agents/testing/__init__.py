@@ -66,8 +66,10 @@ from dex_agents.testing._script_playback import (
 from dex_agents.testing._scripted_runner import ScriptedRunner
 from dex_agents.testing._scripts import (
     ALWAYS,
+    DEFAULT_SCENARIO_MODEL,
     MODEL_CALL_LOG_NAME,
     MODEL_CALLS_LOG,
+    SESSION_MODEL_SETTING,
     TOOL_RUNS_LOG,
     ModelScript,
     ModelTurn,
@@ -76,9 +78,12 @@ from dex_agents.testing._scripts import (
     ScenarioTool,
     ToolBehaviour,
     ToolCallSpec,
+    ToolChoice,
     UnexpectedToolFailure,
     record_model_call,
+    record_summary_call,
     run_scenario_tool,
+    scenario_model_name,
     scenario_tool_outcome,
 )
 from dex_agents.testing._session_client import TURN_END_EVENTS, AgentSessionTestClient
@@ -93,10 +98,12 @@ from dex_agents.testing._worker_process import (
 
 __all__ = [
     "ALWAYS",
+    "DEFAULT_SCENARIO_MODEL",
     "MODEL_CALLS_LOG",
     "MODEL_CALL_LOG_NAME",
     "SCRIPTED_FLOW_FACTORY",
     "SESSION_CODECS_VARIABLE",
+    "SESSION_MODEL_SETTING",
     "STATE_DIRECTORY_VARIABLE",
     "TASK_CANCEL_LOG_NAME",
     "TASK_DONE_GATE",
@@ -137,6 +144,7 @@ __all__ = [
     "TextWriter",
     "ToolBehaviour",
     "ToolCallSpec",
+    "ToolChoice",
     "UnexpectedToolFailure",
     "WorkerForkServer",
     "build_scenario_flow",
@@ -155,9 +163,11 @@ __all__ = [
     "read_stored_attributes",
     "readme_examples",
     "record_model_call",
+    "record_summary_call",
     "run_agent_worker_process",
     "run_readme_example",
     "run_scenario_tool",
+    "scenario_model_name",
     "scenario_tool_outcome",
     "scenario_tool_policies",
     "scripted_answer_text",

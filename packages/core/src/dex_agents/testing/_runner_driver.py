@@ -14,6 +14,8 @@ had their own copy of.
     await driver.run_tools()                    # runs every call that is not final
     outcome = await driver.run_model()          # resumes from the records
 
+Set ``driver.session_settings``, ``driver.interaction_mode`` and ``driver.plan`` for the
+turns that follow, as the session's settings, plan mode and plan would give them.
 Events are recorded in ``driver.events`` (``text``, ``reasoning``, ``other``).
 The session's real rules (approvals, retries by effect, deadlines) are not
 applied; integration tests on an engine cover those.
@@ -39,9 +41,11 @@ from dex_agents._contract import (
 )
 from dex_agents._values import (
     AgentMessage,
+    AgentPlan,
     AgentToolCall,
     AgentToolCallStatus,
     FrameworkMessage,
+    InteractionMode,
     ToolEffect,
 )
 
@@ -117,6 +121,10 @@ class RunnerDriver(Generic[RunnerT]):
         self.records: list[AgentToolCall] = []
         self.run_state: str | None = None
         self.turn = 0
+        self.session_settings: dict[str, Any] = {}
+        """The settings the next contexts carry (``AgentTurnContext.session_settings``)."""
+        self.interaction_mode = InteractionMode.CHAT
+        self.plan: AgentPlan | None = None
 
     @property
     def turn_id(self) -> str:
@@ -173,6 +181,9 @@ class RunnerDriver(Generic[RunnerT]):
             default_tool_effect=self.default_effect,
             heartbeat=_no_heartbeat,
             enabled_built_in_tools=self.built_ins,
+            session_settings=dict(self.session_settings),
+            interaction_mode=self.interaction_mode,
+            plan=self.plan,
         )
 
     async def run_model(self, attempt: int = 1) -> TurnCompleted | ToolCallsRequested:
@@ -220,8 +231,12 @@ class RunnerDriver(Generic[RunnerT]):
         """Record a rejection of ``tool_call_id`` with ``message``, as a person would."""
         self.finish(tool_call_id, AgentToolCallStatus.REJECTED, rejection_message=message)
 
-    def execution(self, record: AgentToolCall, attempt: int = 1) -> DeferredToolExecution:
-        """The ``DeferredToolExecution`` of a tool Step attempt for ``record``."""
+    def execution(
+        self, record: AgentToolCall, attempt: int = 1, *, input_answers: Sequence[str] = ()
+    ) -> DeferredToolExecution:
+        """The ``DeferredToolExecution`` of a tool Step attempt for ``record``; with
+        ``input_answers``, the rerun after the tool's questions were answered (give
+        ``record`` the ``input_continuation`` its last question returned)."""
         return DeferredToolExecution(
             flow_id=self.flow_id,
             tool_call=record,
@@ -233,6 +248,7 @@ class RunnerDriver(Generic[RunnerT]):
             heartbeat=_no_heartbeat,
             heartbeat_checkpoint=None,
             save_heartbeat_checkpoint=_no_checkpoint,
+            input_answers=tuple(input_answers),
         )
 
     async def run_tools(

@@ -57,7 +57,13 @@ def build_scripted_flow(
     those declarations reach the session.
     """
     return create_agent_session_flow(
-        ScriptedRunner(script, tools, state_directory),
+        ScriptedRunner(
+            script,
+            tools,
+            state_directory,
+            planning_tool_choice=session.planning_tool_choice,
+            session_models=session.session_models,
+        ),
         session.flow_type,
         interrupt_deadline=session.interrupt_deadline,
         built_in_tools=session.built_in_tools,

@@ -17,7 +17,14 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from dex_agents.testing._gates import FileGate
-from dex_agents.testing._scripts import ModelScript, ModelTurn, ToolCallSpec, record_model_call
+from dex_agents.testing._scripts import (
+    ModelScript,
+    ModelTurn,
+    ToolCallSpec,
+    ToolChoice,
+    record_model_call,
+    record_summary_call,
+)
 
 __all__ = [
     "SCRIPTED_SUMMARY_MAX_CHARACTERS",
@@ -65,10 +72,14 @@ async def play_scripted_model_call(
     history: Sequence[str],
     tool_results: Mapping[str, str],
     write_text: TextWriter,
+    model: str | None = None,
+    offered_tools: Sequence[str] | None = None,
+    tool_choice: ToolChoice | None = None,
 ) -> ModelTurn:
     """Record this model call, then give its scripted response after the gate and failure rules.
 
-    ``history`` and ``tool_results`` are what the call read (see
+    ``history`` and ``tool_results`` are what the call read, ``model`` the scripted
+    model that makes it, ``offered_tools`` and ``tool_choice`` what it was offered (see
     ``record_model_call``); the record is written first, so a call a SIGKILL
     cuts short still counts. With a gate, ``text_before_gate`` goes to
     ``write_text`` (sync or async) first, then the call waits at the gate. On
@@ -88,6 +99,9 @@ async def play_scripted_model_call(
         attempt=attempt,
         history=history,
         tool_results=tool_results,
+        model=model,
+        offered_tools=offered_tools,
+        tool_choice=tool_choice,
     )
     response = script.response_for(scripted_turn_number(turn_id), position)
     if response.gate is not None:
@@ -104,12 +118,19 @@ async def play_scripted_model_call(
 
 
 async def play_scripted_summary(
-    state_directory: Path, summary_gate: str | None, lines: Sequence[str]
+    state_directory: Path,
+    summary_gate: str | None,
+    lines: Sequence[str],
+    *,
+    model: str | None = None,
 ) -> str:
     """The answer of a scripted summary call (``summarize_context``): ``summary of`` and the
     lines it was given (its first ``SCRIPTED_SUMMARY_MAX_CHARACTERS``, so a long session's
     summary stays the size of a real one), so a scenario can check what it summarized; with
-    ``summary_gate`` (``ScenarioSession.summary_gate``) it waits at that gate first."""
+    ``summary_gate`` (``ScenarioSession.summary_gate``) it waits at that gate first.
+
+    The call is recorded first, with ``model``, the scripted model that makes it."""
+    record_summary_call(Path(state_directory), model=model)
     if summary_gate is not None:
         await FileGate(Path(state_directory), summary_gate).pass_through_async()
     return ("summary of " + " | ".join(lines))[:SCRIPTED_SUMMARY_MAX_CHARACTERS]

@@ -7,7 +7,9 @@ turn ID and the position in the turn from the framework run state, so a model
 call that reruns after a crash gives the same answer.
 
 Every model call is recorded in the state directory's ``model-calls.jsonl``
-(an ``InvocationLog`` with tool name ``"model"``) with what the model saw.
+(an ``InvocationLog`` with tool name ``"model"``) with what the model saw: the
+history, the tool results, the tools offered and the tool choice, and the name of
+the scripted model the turn's session settings chose (``session_models``).
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Sequence
 from pathlib import Path
-from typing import cast
+from typing import Literal, cast
 
 from dex_agents._adapter_support import resolve_declared_tool_policy
+from dex_agents._builtin_tools import WRITE_TODOS
 from dex_agents._contract import (
     AgentTurnContext,
     AgentTurnOutcome,
@@ -36,7 +39,7 @@ from dex_agents._tool_task_routing import (
     ToolTaskPollers,
     returning_started_task,
 )
-from dex_agents._values import AgentUsage, FrameworkMessage, from_wire, to_wire
+from dex_agents._values import AgentUsage, FrameworkMessage, InteractionMode, from_wire, to_wire
 from dex_agents.testing._scenario_tasks import ScenarioTaskPoller
 from dex_agents.testing._script_playback import (
     ScriptedModelFailure,
@@ -48,6 +51,8 @@ from dex_agents.testing._scripts import (
     ModelScript,
     ModelTurn,
     ScenarioTool,
+    ToolChoice,
+    scenario_model_name,
     scenario_tool_outcome,
 )
 
@@ -113,7 +118,13 @@ class ScriptedRunner(ToolTaskForwarding):
     """The scripted model sees no tool list, so a planning turn offers it nothing else."""
 
     def __init__(
-        self, script: ModelScript, tools: Sequence[ScenarioTool], state_directory: Path
+        self,
+        script: ModelScript,
+        tools: Sequence[ScenarioTool],
+        state_directory: Path,
+        *,
+        planning_tool_choice: Literal["auto", "required"] = "auto",
+        session_models: Sequence[str] = (),
     ) -> None:
         names = [tool.name for tool in tools]
         if len(set(names)) != len(names):
@@ -121,6 +132,8 @@ class ScriptedRunner(ToolTaskForwarding):
         self.script = script
         self.tools = {tool.name: tool for tool in tools}
         self.state_directory = Path(state_directory)
+        self.planning_tool_choice: Literal["auto", "required"] = planning_tool_choice
+        self.session_models = tuple(session_models)
         self.tool_tasks = ToolTaskPollers(ScenarioTaskPoller(tools, self.state_directory))
 
     def build_user_message(self, text: str) -> FrameworkMessage:
@@ -140,6 +153,9 @@ class ScriptedRunner(ToolTaskForwarding):
             history=history,
             tool_results={m.tool_call_id or "": m.tool_output or "" for m in seen_results},
             write_text=turn.events.write_text_delta,
+            model=scenario_model_name(turn.session_settings, self.session_models),
+            offered_tools=self._offered_tools(turn),
+            tool_choice=self._tool_choice(turn, position),
         )
         if response.tool_calls:
             calls = self._deferred_calls(turn, response, position)
@@ -176,8 +192,23 @@ class ScriptedRunner(ToolTaskForwarding):
             idempotency_key=call.idempotency_key,
             attempt=call.attempt,
             input_answers=call.input_answers,
+            input_continuation=call.tool_call.input_continuation,
         )
         return await returning_started_task(_result(output))
+
+    def _offered_tools(self, turn: AgentTurnContext) -> list[str]:
+        """What a framework would offer: only ``write_todos`` in a planning turn."""
+        if turn.interaction_mode is InteractionMode.PLANNING:
+            return [name for name in turn.enabled_built_in_tools if name == WRITE_TODOS]
+        return [*self.tools, *turn.enabled_built_in_tools]
+
+    def _tool_choice(self, turn: AgentTurnContext, position: int) -> ToolChoice:
+        """``required`` on a planning turn's first model call while no draft exists."""
+        draft = turn.plan is not None and turn.plan.status == "draft"
+        planning = turn.interaction_mode is InteractionMode.PLANNING
+        if self.planning_tool_choice == "required" and planning and position == 0 and not draft:
+            return "required"
+        return "auto"
 
     @staticmethod
     def _restore(

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, TypedDict, cast
+from typing import Any, Literal, TypedDict, cast
 
 from dex_agents._compaction import CompactionPolicy
 from dex_agents._contract import ToolExecutionError, ToolInputRequested
@@ -35,6 +35,16 @@ TOOL_RUNS_LOG = "tool-runs.jsonl"
 MODEL_CALLS_LOG = "model-calls.jsonl"
 """The file in a scenario's state directory that logs every model call."""
 SCENARIO_FILE = "scenario.json"
+
+DEFAULT_SCENARIO_MODEL = "scripted-default"
+"""Name of a scenario factory's default scripted model: the one a session without a
+``"model"`` setting (or naming none of ``ScenarioSession.session_models``) uses."""
+SESSION_MODEL_SETTING = "model"
+"""The session settings key that names a scenario's model (``{"model": "scripted-large"}``)."""
+
+ToolChoice = Literal["auto", "required", "none"]
+"""What a model call was told about calling tools, as a scripted model records it:
+``required`` when it must call a tool (any offered tool, or one named tool)."""
 
 
 @dataclass(frozen=True)
@@ -154,9 +164,9 @@ class ScenarioTool:
     then passes ``gate`` when set, raises an unexpected error on its first
     ``fail_attempts`` attempts, and finally acts as ``behaviour`` says.
 
-    With ``question`` the tool first asks the user (``ToolInputRequested``) and
-    runs only once it has an answer, which ``text`` may use as ``{answer}``;
-    such a tool runs through ``scenario_tool_outcome``.
+    With ``question`` the tool first asks the user (``ToolInputRequested`` with
+    ``choices`` and ``continuation``) and runs only once it has an answer, which
+    ``text`` may use as ``{answer}``; such a tool runs through ``scenario_tool_outcome``.
     """
 
     name: str
@@ -168,12 +178,23 @@ class ScenarioTool:
     gate: str | None = None
     fail_attempts: int = 0
     question: str | None = None
+    choices: tuple[str, ...] | None = None
+    """The choices of ``question`` (``None``: free text only)."""
+    continuation: str | None = None
+    """The continuation of ``question``; the rerun reads it back in
+    ``tool_call.input_continuation`` and records it."""
 
     def __post_init__(self) -> None:
         if not self.name:
             raise ValueError("ScenarioTool.name must not be empty")
         if self.question is not None and not self.question.strip():
             raise ValueError("ScenarioTool.question must not be blank")
+        if self.choices is not None:
+            object.__setattr__(self, "choices", tuple(self.choices))
+            if self.question is None:
+                raise ValueError("ScenarioTool.choices needs a question")
+        if self.continuation is not None and self.question is None:
+            raise ValueError("ScenarioTool.continuation needs a question")
         if self.fail_attempts < 0:
             raise ValueError("ScenarioTool.fail_attempts must not be negative")
         if self.gate is not None:
@@ -217,12 +238,15 @@ async def scenario_tool_outcome(
     idempotency_key: str | None,
     attempt: int,
     input_answers: Sequence[str] = (),
+    input_continuation: str | None = None,
 ) -> str | ToolInputRequested:
     """Run ``tool`` like ``run_scenario_tool``, asking its ``question`` first.
 
     Without ``input_answers`` a tool with a question returns ``ToolInputRequested``
     and records no run; the session asks the user and runs the call again with
-    the answers (``DeferredToolExecution.input_answers``).
+    the answers (``DeferredToolExecution.input_answers``) and the question's
+    continuation (``DeferredToolExecution.tool_call.input_continuation``), which
+    the run records as ``input_answers`` and ``input_continuation``.
     """
     try:
         parsed: object = json.loads(arguments) if arguments else {}
@@ -232,10 +256,13 @@ async def scenario_tool_outcome(
         raise ToolExecutionError("arguments must be a JSON object")
     values = cast(dict[str, Any], parsed)
     if tool.question is not None and not input_answers:
-        return ToolInputRequested(tool.question)
+        return ToolInputRequested(
+            tool.question, choices=tool.choices, continuation=tool.continuation
+        )
     details: dict[str, Any] = {"arguments": values, "attempt": attempt}
     if tool.question is not None:
         details["input_answers"] = list(input_answers)
+        details["input_continuation"] = input_continuation
     InvocationLog(state_directory / TOOL_RUNS_LOG).record(
         tool.name, idempotency_key=idempotency_key, details=details
     )
@@ -257,6 +284,8 @@ async def scenario_tool_outcome(
 
 MODEL_CALL_LOG_NAME = "model"
 """The ``InvocationLog`` name of a scenario's model calls."""
+SUMMARY_CALL_LOG_NAME = "summary"
+"""``model-calls.jsonl`` entries of summary calls (``play_scripted_summary``)."""
 
 
 def record_model_call(
@@ -267,6 +296,9 @@ def record_model_call(
     attempt: int,
     history: Sequence[str],
     tool_results: Mapping[str, str],
+    model: str | None = None,
+    offered_tools: Sequence[str] | None = None,
+    tool_choice: ToolChoice | None = None,
 ) -> None:
     """Record one scripted model call, before it answers, in ``model-calls.jsonl``.
 
@@ -275,6 +307,10 @@ def record_model_call(
     ``history`` is one text per stored message the call was given (any readable
     form that includes the message text or tool output), ``tool_results`` the
     result text per tool call ID that the call received for the previous response.
+    ``model`` names the scripted model that made the call (``DEFAULT_SCENARIO_MODEL``
+    or one of ``ScenarioSession.session_models``), ``offered_tools`` the names of the
+    tools it offered, in any order, and ``tool_choice`` what it was told about calling
+    them; ``None`` leaves a field out (the scenarios that read it then fail, saying so).
     ``play_scripted_model_call`` calls it for you; call one of the two per model call.
     """
     if type(position) is not int or position < 0:
@@ -302,16 +338,57 @@ def record_model_call(
             "record_model_call(tool_results=) maps each tool call ID of the previous response"
             " to the result text this call received ({} for none)"
         )
-    InvocationLog(state_directory / MODEL_CALLS_LOG).record(
-        MODEL_CALL_LOG_NAME,
-        details={
-            "turn_id": turn_id,
-            "position": position,
-            "attempt": attempt,
-            "history": list(history),
-            "tool_results": dict(tool_results),
-        },
+    if model is not None and (not isinstance(model, str) or not model):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(f"record_model_call(model=) names the scripted model, got {model!r}")
+    offered = cast(object, offered_tools)
+    if offered is not None and (
+        isinstance(offered, (str, bytes))
+        or not isinstance(offered, Sequence)
+        or not all(isinstance(name, str) for name in cast(Sequence[object], offered))
+    ):
+        raise TypeError(
+            "record_model_call(offered_tools=) is a list of the tool names the call offered"
+        )
+    if tool_choice is not None and tool_choice not in ("auto", "required", "none"):
+        raise TypeError(
+            "record_model_call(tool_choice=) is 'auto', 'required' (the call must call a"
+            f" tool) or 'none', got {tool_choice!r}"
+        )
+    details: dict[str, Any] = {
+        "turn_id": turn_id,
+        "position": position,
+        "attempt": attempt,
+        "history": list(history),
+        "tool_results": dict(tool_results),
+    }
+    if model is not None:
+        details["model"] = model
+    if offered_tools is not None:
+        details["offered_tools"] = sorted(offered_tools)
+    if tool_choice is not None:
+        details["tool_choice"] = tool_choice
+    InvocationLog(state_directory / MODEL_CALLS_LOG).record(MODEL_CALL_LOG_NAME, details=details)
+
+
+def record_summary_call(state_directory: Path, *, model: str | None) -> None:
+    """Record one scripted summary call (``summarize_context``) and the model that made it."""
+    InvocationLog(Path(state_directory) / MODEL_CALLS_LOG).record(
+        SUMMARY_CALL_LOG_NAME, details={"model": model}
     )
+
+
+def scenario_model_name(session_settings: Mapping[str, Any], session_models: Sequence[str]) -> str:
+    """The scripted model a session's settings choose: the one of ``session_models`` that
+    ``session_settings["model"]`` names, else ``DEFAULT_SCENARIO_MODEL``.
+
+    A scenario factory with per-session models builds one scripted model per name of
+    ``ScenarioSession.session_models`` plus the default, and maps the settings to one
+    of them the way its framework lets an application choose (``resolve_model``).
+    """
+    chosen = session_settings.get(SESSION_MODEL_SETTING)
+    if isinstance(chosen, str) and chosen in session_models:
+        return chosen
+    return DEFAULT_SCENARIO_MODEL
 
 
 class ScenarioStorageOptions(TypedDict):
@@ -340,10 +417,25 @@ class ScenarioSession:
     message_chunk_size: int = 32
     summary_gate: str | None = None
     """A ``FileGate`` every ``summarize_context`` call passes first."""
+    planning_tool_choice: Literal["auto", "required"] = "auto"
+    """Ask for the runner's option of the same name: ``required`` forces a tool call
+    (``write_todos``) on a planning turn's first model call while no draft exists."""
+    session_models: tuple[str, ...] = ()
+    """Names of scripted models the factory builds besides ``DEFAULT_SCENARIO_MODEL``;
+    each model call uses the one the turn's session settings name
+    (``scenario_model_name``)."""
 
     def __post_init__(self) -> None:
         if not self.flow_type:
             raise ValueError("ScenarioSession.flow_type must not be empty")
+        if self.planning_tool_choice not in ("auto", "required"):
+            raise ValueError("ScenarioSession.planning_tool_choice must be 'auto' or 'required'")
+        object.__setattr__(self, "session_models", tuple(self.session_models))
+        if DEFAULT_SCENARIO_MODEL in self.session_models or not all(self.session_models):
+            raise ValueError(
+                f"ScenarioSession.session_models are non-empty names other than"
+                f" {DEFAULT_SCENARIO_MODEL!r}"
+            )
 
     def storage_options(self) -> ScenarioStorageOptions:
         """The compaction and message storage session options this scenario asks for, as
@@ -399,6 +491,8 @@ class Scenario:
                     "message_window_size": self.session.message_window_size,
                     "message_chunk_size": self.session.message_chunk_size,
                     "summary_gate": self.session.summary_gate,
+                    "planning_tool_choice": self.session.planning_tool_choice,
+                    "session_models": list(self.session.session_models),
                 },
             },
             indent=2,
@@ -425,6 +519,8 @@ class Scenario:
                 message_window_size=session.get("message_window_size", 64),
                 message_chunk_size=session.get("message_chunk_size", 32),
                 summary_gate=session.get("summary_gate"),
+                planning_tool_choice=session.get("planning_tool_choice", "auto"),
+                session_models=tuple(session.get("session_models", ())),
             ),
         )
 
@@ -481,6 +577,8 @@ def _tool_to_json(tool: ScenarioTool) -> dict[str, Any]:
         "gate": tool.gate,
         "fail_attempts": tool.fail_attempts,
         "question": tool.question,
+        "choices": list(tool.choices) if tool.choices is not None else None,
+        "continuation": tool.continuation,
     }
 
 
@@ -495,4 +593,6 @@ def _tool_from_json(data: dict[str, Any]) -> ScenarioTool:
         gate=data["gate"],
         fail_attempts=data["fail_attempts"],
         question=data.get("question"),
+        choices=tuple(data["choices"]) if data.get("choices") is not None else None,
+        continuation=data.get("continuation"),
     )
