@@ -9,27 +9,30 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+import mcp_types
 from mcp import MCPError
-from mcp.client.session import ClientSession
 from mcp_types import CallToolResult
 
-from dex_agents.mcp._connections import Connections, ServerConfig, describe
+from dex_agents.mcp._connections import (
+    Connections,
+    OnTask,
+    PooledSession,
+    ServerConfig,
+    describe,
+    on_task_of_this_call,
+    reset_on_task,
+)
 from dex_agents.mcp._listing import TaskSupport
 from dex_agents.mcp._naming import MCP_IDEMPOTENCY_KEY_META_KEY
 from dex_agents.mcp._resource_tools import run_resource_or_prompt_tool
-from dex_agents.mcp._tasks import (
-    CreatedTask,
-    TaskChannel,
-    TaskClaim,
-    legacy_task_call,
-    uses_legacy_tasks,
-)
+from dex_agents.mcp._tasks import legacy_task_call, uses_legacy_tasks
 from dex_agents.runner import AgentEventWriter, CancellationSignal, ToolExecutionError
+from dex_agents.tracing.spans import format_traceparent
 
 __all__ = [
     "CallHandedOver",
@@ -43,13 +46,12 @@ __all__ = [
     "send_tool_call",
 ]
 
-_INTERNAL_ERROR = -32603
+TRACEPARENT_META_KEY = "traceparent"
+"""The ``_meta`` key of the W3C trace context of a ``tools/call``."""
+_BROKE_OFF = frozenset({mcp_types.CONNECTION_CLOSED, mcp_types.REQUEST_TIMEOUT})
+"""What the SDK answers for a sent request that broke off or timed out: it may have run."""
 _CANCELLATION_POLL_SECONDS = 0.2
 _T = TypeVar("_T")
-
-OnTask = Callable[[CreatedTask, ClientSession], Awaitable[CallToolResult]]
-"""What to do with a task the server created for the call: drive it to its result, or
-raise ``CallHandedOver``."""
 
 
 class McpToolCallInterruptedError(Exception):
@@ -135,49 +137,59 @@ async def send_tool_call(
     deadline: datetime | None,
     task_ttl_ms: int,
     on_task: OnTask,
+    meta: Mapping[str, Any] | None = None,
 ) -> str:
-    """Send ``tools/call`` and return the output text."""
-    meta = {MCP_IDEMPOTENCY_KEY_META_KEY: idempotency_key} if idempotency_key else None
+    """Send ``tools/call`` on the server's pooled session and return the output text.
+
+    ``_meta`` carries the idempotency key and any ``meta`` (such as the ``traceparent``).
+    """
+    sent_meta: dict[str, Any] = dict(meta or {})
+    if idempotency_key:
+        sent_meta[MCP_IDEMPOTENCY_KEY_META_KEY] = idempotency_key
     timeout = (deadline - datetime.now(UTC)).total_seconds() if deadline is not None else None
 
-    async def request() -> CallToolResult:
-        sent = False
-        # Only a tool that lists ``execution.taskSupport`` (2025-11-25) can need it.
-        channel = TaskChannel() if reference.task_support != "forbidden" else None
+    async def attempt(pooled: PooledSession) -> CallToolResult:
+        # Declaring the tasks extension lets the server run the call as a task.
+        token = on_task_of_this_call(on_task)
         try:
-            # Declaring the tasks extension lets the server run the call as a task.
-            async with connections.client(server, TaskClaim(on_task), channel=channel) as client:
-                sent = True
-                if channel is not None and uses_legacy_tasks(
-                    client.session, reference.task_support
-                ):
-                    # 2025-11-25: the client asks for the task (``task: {ttl}``).
-                    params = {"name": reference.tool, "arguments": arguments}
-                    if meta is not None:
-                        params["_meta"] = meta
-                    created = await legacy_task_call(channel, params, task_ttl_ms, timeout)
-                    if isinstance(created, CallToolResult):
-                        return created
-                    return await on_task(created, client.session)
-                return await client.call_tool(
-                    reference.tool,
-                    arguments,
-                    read_timeout_seconds=timeout if timeout is None else max(timeout, 1.0),
-                    progress_callback=progress,
-                    meta=meta,  # pyright: ignore[reportArgumentType]
-                )
+            if uses_legacy_tasks(pooled.session, reference.task_support):
+                # 2025-11-25: the client asks for the task (``task: {ttl}``).
+                params: dict[str, Any] = {"name": reference.tool, "arguments": arguments}
+                if sent_meta:
+                    params["_meta"] = sent_meta
+                created = await legacy_task_call(pooled.channel, params, task_ttl_ms, timeout)
+                if isinstance(created, CallToolResult):
+                    return created
+                return await on_task(created, pooled.session)
+            return await pooled.client.call_tool(
+                reference.tool,
+                arguments,
+                read_timeout_seconds=timeout if timeout is None else max(timeout, 1.0),
+                progress_callback=progress,
+                meta=sent_meta or None,  # pyright: ignore[reportArgumentType]
+            )
+        finally:
+            reset_on_task(token)
+
+    async def request() -> CallToolResult:
+        try:
+            # A connection that cannot be opened raises ToolExecutionError: never sent.
+            return await connections.run(server, attempt)
         except (ToolExecutionError, McpToolCallInterruptedError, CallHandedOver):
             raise
         except MCPError as error:
-            if error.code == _INTERNAL_ERROR:
+            if error.code == mcp_types.INTERNAL_ERROR:
                 raise McpToolCallInterruptedError(
                     f"MCP server {server.name} answered tools/call {reference.tool} "
                     f"with an internal error: {error.error.message}"
                 ) from error
+            if error.code in _BROKE_OFF:
+                raise McpToolCallInterruptedError(
+                    f"tools/call {reference.tool} to MCP server {server.name} was sent "
+                    f"and broke off: {error.error.message}"
+                ) from error
             raise ToolExecutionError(error.error.message) from error
         except Exception as error:
-            if not sent:
-                raise  # ToolExecutionError: the call never left
             raise McpToolCallInterruptedError(
                 f"tools/call {reference.tool} to MCP server {server.name} was sent "
                 f"and broke off: {describe(error)}"
@@ -200,12 +212,15 @@ async def run_resource_or_prompt(
     server_name = arguments.get("server")
     if not isinstance(server_name, str) or server_name not in servers:
         raise ToolExecutionError(f"no MCP server named {server_name!r} is configured")
-    async with connections.client(servers[server_name]) as client:
-        try:
-            return await run_resource_or_prompt_tool(tool_name, arguments, client)
-        except (MCPError, ValueError) as error:
-            message = error.error.message if isinstance(error, MCPError) else str(error)
-            raise ToolExecutionError(message) from error
+
+    async def read(pooled: PooledSession) -> str:
+        return await run_resource_or_prompt_tool(tool_name, arguments, pooled.client)
+
+    try:
+        return await connections.run(servers[server_name], read)
+    except (MCPError, ValueError) as error:
+        message = error.error.message if isinstance(error, MCPError) else str(error)
+        raise ToolExecutionError(message) from error
 
 
 async def abortable(request: Awaitable[_T], cancellation: CancellationSignal | None) -> _T:
@@ -251,3 +266,19 @@ def result_text(result: CallToolResult) -> str:
                 )
             )
     return "\n".join(parts)
+
+
+def trace_meta() -> dict[str, Any]:
+    """``{"traceparent": ...}`` of the current span (the tool call's ``execute_tool``).
+
+    Empty without OpenTelemetry or a valid current span: tracing never fails a call.
+    """
+    try:
+        from opentelemetry import trace
+    except ImportError:
+        return {}
+    try:
+        traceparent = format_traceparent(trace.get_current_span().get_span_context())
+    except Exception:  # tracing must never fail a call
+        return {}
+    return {TRACEPARENT_META_KEY: traceparent} if traceparent else {}

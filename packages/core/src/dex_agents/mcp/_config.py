@@ -27,8 +27,12 @@ class _ServerBase(BaseModel):
     trusts_tool_annotations: bool = True
     """Classify tools by their ``readOnlyHint``/``idempotentHint``; ``False`` gives every
     tool of this server the default effect."""
+    destructive_tools_require_approval: bool = False
+    """Ask for approval before an ``idempotent_write`` tool whose ``destructiveHint`` is
+    not ``false`` (MCP's default is ``true``); the default follows the effect, no approval."""
     connection_timeout_seconds: float = Field(default=30.0, gt=0)
-    """How long opening a connection and its handshake may take."""
+    """How long opening the server's session and its handshake may take, per attempt; also
+    the limit for each page of a listing."""
 
     @field_validator("name")
     @classmethod

@@ -1,127 +1,346 @@
-"""Connections to MCP servers: a connected ``mcp.Client`` per request.
+"""MCP client sessions that last: one pooled session per server and Worker process.
 
-Every request opens a new connection (handshake within the server's connection
-timeout) and closes it afterwards, so no protocol session outlives a request and a
-server restart between listing and calling is harmless.
+Every request of a ``McpToolSource`` (listings, calls, task polls and cancellations,
+the resource and prompt tools) runs on the server's pooled session, which is opened
+on first use (handshake within the server's connection timeout, up to
+``connection_attempts`` tries) and kept: a stdio server runs as one process per
+Worker, a Streamable HTTP server keeps its ``Mcp-Session-Id``, so a task a server
+binds to its MCP session is polled and cancelled on the session that started it.
+
+A session is opened again when it is lost: a stdio server that exited, an HTTP
+server that answers 404 to the session (it restarted, or ended the session). A
+request that never reached the server (the HTTP connection was refused, or the
+server no longer knew the session) is sent again on the new session; one that was
+sent and broke off is not, and its caller decides by effect.
+
+Sessions belong to the event loop that opened them (the Worker's); ``aclose`` ends
+them. A stdio server starts through ``_launcher.py``, so it dies with its Worker.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
-from collections.abc import AsyncGenerator, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
+import os
+import sys
+import weakref
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
 
 import httpx2
+import mcp_types
 from mcp import Client
-from mcp.client import Transport
-from mcp.client.extension import ClientExtension
+from mcp.client import ClientRequestContext
+from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp_types import Implementation
+from mcp_types import CallToolResult, Implementation
 
 from dex_agents.mcp._config import McpHttpServer, McpStdioServer
-from dex_agents.mcp._tasks import LegacyTaskInput, TaskChannel
+from dex_agents.mcp._tasks import (
+    RELATED_TASK_META_KEY,
+    CreatedTask,
+    LegacyTaskInput,
+    TaskChannel,
+    TaskClaim,
+)
 from dex_agents.runner import ToolExecutionError
 
-__all__ = ["Connections", "ServerConfig", "describe", "innermost"]
+__all__ = [
+    "CLIENT_INFO",
+    "Connections",
+    "OnTask",
+    "PooledSession",
+    "ServerConfig",
+    "describe",
+    "innermost",
+    "on_task_of_this_call",
+    "reset_on_task",
+]
 
 logger = logging.getLogger("dex_agents.mcp")
 
 CLIENT_INFO = Implementation(name="dex-agents", version="0.2.0")
+_LAUNCHER = Path(__file__).with_name("_launcher.py")
+_MCP_SESSION_ID = "mcp-session-id"
 
 ServerConfig = McpStdioServer | McpHttpServer
+OnTask = Callable[[CreatedTask, ClientSession], Awaitable[CallToolResult]]
+"""What a ``tools/call`` does with a task the server created for it."""
+_T = TypeVar("_T")
+
+_on_task: contextvars.ContextVar[OnTask | None] = contextvars.ContextVar(
+    "dex_agents_mcp_on_task", default=None
+)
+
+
+def on_task_of_this_call(on_task: OnTask) -> contextvars.Token[OnTask | None]:
+    """Route a task created by the ``tools/call`` this context sends to ``on_task``."""
+    return _on_task.set(on_task)
+
+
+def reset_on_task(token: contextvars.Token[OnTask | None]) -> None:
+    """Undo ``on_task_of_this_call``."""
+    _on_task.reset(token)
+
+
+async def _route_task(created: CreatedTask, session: ClientSession) -> CallToolResult:
+    on_task = _on_task.get()
+    if on_task is None:
+        raise ToolExecutionError(f"the MCP server started task {created.task_id} unasked")
+    return await on_task(created, session)
+
+
+@dataclass(eq=False)
+class PooledSession:
+    """One lasting MCP client session to one server."""
+
+    server: ServerConfig
+    _client: Client | None = None
+    channel: TaskChannel = field(default_factory=TaskChannel)
+    session_id: str | None = None
+    """The Streamable HTTP server's ``Mcp-Session-Id``, when it keeps sessions."""
+    lost: bool = False
+    """The session ended: the stdio server exited, the transport broke, or the server
+    answered 404 to the session."""
+    unsent: int = 0
+    """How many requests never reached the server (a refused connection, a 404)."""
+    inboxes: dict[str, LegacyTaskInput] = field(default_factory=dict[str, LegacyTaskInput])
+    """Where a 2025-11-25 task's input requests go, by task ID, while a poll waits."""
+    _stop: asyncio.Event = field(default_factory=asyncio.Event)
+    _owner: asyncio.Task[None] | None = None
+
+    @property
+    def client(self) -> Client:
+        """The connected client."""
+        if self._client is None:
+            raise RuntimeError("the pooled MCP session is not open")
+        return self._client
+
+    @property
+    def session(self) -> ClientSession:
+        """The connected client's protocol session."""
+        return self.client.session
+
+    async def _elicit(
+        self, context: ClientRequestContext, params: mcp_types.ElicitRequestParams
+    ) -> mcp_types.ElicitResult | mcp_types.ErrorData:
+        related: Any = (params.meta or {}).get(RELATED_TASK_META_KEY)
+        task_id = related.get("taskId") if isinstance(related, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        inbox = self.inboxes.get(task_id) if isinstance(task_id, str) else None
+        if inbox is None:
+            return mcp_types.ErrorData(
+                code=mcp_types.INVALID_REQUEST, message="this client cannot ask the user for input"
+            )
+        return await inbox(context, params)
+
+    def close(self) -> None:
+        self.lost = True
+        self._stop.set()
+
+    async def open(self) -> None:
+        """Connect and shake hands; raises what broke. The session is held by its own task."""
+        ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._owner = asyncio.ensure_future(self._hold(ready))
+        try:
+            async with asyncio.timeout(self.server.connection_timeout_seconds):
+                await asyncio.shield(ready)
+        except BaseException:
+            self.close()
+            self._owner.cancel()
+            raise
+
+    async def _hold(self, ready: asyncio.Future[None]) -> None:
+        # Entered and left in this one task, as the SDK's task groups require.
+        try:
+            self.channel = TaskChannel(on_closed=self._transport_closed)
+            async with Client(
+                self.channel.wrap(self._transport()),
+                cache=None,
+                client_info=CLIENT_INFO,
+                extensions=[TaskClaim(_route_task)],
+                elicitation_callback=self._elicit,
+            ) as client:
+                self._client = client
+                if not ready.done():
+                    ready.set_result(None)
+                await self._stop.wait()
+        except BaseException as error:
+            if not ready.done():
+                ready.set_exception(error)
+            elif not isinstance(error, asyncio.CancelledError):
+                logger.info("MCP session to server %s ended: %s", self.server.name, describe(error))
+        finally:
+            self.lost = True
+            if not ready.done():
+                ready.set_exception(ConnectionError("the MCP session ended while opening"))
+
+    def _transport_closed(self) -> None:
+        self.lost = True
+
+    def _transport(self) -> Any:
+        server = self.server
+        if isinstance(server, McpStdioServer):
+            return stdio_client(
+                StdioServerParameters(
+                    command=sys.executable,
+                    args=[
+                        "-I",
+                        str(_LAUNCHER),
+                        str(os.getpid()),
+                        server.name,
+                        server.command,
+                        *server.args,
+                    ],
+                    env=server.env,
+                    cwd=server.cwd,
+                )
+            )
+        http = httpx2.AsyncClient(
+            headers=dict(server.headers),
+            timeout=_HTTP_TIMEOUT,
+            transport=_WatchedTransport(self),
+            event_hooks={"response": [self._saw_response]},
+        )
+        return _closing_http(streamable_http_client(server.url, http_client=http), http)
+
+    async def _saw_response(self, response: httpx2.Response) -> None:
+        sent_id = response.request.headers.get(_MCP_SESSION_ID)
+        if response.status_code == 404 and sent_id is not None and sent_id == self.session_id:
+            # The server no longer knows the session: it ran nothing of this request.
+            self.unsent += 1
+            self.lost = True
+        given = response.headers.get(_MCP_SESSION_ID)
+        if given and self.session_id is None:
+            self.session_id = given
+
+    async def shutdown(self) -> None:
+        """End the session: the stdio server is stopped, an HTTP session ended with DELETE."""
+        self.close()
+        if self._owner is not None and not self._owner.done():
+            try:
+                async with asyncio.timeout(5):
+                    await asyncio.shield(self._owner)
+            except (TimeoutError, Exception):
+                self._owner.cancel()
+
+
+class _WatchedTransport(httpx2.AsyncBaseTransport):
+    """Counts POSTs that never reached the server (the connection was refused)."""
+
+    def __init__(self, session: PooledSession) -> None:
+        self._session = session
+        self._inner = httpx2.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        try:
+            return await self._inner.handle_async_request(request)
+        except httpx2.ConnectError:
+            if request.method == "POST":
+                self._session.unsent += 1
+            self._session.lost = True
+            raise
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _closing_http:
+    """The SDK's HTTP transport, closing our HTTP client after it."""
+
+    def __init__(self, inner: Any, http: httpx2.AsyncClient) -> None:
+        self._inner = inner
+        self._http = http
+
+    async def __aenter__(self) -> Any:
+        return await self._inner.__aenter__()
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        try:
+            return await self._inner.__aexit__(*exc)
+        finally:
+            await self._http.aclose()
 
 
 class Connections:
-    """Opens connections to the configured servers, each after at most ``attempts`` tries."""
+    """The pooled sessions of one source, per event loop; ``attempts`` tries to connect."""
 
     def __init__(self, *, attempts: int) -> None:
         self.attempts = attempts
+        self._pools: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, dict[str, PooledSession]
+        ] = weakref.WeakKeyDictionary()
+        self._locks: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, dict[str, asyncio.Lock]
+        ] = weakref.WeakKeyDictionary()
 
-    @asynccontextmanager
-    async def client(
-        self,
-        server: ServerConfig,
-        *extensions: ClientExtension,
-        channel: TaskChannel | None = None,
-        elicitation: LegacyTaskInput | None = None,
-    ) -> AsyncGenerator[Client]:
-        """A connected client, after at most ``attempts`` tries.
+    def _pool(self) -> dict[str, PooledSession]:
+        return self._pools.setdefault(asyncio.get_running_loop(), {})
+
+    def pooled(self, server: ServerConfig) -> PooledSession | None:
+        """The open session of ``server`` in this loop, without connecting."""
+        session = self._pool().get(server.name)
+        return session if session is not None and not session.lost else None
+
+    async def acquire(self, server: ServerConfig) -> PooledSession:
+        """The server's open session, connecting after at most ``attempts`` tries.
 
         Connecting that keeps failing raises ``ToolExecutionError``: nothing was sent.
         """
-        stack = AsyncExitStack()
-        errors: list[str] = []
-        for _ in range(self.attempts):
-            stack = AsyncExitStack()
-            try:
-                async with asyncio.timeout(server.connection_timeout_seconds):
-                    client = await stack.enter_async_context(
-                        _new_client(server, stack, extensions, channel, elicitation)
-                    )
-                break
-            except Exception as error:
-                errors.append(describe(error))
-                await close_quietly(stack)
-        else:
+        session = self.pooled(server)
+        if session is not None:
+            return session
+        locks = self._locks.setdefault(asyncio.get_running_loop(), {})
+        async with locks.setdefault(server.name, asyncio.Lock()):
+            session = self.pooled(server)
+            if session is not None:
+                return session
+            errors: list[str] = []
+            for _ in range(self.attempts):
+                session = PooledSession(server)
+                try:
+                    await session.open()
+                except Exception as error:
+                    errors.append(describe(error))
+                    continue
+                old = self._pool().get(server.name)
+                if old is not None:
+                    old.close()
+                self._pool()[server.name] = session
+                return session
             raise ToolExecutionError(
                 f"cannot connect to MCP server {server.name} after "
                 f"{self.attempts} attempts: {errors[-1]}"
             )
-        try:
-            yield client
-        except BaseException as error:
-            # Closing the SDK's task group turns the cancellation a broken transport caused
-            # into the transport's own error, which then replaces ``error``; an error of the
-            # body that the group merely wraps is raised as it is.
+
+    async def run(
+        self, server: ServerConfig, operation: Callable[[PooledSession], Awaitable[_T]]
+    ) -> _T:
+        """``operation`` on the server's session; a request that never reached the server
+        (the session was gone) runs again on a new session, up to ``attempts`` times."""
+        for attempt in range(1, self.attempts + 1):
+            session = await self.acquire(server)
+            unsent = session.unsent
             try:
-                suppressed = await stack.__aexit__(type(error), error, error.__traceback__)
-            except BaseException as closing:
-                if innermost(closing) is error:
-                    raise error from None
+                return await operation(session)
+            except Exception:
+                if session.unsent > unsent and attempt < self.attempts:
+                    session.close()
+                    continue
+                if session.lost:
+                    session.close()
                 raise
-            if not suppressed:
-                raise
-        else:
-            await close_quietly(stack)
+        raise AssertionError("unreachable")  # pragma: no cover
 
-
-def _new_client(
-    server: ServerConfig,
-    stack: AsyncExitStack,
-    extensions: Sequence[ClientExtension],
-    channel: TaskChannel | None,
-    elicitation: LegacyTaskInput | None,
-) -> Client:
-    transport: StdioServerParameters | Transport
-    if isinstance(server, McpStdioServer):
-        transport = StdioServerParameters(
-            command=server.command, args=list(server.args), env=server.env, cwd=server.cwd
-        )
-        if channel is not None:
-            transport = channel.wrap(stdio_client(transport))
-    else:
-        http = _http_client(server)
-        stack.push_async_callback(http.aclose)
-        transport = streamable_http_client(server.url, http_client=http)
-        if channel is not None:
-            transport = channel.wrap(transport)
-    return Client(
-        transport,
-        cache=None,
-        client_info=CLIENT_INFO,
-        extensions=list(extensions) or None,
-        elicitation_callback=elicitation,
-    )
-
-
-async def close_quietly(stack: AsyncExitStack) -> None:
-    # The answer is in; a connection that closes badly changes nothing about it.
-    try:
-        await stack.aclose()
-    except Exception as error:
-        logger.debug("closing an MCP connection failed: %s", error)
+    async def aclose(self) -> None:
+        """End every session of this loop."""
+        pool = self._pool()
+        sessions = list(pool.values())
+        pool.clear()
+        await asyncio.gather(*(session.shutdown() for session in sessions))
 
 
 def describe(error: BaseException) -> str:
@@ -139,8 +358,3 @@ def innermost(error: BaseException) -> BaseException:
 # The MCP transports' own defaults: 30 s to connect, write and wait for a pooled
 # connection, 5 min to read, since a server may hold a response stream open.
 _HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
-
-
-def _http_client(server: McpHttpServer) -> httpx2.AsyncClient:
-    """An HTTP client for one connection to ``server``, with its configured headers."""
-    return httpx2.AsyncClient(headers=dict(server.headers), timeout=_HTTP_TIMEOUT)

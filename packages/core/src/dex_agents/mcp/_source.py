@@ -20,6 +20,7 @@ from dex_agents.mcp._calls import (
     parse_arguments,
     run_resource_or_prompt,
     send_tool_call,
+    trace_meta,
 )
 from dex_agents.mcp._config import McpHttpServer
 from dex_agents.mcp._connections import Connections, ServerConfig
@@ -35,6 +36,7 @@ from dex_agents.runner import (
     DeferredToolCall,
     DeferredToolExecution,
     DeferredToolOutcome,
+    ResolvedToolPolicy,
     ToolExecutionError,
     ToolExecutionResult,
     ToolPolicy,
@@ -60,23 +62,54 @@ class McpToolSource:
         *,
         source_name: str = "mcp",
         resource_and_prompt_tools_enabled: bool = False,
+        listing_timeout_seconds: float = 5.0,
         listing_ttl_seconds: float = 300.0,
         listing_failure_backoff_seconds: float = 30.0,
         connection_attempts: int = 3,
         task_poll_max_interval_seconds: float = 60.0,
         task_wait_timeout_seconds: float = 600.0,
-        task_ttl_seconds: float = 3600.0,
+        task_ttl_seconds: float = 86400.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """Configure the servers and how the source lists, connects and runs tasks.
+
+        Args:
+            servers: The servers, configured on the Worker (never from session input).
+            source_name: Stored with every call; unique among an agent's sources and
+                stable across deploys.
+            resource_and_prompt_tools_enabled: Also offer ``mcp_list_resources_and_prompts``,
+                ``mcp_read_resource`` and ``mcp_get_prompt``.
+            listing_timeout_seconds: How long ``list_tools`` waits for each server that
+                has no listing yet; keep it below the runner's listing budget (the
+                Stepwise ``tool_source_listing_timeout``, 10 s). A server that takes longer
+                goes on listing in the background and is offered once it answered.
+            listing_ttl_seconds: After this, a listed server is listed again in the
+                background while its earlier tools are offered.
+            listing_failure_backoff_seconds: A server whose listing failed is tried again
+                in the background after this.
+            connection_attempts: Tries to open a server's session, each within the server's
+                ``connection_timeout_seconds``.
+            task_poll_max_interval_seconds: The longest interval between task polls.
+            task_wait_timeout_seconds: How long a tool Step polls a task it cannot hand
+                to ``PollToolTask`` (a stdio server's); such a task is requested with a TTL
+                of four times this.
+            task_ttl_seconds: The TTL requested for a task ``PollToolTask`` polls (24 h):
+                the task's run time plus the longest time no Worker serves the session.
+            clock: Monotonic seconds, for the listing TTL and backoff.
+        """
         names = [server.name for server in servers]
         if len(set(names)) != len(names):
             raise ValueError(f"McpToolSource got two servers with one name: {names}")
         if connection_attempts < 1:
             raise ValueError("connection_attempts must be at least 1")
+        if listing_timeout_seconds <= 0:
+            raise ValueError("listing_timeout_seconds must be positive")
         self._servers: dict[str, ServerConfig] = {server.name: server for server in servers}
         self._source_name = source_name
         self._resource_and_prompt_tools_enabled = resource_and_prompt_tools_enabled
         self._task_ttl_ms = round(task_ttl_seconds * 1000)
+        # A task polled inside its tool Step outlives every attempt's wait.
+        self._in_step_task_ttl_ms = round(4 * task_wait_timeout_seconds * 1000)
         self._connections = Connections(attempts=connection_attempts)
         self._listings = Listings(
             self._servers,
@@ -84,6 +117,7 @@ class McpToolSource:
             resource_and_prompt_tools_enabled=resource_and_prompt_tools_enabled,
             ttl_seconds=listing_ttl_seconds,
             failure_backoff_seconds=listing_failure_backoff_seconds,
+            deadline_seconds=listing_timeout_seconds,
             clock=clock,
         )
         self._tasks = TaskCalls(
@@ -115,10 +149,19 @@ class McpToolSource:
     async def tool_policies(self) -> dict[str, ToolPolicy]:
         """A ``ToolPolicy`` for every classified tool; merge your own over it."""
         return {
-            tool.name: ToolPolicy(tool.effect)
+            tool.name: ToolPolicy(tool.effect, requires_approval=tool.requires_approval)
             for tool in await self.list_tools()
             if tool.effect is not None
         }
+
+    async def aclose(self) -> None:
+        """End this event loop's MCP sessions (stdio servers stop) and running listings.
+
+        Optional: a Worker's sessions end with its process. Call it when a source is
+        dropped while its event loop goes on, such as between tests.
+        """
+        await self._listings.aclose()
+        await self._connections.aclose()
 
     # --- the ToolSource protocol ------------------------------------------------------
 
@@ -137,11 +180,14 @@ class McpToolSource:
             if tool is not None and tool.server
             else None
         )
+        policy = turn.resolve_tool_policy(call.name, effect)
+        if tool is not None and tool.requires_approval and call.name not in turn.tool_policies:
+            policy = ResolvedToolPolicy(policy.effect, True)
         return DeferredToolCall(
             call.call_id,
             call.name,
             call.arguments,
-            turn.resolve_tool_policy(call.name, effect),
+            policy,
             tool_source_reference=reference,
         )
 
@@ -293,8 +339,9 @@ class McpToolSource:
             progress=progress,
             cancellation=cancellation,
             deadline=deadline,
-            task_ttl_ms=self._task_ttl_ms,
+            task_ttl_ms=self._task_ttl_ms if task.durable else self._in_step_task_ttl_ms,
             on_task=on_task,
+            meta=trace_meta(),
         )
 
     def _server(self, name: str) -> ServerConfig:

@@ -14,15 +14,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from mcp import MCPError
-from mcp.client.extension import advertise
 from mcp.client.session import ClientSession
 from mcp_types import CallToolResult
 
 from dex_agents.mcp._calls import CallHandedOver, McpToolCallInterruptedError, result_text
-from dex_agents.mcp._connections import Connections, ServerConfig
+from dex_agents.mcp._connections import Connections, PooledSession, ServerConfig
 from dex_agents.mcp._tasks import (
     LEGACY_TASKS_PROTOCOL_VERSION,
-    TASKS_EXTENSION_ID,
     CreatedTask,
     LegacyTaskInput,
     McpTaskState,
@@ -163,22 +161,30 @@ class TaskCalls:
             raise McpTaskPollError(f"tool call {record.tool_call_id} has no task to poll")
         before = TaskContinuation.decode(record.input_continuation)
         task = TaskCall(record.tool_call_id, record.tool_name, poll.events)
-        # 2025-11-25 servers ask for input during tasks/result, on this connection.
+        # 2025-11-25 servers ask for input during tasks/result, on this session.
         inbox = LegacyTaskInput(task_id, before.input_key, poll.pending_answer)
+
+        async def read(pooled: PooledSession) -> McpTaskState:
+            session = pooled.session
+            legacy = session.protocol_version == LEGACY_TASKS_PROTOCOL_VERSION
+            if poll.pending_answer is not None and before.input_key is not None and not legacy:
+                await _deliver_answer(session, task_id, before.input_key, poll)
+            state = await get_task(session, task_id)
+            if legacy and state.status == "input_required":
+                wait = next_poll_interval(state.poll_interval_ms, None, self.max_interval)
+                if poll.pending_answer is not None:
+                    # Only this poll has the answer: wait for the question it answers.
+                    wait = max((poll.deadline - datetime.now(UTC)).total_seconds() - 1, 1)
+                pooled.inboxes[task_id] = inbox
+                try:
+                    state = await _legacy_input(session, inbox, state, wait)
+                finally:
+                    if pooled.inboxes.get(task_id) is inbox:
+                        del pooled.inboxes[task_id]
+            return state
+
         try:
-            async with self._connections.client(
-                server, advertise(TASKS_EXTENSION_ID), elicitation=inbox
-            ) as client:
-                legacy = client.session.protocol_version == LEGACY_TASKS_PROTOCOL_VERSION
-                if poll.pending_answer is not None and before.input_key is not None and not legacy:
-                    await _deliver_answer(client.session, task_id, before.input_key, poll)
-                state = await get_task(client.session, task_id)
-                if legacy and state.status == "input_required":
-                    wait = next_poll_interval(state.poll_interval_ms, None, self.max_interval)
-                    if poll.pending_answer is not None:
-                        # Only this poll has the answer: wait for the question it answers.
-                        wait = max((poll.deadline - datetime.now(UTC)).total_seconds() - 1, 1)
-                    state = await _legacy_input(client.session, inbox, state, wait)
+            state = await self._connections.run(server, read)
         except (MCPError, ToolExecutionError) as error:
             message = error.error.message if isinstance(error, MCPError) else error.message
             raise McpTaskPollError(
@@ -197,11 +203,14 @@ class TaskCalls:
 
     async def cancel(self, server: ServerConfig, task_id: str) -> None:
         """Send ``tasks/cancel``; any answer of the server ends the cancellation."""
-        async with self._connections.client(server, advertise(TASKS_EXTENSION_ID)) as client:
-            try:
-                await cancel_task(client.session, task_id)
-            except MCPError as error:
-                logger.info("MCP server %s answered tasks/cancel with %s", server.name, error)
+
+        async def cancel(pooled: PooledSession) -> None:
+            await cancel_task(pooled.session, task_id)
+
+        try:
+            await self._connections.run(server, cancel)
+        except MCPError as error:
+            logger.info("MCP server %s answered tasks/cancel with %s", server.name, error)
 
     async def _task_question(
         self, server: ServerConfig, state: McpTaskState, before: TaskContinuation
@@ -226,8 +235,7 @@ class TaskCalls:
 
     async def _cancel_quietly(self, server: ServerConfig, task_id: str) -> None:
         try:
-            async with self._connections.client(server, advertise(TASKS_EXTENSION_ID)) as client:
-                await cancel_task(client.session, task_id)
+            await self.cancel(server, task_id)
         except Exception as error:
             logger.info(
                 "cancelling MCP task %s of server %s failed: %s", task_id, server.name, error

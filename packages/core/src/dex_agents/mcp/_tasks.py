@@ -44,6 +44,7 @@ from dex_agents.runner import QuestionAnswer
 
 __all__ = [
     "LEGACY_TASKS_PROTOCOL_VERSION",
+    "RELATED_TASK_META_KEY",
     "TASKS_EXTENSION_ID",
     "CreatedTask",
     "LegacyTaskInput",
@@ -328,7 +329,8 @@ class TaskChannel(AbstractAsyncContextManager[Any]):
     own) are taken off the read stream, everything else reaches the session unchanged.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, on_closed: Callable[[], None] | None = None) -> None:
+        self._on_closed = on_closed
         self._inner: Transport | None = None
         self._stack = AsyncExitStack()
         self._write: Any = None
@@ -371,6 +373,8 @@ class TaskChannel(AbstractAsyncContextManager[Any]):
                             waiter.set_result(message)
                         continue
                 await send_on.send(item)
+        if self._on_closed is not None:
+            self._on_closed()
         for waiter in self._pending.values():
             if not waiter.done():
                 waiter.set_exception(ConnectionError("the MCP connection closed"))
