@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import itertools
+import json
 import logging
 import os
 import sys
@@ -32,15 +34,16 @@ from typing import Any, TypeVar
 
 import httpx2
 import mcp_types
-from mcp import Client
+from mcp import Client, MCPError
 from mcp.client import ClientRequestContext
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp_types import CallToolResult, Implementation
+from mcp_types import CallToolResult, Implementation, Result
 
 from dex_agents.mcp._config import McpHttpServer, McpStdioServer
 from dex_agents.mcp._tasks import (
+    LEGACY_TASKS_PROTOCOL_VERSION,
     RELATED_TASK_META_KEY,
     CreatedTask,
     LegacyTaskInput,
@@ -54,6 +57,7 @@ __all__ = [
     "Connections",
     "OnTask",
     "PooledSession",
+    "ResumedHttpSession",
     "ServerConfig",
     "describe",
     "innermost",
@@ -71,6 +75,7 @@ ServerConfig = McpStdioServer | McpHttpServer
 OnTask = Callable[[CreatedTask, ClientSession], Awaitable[CallToolResult]]
 """What a ``tools/call`` does with a task the server created for it."""
 _T = TypeVar("_T")
+_R = TypeVar("_R", bound=Result)
 
 _on_task: contextvars.ContextVar[OnTask | None] = contextvars.ContextVar(
     "dex_agents_mcp_on_task", default=None
@@ -263,6 +268,73 @@ class _closing_http:
             return await self._inner.__aexit__(*exc)
         finally:
             await self._http.aclose()
+
+
+class ResumedHttpSession:
+    """Requests on the MCP session another Worker opened, by its ``Mcp-Session-Id``.
+
+    No handshake: the server knows the session already. Only the task requests use it
+    (``tasks/get``, ``tasks/result``, ``tasks/cancel``), so a Worker reaches the task
+    another Worker started on a server that binds tasks to sessions. A server that
+    forgot the session answers 404, which fails the request.
+    """
+
+    protocol_version: str | None = LEGACY_TASKS_PROTOCOL_VERSION
+
+    def __init__(self, server: McpHttpServer, session_id: str) -> None:
+        self.server = server
+        self.session_id = session_id
+        self._ids = itertools.count(1)
+
+    async def send_request(self, request: Any, result_type: type[_R]) -> _R:
+        request_id = f"dex-agents-resumed-{next(self._ids)}"
+        body = {
+            "jsonrpc": "2.0",
+            "id": request_id,
+            **request.model_dump(by_alias=True, mode="json", exclude_none=True),
+        }
+        headers = {
+            **self.server.headers,
+            "accept": "application/json, text/event-stream",
+            "content-type": "application/json",
+            _MCP_SESSION_ID: self.session_id,
+            "mcp-protocol-version": LEGACY_TASKS_PROTOCOL_VERSION,
+        }
+        async with (
+            httpx2.AsyncClient(timeout=_HTTP_TIMEOUT) as http,
+            asyncio.timeout(self.server.connection_timeout_seconds),
+        ):
+            response = await http.post(self.server.url, json=body, headers=headers)
+        answer = _answer_of(response, request_id)
+        if answer is None:
+            reason = (
+                "the server no longer knows the session"
+                if response.status_code == 404
+                else f"HTTP {response.status_code} without an answer"
+            )
+            raise MCPError(code=mcp_types.INVALID_REQUEST, message=reason)
+        if "error" in answer:
+            raise MCPError.from_error_data(mcp_types.ErrorData.model_validate(answer["error"]))
+        return result_type.model_validate(answer.get("result") or {})
+
+
+def _answer_of(response: httpx2.Response, request_id: str) -> dict[str, Any] | None:
+    """The JSON-RPC answer to ``request_id`` in a JSON or an SSE response body."""
+    kind = response.headers.get("content-type", "").lower()
+    messages: list[Any] = []
+    try:
+        if kind.startswith("application/json"):
+            messages.append(json.loads(response.text))
+        elif kind.startswith("text/event-stream"):
+            for line in response.text.splitlines():
+                if line.startswith("data:"):
+                    messages.append(json.loads(line[5:].strip()))
+    except ValueError:
+        return None
+    for message in messages:
+        if isinstance(message, dict) and message.get("id") == request_id:  # pyright: ignore[reportUnknownMemberType]
+            return message  # pyright: ignore[reportUnknownVariableType]
+    return None
 
 
 class Connections:

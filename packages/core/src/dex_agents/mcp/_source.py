@@ -27,7 +27,7 @@ from dex_agents.mcp._connections import Connections, ServerConfig
 from dex_agents.mcp._listing import Listings, McpTool
 from dex_agents.mcp._resource_tools import RESOURCE_AND_PROMPT_TOOL_NAMES
 from dex_agents.mcp._task_calls import McpTaskPollError, TaskCall, TaskCalls, TaskStartedHere
-from dex_agents.mcp._tasks import CreatedTask, next_poll_interval
+from dex_agents.mcp._tasks import CreatedTask, TaskContinuation, next_poll_interval
 from dex_agents.models.types import ModelToolCall, ModelToolDefinition
 from dex_agents.runner import (
     AgentEventWriter,
@@ -212,9 +212,11 @@ class McpToolSource:
         durable = isinstance(server, McpHttpServer) and call.supports_tool_tasks
         if durable and call.heartbeat_checkpoint is not None:
             # An earlier attempt got a task and saved its ID: resume it, never call again.
+            pooled = self._connections.pooled(server)
             return ToolTaskStarted(
                 call.heartbeat_checkpoint,
                 next_poll_interval(None, None, self._tasks.max_interval),
+                continuation=_session_continuation(pooled.session_id if pooled else None),
             )
         task = TaskCall(
             record.tool_call_id,
@@ -223,6 +225,7 @@ class McpToolSource:
             durable=durable,
             heartbeat=call.heartbeat,
             save_checkpoint=call.save_heartbeat_checkpoint,
+            server=server,
         )
         try:
             output = await self._call(
@@ -239,6 +242,7 @@ class McpToolSource:
             return ToolTaskStarted(
                 created.task_id,
                 next_poll_interval(created.poll_interval_ms, None, self._tasks.max_interval),
+                continuation=_session_continuation(started.session_id),
             )
         return ToolExecutionResult(output)
 
@@ -262,7 +266,8 @@ class McpToolSource:
         if record.task_id is None:
             return
         reference = await self._reference_of(record.tool_name, record.tool_source_reference)
-        await self._tasks.cancel(self._server(reference.server), record.task_id)
+        session_id = TaskContinuation.decode(record.input_continuation).session_id
+        await self._tasks.cancel(self._server(reference.server), record.task_id, session_id)
 
     # --- for other runners and framework adapters -------------------------------------
 
@@ -349,3 +354,8 @@ class McpToolSource:
         if server is None:
             raise ToolExecutionError(f"MCP server {name} is not configured on this Worker")
         return server
+
+
+def _session_continuation(session_id: str | None) -> str | None:
+    """The first poll's continuation: the session the task is bound to, if any."""
+    return TaskContinuation(session_id=session_id).encode() if session_id is not None else None

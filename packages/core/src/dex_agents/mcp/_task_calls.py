@@ -18,7 +18,13 @@ from mcp.client.session import ClientSession
 from mcp_types import CallToolResult
 
 from dex_agents.mcp._calls import CallHandedOver, McpToolCallInterruptedError, result_text
-from dex_agents.mcp._connections import Connections, PooledSession, ServerConfig
+from dex_agents.mcp._config import McpHttpServer
+from dex_agents.mcp._connections import (
+    Connections,
+    PooledSession,
+    ResumedHttpSession,
+    ServerConfig,
+)
 from dex_agents.mcp._tasks import (
     LEGACY_TASKS_PROTOCOL_VERSION,
     CreatedTask,
@@ -70,9 +76,11 @@ class McpTaskPollError(Exception):
 class TaskStartedHere(CallHandedOver):
     """Ends a ``tools/call`` whose task the session polls from ``PollToolTask``."""
 
-    def __init__(self, created: CreatedTask) -> None:
+    def __init__(self, created: CreatedTask, session_id: str | None) -> None:
         super().__init__(f"MCP task {created.task_id} started")
         self.created = created
+        self.session_id = session_id
+        """The ``Mcp-Session-Id`` of the session the task is bound to, if any."""
 
 
 @dataclass
@@ -86,6 +94,7 @@ class TaskCall:
     """Hand the task to ``PollToolTask``; otherwise poll it inside the request."""
     heartbeat: Callable[[], Awaitable[None]] | None = None
     save_checkpoint: Callable[[str], Awaitable[None]] | None = None
+    server: ServerConfig | None = None
 
     def status_changed(self, task_id: str, status: str, message: str | None) -> None:
         if self.events is not None:
@@ -120,7 +129,8 @@ class TaskCalls:
             await task.save_checkpoint(created.task_id)
         task.status_changed(created.task_id, created.status, created.status_message)
         if task.durable:
-            raise TaskStartedHere(created)
+            pooled = self._connections.pooled(task.server) if task.server is not None else None
+            raise TaskStartedHere(created, pooled.session_id if pooled is not None else None)
         return await self._wait_in_step(session, created, task)
 
     async def _wait_in_step(
@@ -183,8 +193,20 @@ class TaskCalls:
                         del pooled.inboxes[task_id]
             return state
 
+        resumed = self._resumed(server, before.session_id)
+        session_id = before.session_id
         try:
-            state = await self._connections.run(server, read)
+            if resumed is not None:
+                state = await get_task(resumed, task_id)
+                if state.status == "input_required":
+                    raise McpTaskPollError(
+                        f"MCP task {task_id} asks for input on a session another Worker "
+                        "opened, which this Worker cannot answer"
+                    )
+            else:
+                state = await self._connections.run(server, read)
+                pooled = self._connections.pooled(server)
+                session_id = pooled.session_id if pooled is not None else None
         except (MCPError, ToolExecutionError) as error:
             message = error.error.message if isinstance(error, MCPError) else error.message
             raise McpTaskPollError(
@@ -198,17 +220,38 @@ class TaskCalls:
             interval = next_poll_interval(
                 state.poll_interval_ms, record.task_poll_interval_seconds, self.max_interval
             )
-            return ToolTaskPending(interval, TaskContinuation("working").encode())
+            return ToolTaskPending(
+                interval, TaskContinuation("working", session_id=session_id).encode()
+            )
         return ToolExecutionResult(finished_output(state))
 
-    async def cancel(self, server: ServerConfig, task_id: str) -> None:
+    def _resumed(self, server: ServerConfig, session_id: str | None) -> ResumedHttpSession | None:
+        """The session that started a task, when this Worker's session to the server is another.
+
+        The server binds the task to that session (it keeps ``Mcp-Session-Id`` sessions),
+        so another Worker, or this one after reconnecting, reaches it only there.
+        """
+        if session_id is None or not isinstance(server, McpHttpServer):
+            return None
+        pooled = self._connections.pooled(server)
+        if pooled is not None and pooled.session_id == session_id:
+            return None
+        return ResumedHttpSession(server, session_id)
+
+    async def cancel(
+        self, server: ServerConfig, task_id: str, session_id: str | None = None
+    ) -> None:
         """Send ``tasks/cancel``; any answer of the server ends the cancellation."""
+        resumed = self._resumed(server, session_id)
 
         async def cancel(pooled: PooledSession) -> None:
             await cancel_task(pooled.session, task_id)
 
         try:
-            await self._connections.run(server, cancel)
+            if resumed is not None:
+                await cancel_task(resumed, task_id)
+            else:
+                await self._connections.run(server, cancel)
         except MCPError as error:
             logger.info("MCP server %s answered tasks/cancel with %s", server.name, error)
 
@@ -225,12 +268,15 @@ class TaskCalls:
             # The answer is delivered and the server has not moved on yet.
             key = question.key if question is not None else before.input_key
             interval = next_poll_interval(state.poll_interval_ms, None, self.max_interval)
-            return ToolTaskPending(interval, TaskContinuation("input_required", key).encode())
+            continuation = TaskContinuation("input_required", key, before.session_id)
+            return ToolTaskPending(interval, continuation.encode())
         return ToolInputRequested(
             question.message,
             question.choices,
             allows_free_text=question.choices is None,
-            continuation=TaskContinuation("input_required", question.key).encode(),
+            continuation=TaskContinuation(
+                "input_required", question.key, before.session_id
+            ).encode(),
         )
 
     async def _cancel_quietly(self, server: ServerConfig, task_id: str) -> None:

@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, TypeVar
 
 import anyio
 import mcp_types
@@ -53,6 +53,7 @@ __all__ = [
     "TaskClaim",
     "TaskContinuation",
     "TaskQuestion",
+    "TaskRequests",
     "cancel_task",
     "get_task",
     "legacy_task_call",
@@ -68,6 +69,17 @@ RELATED_TASK_META_KEY = "io.modelcontextprotocol/related-task"
 TaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]
 TERMINAL_STATUSES: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
 DEFAULT_POLL_INTERVAL_SECONDS = 5
+_R = TypeVar("_R", bound=Result)
+
+
+class TaskRequests(Protocol):
+    """What the task requests need of a session: the SDK's ``ClientSession``, or a session
+    of another Worker resumed by its ``Mcp-Session-Id``."""
+
+    @property
+    def protocol_version(self) -> str | None: ...
+
+    async def send_request(self, request: Any, result_type: type[_R]) -> _R: ...
 
 
 class _TaskFields(Result):
@@ -138,7 +150,7 @@ class _GetTaskPayload(mcp_types.Request[_TaskIdParams, Literal["tasks/result"]])
     params: _TaskIdParams
 
 
-async def get_task(session: ClientSession, task_id: str) -> McpTaskState:
+async def get_task(session: TaskRequests, task_id: str) -> McpTaskState:
     """The task, with its result or error once it has ended.
 
     On 2025-11-25 the result of an ended task is fetched with ``tasks/result``.
@@ -158,18 +170,18 @@ async def get_task(session: ClientSession, task_id: str) -> McpTaskState:
     return state.model_copy(update={"result": result.model_dump(by_alias=True, mode="json")})
 
 
-async def task_result(session: ClientSession, task_id: str) -> CallToolResult:
+async def task_result(session: TaskRequests, task_id: str) -> CallToolResult:
     """``tasks/result`` (2025-11-25): waits for the task to end, answering its input requests."""
     request = _GetTaskPayload(params=_TaskIdParams(task_id=task_id))
     return await session.send_request(request, CallToolResult)
 
 
-async def update_task(session: ClientSession, task_id: str, responses: dict[str, Any]) -> None:
+async def update_task(session: TaskRequests, task_id: str, responses: dict[str, Any]) -> None:
     request = _UpdateTask(params=_UpdateParams(task_id=task_id, input_responses=responses))
     await session.send_request(request, Result)
 
 
-async def cancel_task(session: ClientSession, task_id: str) -> None:
+async def cancel_task(session: TaskRequests, task_id: str) -> None:
     await session.send_request(_CancelTask(params=_TaskIdParams(task_id=task_id)), Result)
 
 
@@ -220,13 +232,19 @@ def next_poll_interval(
 
 @dataclass(frozen=True)
 class TaskContinuation:
-    """What one poll leaves for the next: the last status seen and the answered input key."""
+    """What one poll leaves for the next: the last status seen, the answered input key, and
+    the ``Mcp-Session-Id`` of the session that started the task, when the server keeps
+    sessions (so a poll on another Worker reaches the task on that session)."""
 
     status: str | None = None
     input_key: str | None = None
+    session_id: str | None = None
 
     def encode(self) -> str:
-        return json.dumps({"input_key": self.input_key, "status": self.status}, sort_keys=True)
+        fields: dict[str, str | None] = {"input_key": self.input_key, "status": self.status}
+        if self.session_id is not None:
+            fields["session_id"] = self.session_id
+        return json.dumps(fields, sort_keys=True)
 
     @staticmethod
     def decode(text: str | None) -> TaskContinuation:
@@ -239,8 +257,11 @@ class TaskContinuation:
         fields: dict[str, Any] = value  # pyright: ignore[reportUnknownVariableType]
         status = fields.get("status")
         key = fields.get("input_key")
+        session_id = fields.get("session_id")
         return TaskContinuation(
-            status if isinstance(status, str) else None, key if isinstance(key, str) else None
+            status if isinstance(status, str) else None,
+            key if isinstance(key, str) else None,
+            session_id if isinstance(session_id, str) else None,
         )
 
 
