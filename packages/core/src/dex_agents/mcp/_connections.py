@@ -149,6 +149,8 @@ class PooledSession:
     async def open(self) -> None:
         """Connect and shake hands; raises what broke. The session is held by its own task."""
         ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        # Read even when the caller stopped waiting: a late failure is not "never retrieved".
+        ready.add_done_callback(lambda done: done.cancelled() or done.exception())
         self._owner = asyncio.ensure_future(self._hold(ready))
         try:
             async with asyncio.timeout(self.server.connection_timeout_seconds):
@@ -175,7 +177,10 @@ class PooledSession:
                 await self._stop.wait()
         except BaseException as error:
             if not ready.done():
-                ready.set_exception(error)
+                if isinstance(error, asyncio.CancelledError):
+                    ready.cancel()
+                else:
+                    ready.set_exception(error)
             elif not isinstance(error, asyncio.CancelledError):
                 logger.info("MCP session to server %s ended: %s", self.server.name, describe(error))
         finally:

@@ -7,8 +7,8 @@ and stdout passed straight through, and relays the server's stderr to the Worker
 each line prefixed with ``[mcp server NAME]``. When the Worker dies, Linux sends this
 process a parent-death signal (``PR_SET_PDEATHSIG``), and it kills its whole process
 group with ``SIGKILL``, the server and anything it started included; elsewhere it
-notices the new parent within half a second. When the server exits, it exits with the
-server's code.
+notices the new parent within half a second. The server itself gets ``SIGKILL`` when
+this process dies. When the server exits, this process exits with the server's code.
 
 Standard library only, so it starts in a few milliseconds.
 """
@@ -31,11 +31,12 @@ def _kill_group(*_: object) -> None:
     os.killpg(os.getpgrp(), signal.SIGKILL)
 
 
-def _watch_parent() -> None:
+def _watch_parent(death_signal: int) -> None:
+    """Have Linux send ``death_signal`` when the parent dies (kept across ``exec``)."""
     if sys.platform.startswith("linux"):
         try:
             libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(_PR_SET_PDEATHSIG, int(_DEATH_SIGNAL), 0, 0, 0)
+            libc.prctl(_PR_SET_PDEATHSIG, death_signal, 0, 0, 0)
         except (OSError, AttributeError):
             pass  # the poll below still notices
 
@@ -43,7 +44,7 @@ def _watch_parent() -> None:
 def main(argv: list[str]) -> int:
     worker_pid, name, command, *args = argv
     signal.signal(_DEATH_SIGNAL, _kill_group)
-    _watch_parent()
+    _watch_parent(int(_DEATH_SIGNAL))
     if os.getppid() != int(worker_pid):
         _kill_group()  # the Worker died before the watch was set
     # The SDK stops the server with SIGTERM to the group, after closing its stdin; this
@@ -59,6 +60,8 @@ def main(argv: list[str]) -> int:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(_DEATH_SIGNAL, signal.SIG_DFL)
+        # Should this launcher be killed outright, the server goes with it.
+        _watch_parent(int(signal.SIGKILL))
         try:
             os.execvp(command, [command, *args])
         except OSError as error:
