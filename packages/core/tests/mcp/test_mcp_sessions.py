@@ -15,7 +15,6 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -23,7 +22,6 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from dex_agents import create_agent_session_flow
 from dex_agents.mcp import McpHttpServer, McpStdioServer, McpToolSource
 from dex_agents.testing import AgentSessionTestClient, AgentTestEnvironment, poll_until
-from dex_agents.testing.mcp_reference import ReferenceServers
 from dex_agents.testing.mcp_server import read_calls
 from dex_agents.testing.mcp_server_2025 import McpLegacyTaskTestServer
 from dex_agents.testing.processes import ChildProcess
@@ -115,18 +113,37 @@ async def test_a_stdio_server_dies_with_its_worker(calls: Path, tmp_path: Path) 
     assert gone
 
 
-async def test_a_stdio_servers_stderr_reaches_the_workers_stderr_prefixed(
-    reference: ReferenceServers, tmp_path: Path, capfd: pytest.CaptureFixture[str]
-) -> None:
-    source = McpToolSource([reference.memory(tmp_path / "memory.jsonl")])
-    try:
+_NOISY_SERVER = (
+    "import sys, time\nprint('warming up', file=sys.stderr, flush=True)\ntime.sleep(60)\n"
+)
+_NOISY_WORKER = textwrap.dedent(
+    """
+    import asyncio, sys
+    from dex_agents.mcp import McpStdioServer, McpToolSource
+
+    async def main():
+        noisy = McpStdioServer(name="noisy", command=sys.executable, args=(sys.argv[1],))
+        source = McpToolSource([noisy], listing_timeout_seconds=1)
         await source.list_tools()
-        await poll_until(
-            lambda: "[mcp server memory] " in capfd.readouterr().err or None,
-            description="the server's stderr line",
-        )
-    finally:
         await source.aclose()
+        print("listed", flush=True)
+
+    asyncio.run(main())
+    """
+)
+
+
+async def test_a_stdio_servers_stderr_reaches_the_workers_stderr_prefixed(tmp_path: Path) -> None:
+    server = tmp_path / "noisy.py"
+    server.write_text(_NOISY_SERVER)
+    worker = ChildProcess.spawn(
+        [sys.executable, "-c", _NOISY_WORKER, str(server)], log_path=tmp_path / "worker.log"
+    )
+    try:
+        worker.wait_for_log_line("listed", timedelta(seconds=120))
+    finally:
+        worker.kill()
+    assert "[mcp server noisy] warming up" in worker.read_log().splitlines()
 
 
 async def test_tasks_are_requested_with_the_ttls_of_the_spec(
@@ -205,12 +222,12 @@ async def test_every_call_carries_the_traceparent_of_its_execute_tool_span(
     finally:
         await source.aclose()
     spans = {
-        f"00-{span.context.trace_id:032x}-{span.context.span_id:016x}-01": span.name
+        f"{span.context.trace_id:032x}-{span.context.span_id:016x}": span.name
         for span in exporter.get_finished_spans()
     }
-    sent = [call.get("traceparent") for call in read_calls(calls)]
-    assert len(sent) == 2
-    assert [spans.get(str(traceparent)) for traceparent in sent] == [
+    # 00-<trace id>-<span id>-<flags>
+    sent = [str(call.get("traceparent"))[3:-3] for call in read_calls(calls)]
+    assert [spans.get(traceparent) for traceparent in sent] == [
         "execute_tool files__lookup",
         "execute_tool tickets__lookup",
     ]

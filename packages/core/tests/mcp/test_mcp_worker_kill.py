@@ -8,6 +8,7 @@ Worker on that session (by its ``Mcp-Session-Id``) and completes.
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from datetime import timedelta
@@ -31,6 +32,10 @@ FLOWS = Path(__file__).resolve().parent.parent / "worker_flows"
 
 FACTORY = "mcp_reference_agent:build_flows"
 RESEARCH = "everything__simulate-research-query"
+
+
+def _finished(events: Any) -> list[str]:
+    return [json.loads(e.payload)["status"] for e in events if e.type == "tool_call_finished"]
 
 
 def _pid_alive(pid: int) -> bool:
@@ -97,7 +102,8 @@ async def test_a_stdio_server_dies_with_its_killed_worker_and_the_retry_never_ov
         env.start_worker_process(
             log_path=tmp_path / "second.log", arguments=[FACTORY], environment=reference_environment
         )
-        done = await sessions.wait_for_completed_turns(sid, 1)
+        await sessions.wait_for_completed_turns(sid, 1)
+        events = await sessions.read_events_through_turn(sid, "turn-1")
 
     assert server_gone
     holds = [c for c in read_calls(calls) if c["tool"] == "hold"]
@@ -105,7 +111,7 @@ async def test_a_stdio_server_dies_with_its_killed_worker_and_the_retry_never_ov
     assert len(holds) == 2  # the idempotent write, sent again by the next Worker
     assert holds[0]["idempotency_key"] == holds[1]["idempotency_key"]
     assert [c["pid"] for c in finished] == [holds[1]["pid"]]  # the first never finished
-    assert done.tool_calls[0].status is AgentToolCallStatus.SUCCEEDED
+    assert _finished(events) == ["succeeded"]
 
 
 def _waiting(snapshot: Any) -> bool:
@@ -137,11 +143,12 @@ async def test_an_http_task_of_server_everything_completes_across_a_worker_sigki
             log_path=tmp_path / "second.log", arguments=[FACTORY], environment=reference_environment
         )
         done = await sessions.wait_for_completed_turns(sid, 1)
+        events = await sessions.read_events_through_turn(sid, "turn-1")
         history = await read_step_history(env.server_address, sid)
 
     record = started.tool_calls[0]
     assert record.task_id is not None
     assert record.input_continuation is not None  # the session the task is bound to
-    assert done.tool_calls[0].status is AgentToolCallStatus.SUCCEEDED
+    assert _finished(events) == ["succeeded"], [(e.type, e.payload[:300]) for e in events]
     assert done.messages[-1].text.startswith(f"{RESEARCH}: # Research Report: tides")
     assert executed_step_types(history).count("CallTool") == 1

@@ -10,7 +10,7 @@ import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
@@ -71,13 +71,16 @@ _CONFIG_FILE = TypeAdapter(list[McpServerConfig])
 
 
 def load_mcp_server_configs(path: str | Path) -> Sequence[McpStdioServer | McpHttpServer]:
-    """The servers in a JSON file: ``{"servers": [{"transport": "stdio", ...}, ...]}``.
+    """The servers in a file: ``{"servers": [{"transport": "stdio", ...}, ...]}``.
 
+    JSON, or YAML for a ``.yaml`` or ``.yml`` file (needs PyYAML). Each entry takes the
+    fields of ``McpStdioServer`` or ``McpHttpServer``, told apart by ``transport``.
     Raises ``ValueError`` naming the file and the problem.
     """
     file = Path(path)
     try:
-        document = json.loads(file.read_text(encoding="utf-8"))
+        text = file.read_text(encoding="utf-8")
+        document = _parse_yaml(text) if file.suffix in (".yaml", ".yml") else json.loads(text)
     except (OSError, ValueError) as error:
         raise ValueError(f"cannot read MCP server configuration {file}: {error}") from None
     if not isinstance(document, dict) or not isinstance(document.get("servers"), list):  # pyright: ignore[reportUnknownMemberType]
@@ -91,3 +94,14 @@ def load_mcp_server_configs(path: str | Path) -> Sequence[McpStdioServer | McpHt
     if duplicates:
         raise ValueError(f"MCP server configuration {file} names {duplicates} twice")
     return servers
+
+
+def _parse_yaml(text: str) -> Any:
+    try:
+        import yaml
+    except ImportError:
+        raise ValueError("a YAML file needs PyYAML: `pip install pyyaml`") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise ValueError(str(error)) from None

@@ -20,6 +20,7 @@ them. A stdio server starts through ``_launcher.py``, so it dies with its Worker
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import itertools
 import json
@@ -32,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+import anyio
 import httpx2
 import mcp_types
 from mcp import Client, MCPError
@@ -117,6 +119,9 @@ class PooledSession:
     """Where a 2025-11-25 task's input requests go, by task ID, while a poll waits."""
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
     _owner: asyncio.Task[None] | None = None
+    _scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    """Cancels the owner the anyio way, which the SDK's shielded shutdown honours (a native
+    ``Task.cancel`` can cut that shutdown short and leave the server running)."""
 
     @property
     def client(self) -> Client:
@@ -146,6 +151,16 @@ class PooledSession:
         self.lost = True
         self._stop.set()
 
+    def abort(self) -> None:
+        """Stop opening: the owner winds the transport down (stopping a stdio server)."""
+        self.close()
+        self._scope.cancel()
+
+    @property
+    def owner(self) -> asyncio.Task[None] | None:
+        """The task that holds the session open."""
+        return self._owner
+
     async def open(self) -> None:
         """Connect and shake hands; raises what broke. The session is held by its own task."""
         ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -156,25 +171,25 @@ class PooledSession:
             async with asyncio.timeout(self.server.connection_timeout_seconds):
                 await asyncio.shield(ready)
         except BaseException:
-            self.close()
-            self._owner.cancel()
+            self.abort()
             raise
 
     async def _hold(self, ready: asyncio.Future[None]) -> None:
         # Entered and left in this one task, as the SDK's task groups require.
         try:
             self.channel = TaskChannel(on_closed=self._transport_closed)
-            async with Client(
-                self.channel.wrap(self._transport()),
-                cache=None,
-                client_info=CLIENT_INFO,
-                extensions=[TaskClaim(_route_task)],
-                elicitation_callback=self._elicit,
-            ) as client:
-                self._client = client
-                if not ready.done():
-                    ready.set_result(None)
-                await self._stop.wait()
+            with self._scope:
+                async with Client(
+                    self.channel.wrap(self._transport()),
+                    cache=None,
+                    client_info=CLIENT_INFO,
+                    extensions=[TaskClaim(_route_task)],
+                    elicitation_callback=self._elicit,
+                ) as client:
+                    self._client = client
+                    if not ready.done():
+                        ready.set_result(None)
+                    await self._stop.wait()
         except BaseException as error:
             if not ready.done():
                 if isinstance(error, asyncio.CancelledError):
@@ -228,14 +243,23 @@ class PooledSession:
             self.session_id = given
 
     async def shutdown(self) -> None:
-        """End the session: the stdio server is stopped, an HTTP session ended with DELETE."""
+        """End the session: the stdio server is stopped, an HTTP session ended with DELETE.
+
+        Waits for the SDK's own bounded shutdown (a stdio server gets its stdin closed,
+        then SIGTERM, then SIGKILL, a few seconds at most); past 15 s it is abandoned.
+        """
         self.close()
-        if self._owner is not None and not self._owner.done():
-            try:
-                async with asyncio.timeout(5):
-                    await asyncio.shield(self._owner)
-            except (TimeoutError, Exception):
-                self._owner.cancel()
+        owner = self._owner
+        if owner is None or owner.done():
+            return
+        try:
+            async with asyncio.timeout(5):
+                await asyncio.shield(owner)
+        except (TimeoutError, Exception):
+            self._scope.cancel()
+            with contextlib.suppress(TimeoutError, Exception):
+                async with asyncio.timeout(10):
+                    await asyncio.shield(owner)
 
 
 class _WatchedTransport(httpx2.AsyncBaseTransport):
@@ -326,17 +350,19 @@ class ResumedHttpSession:
 def _answer_of(response: httpx2.Response, request_id: str) -> dict[str, Any] | None:
     """The JSON-RPC answer to ``request_id`` in a JSON or an SSE response body."""
     kind = response.headers.get("content-type", "").lower()
-    messages: list[Any] = []
-    try:
-        if kind.startswith("application/json"):
-            messages.append(json.loads(response.text))
-        elif kind.startswith("text/event-stream"):
-            for line in response.text.splitlines():
-                if line.startswith("data:"):
-                    messages.append(json.loads(line[5:].strip()))
-    except ValueError:
-        return None
-    for message in messages:
+    texts: list[str] = []
+    if kind.startswith("application/json"):
+        texts.append(response.text)
+    elif kind.startswith("text/event-stream"):
+        # Each event's data; a server may send an empty priming event first.
+        texts.extend(
+            line[5:].strip() for line in response.text.splitlines() if line.startswith("data:")
+        )
+    for text in texts:
+        try:
+            message: Any = json.loads(text) if text else None
+        except ValueError:
+            continue
         if isinstance(message, dict) and message.get("id") == request_id:  # pyright: ignore[reportUnknownMemberType]
             return message  # pyright: ignore[reportUnknownVariableType]
     return None
@@ -353,6 +379,8 @@ class Connections:
         self._locks: weakref.WeakKeyDictionary[
             asyncio.AbstractEventLoop, dict[str, asyncio.Lock]
         ] = weakref.WeakKeyDictionary()
+        self._opened: weakref.WeakSet[PooledSession] = weakref.WeakSet()
+        """Every session opened or being opened, so ``aclose`` waits for each to wind down."""
 
     def _pool(self) -> dict[str, PooledSession]:
         return self._pools.setdefault(asyncio.get_running_loop(), {})
@@ -378,6 +406,7 @@ class Connections:
             errors: list[str] = []
             for _ in range(self.attempts):
                 session = PooledSession(server)
+                self._opened.add(session)
                 try:
                     await session.open()
                 except Exception as error:
@@ -413,10 +442,16 @@ class Connections:
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def aclose(self) -> None:
-        """End every session of this loop."""
-        pool = self._pool()
-        sessions = list(pool.values())
-        pool.clear()
+        """End every session of this loop, and wait for the ones still opening to stop."""
+        loop = asyncio.get_running_loop()
+        self._pool().clear()
+        sessions = [
+            session
+            for session in list(self._opened)
+            if session.owner is not None and session.owner.get_loop() is loop
+        ]
+        for session in sessions:
+            self._opened.discard(session)
         await asyncio.gather(*(session.shutdown() for session in sessions))
 
 

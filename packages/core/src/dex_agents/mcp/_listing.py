@@ -126,10 +126,25 @@ class Listings:
         return None
 
     async def find(self, name: str) -> McpTool | None:
-        """The listed tool named ``name``, listing the servers when it is not cached."""
+        """The listed tool named ``name``, listing the servers when it is not cached.
+
+        A call by name waits for the listings still running to end, past the deadline:
+        the deadline keeps a model call from waiting, not a call of a known tool.
+        """
         tool = self.cached(name)
         if tool is None:
             await self.list_tools()
+            tool = self.cached(name)
+        if tool is None:
+            loop = asyncio.get_running_loop()
+            running = [
+                listing.running
+                for listing in self._listings.values()
+                if listing.running is not None
+                and not listing.running.done()
+                and listing.running.get_loop() is loop
+            ]
+            await asyncio.gather(*(asyncio.shield(task) for task in running))
             tool = self.cached(name)
         return tool
 

@@ -62,7 +62,7 @@ class McpToolSource:
         *,
         source_name: str = "mcp",
         resource_and_prompt_tools_enabled: bool = False,
-        listing_timeout_seconds: float = 5.0,
+        listing_timeout_seconds: float = 8.0,
         listing_ttl_seconds: float = 300.0,
         listing_failure_backoff_seconds: float = 30.0,
         connection_attempts: int = 3,
@@ -80,9 +80,10 @@ class McpToolSource:
             resource_and_prompt_tools_enabled: Also offer ``mcp_list_resources_and_prompts``,
                 ``mcp_read_resource`` and ``mcp_get_prompt``.
             listing_timeout_seconds: How long ``list_tools`` waits for each server that
-                has no listing yet; keep it below the runner's listing budget (the
+                has no listing yet (8 s); keep it below the runner's listing budget (the
                 Stepwise ``tool_source_listing_timeout``, 10 s). A server that takes longer
-                goes on listing in the background and is offered once it answered.
+                goes on listing in the background and is offered once it answered;
+                ``call_tool`` of a name not listed yet waits for it to the end.
             listing_ttl_seconds: After this, a listed server is listed again in the
                 background while its earlier tools are offered.
             listing_failure_backoff_seconds: A server whose listing failed is tried again
