@@ -151,7 +151,8 @@ async def test_hung_and_garbage_servers_never_hide_the_healthy_ones(
                 time_server(),
             ],
             resource_and_prompt_tools_enabled=True,
-            listing_timeout_seconds=20,
+            # Long enough for a healthy server to start on a loaded machine.
+            listing_timeout_seconds=12,
             connection_attempts=1,
         )
         try:
@@ -238,7 +239,8 @@ async def test_the_first_model_call_offers_the_healthy_servers_while_one_hangs(
             reference.memory(tmp_path / "memory.jsonl"),
             time_server(),
         ],
-        listing_timeout_seconds=15,
+        # Long enough for a healthy server to start on a loaded machine.
+        listing_timeout_seconds=12,
     )
     definition = AgentDefinition(
         name="mcp-hung",
