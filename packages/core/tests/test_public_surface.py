@@ -323,6 +323,14 @@ PUBLIC_SURFACE: dict[str, list[str]] = {
         "main",
         "read_calls",
     ],
+    "dex_agents.testing.mcp_reference": [
+        "GarbageHttpServer",
+        "HungHttpServer",
+        "ReferenceServers",
+        "garbage_stdio_server",
+        "hung_stdio_server",
+        "time_server",
+    ],
     "dex_agents.models": [
         "AnthropicModelClient",
         "DiscardingStreamSink",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -416,6 +417,25 @@ async def test_tool_sources_are_listed_and_their_calls_carry_the_source_referenc
         "refund_order",
         "search_files",
     ]
+
+
+async def test_a_source_that_misses_its_listing_deadline_is_named_with_the_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A timeout has no message of its own: the warning names its type, never "()"."""
+    from datetime import timedelta
+
+    definition = agent(
+        lambda request: ScriptedModelReply(text="done"),
+        tool_sources=[Listing("slow", [], hang=True), Listing("down", [], fail=True)],
+        tool_source_listing_timeout=timedelta(milliseconds=50),
+    )
+    session = Session(StepwiseRunner(definition))
+    session.start_turn("find")
+    with caplog.at_level(logging.WARNING, logger="dex_agents"):
+        await session.run_model()
+    assert "'slow' offers no tools in this model call: listing failed (TimeoutError)" in caplog.text
+    assert "'down' offers no tools in this model call: listing failed (server down)" in caplog.text
 
 
 async def test_a_source_tool_clashing_with_a_function_tool_fails_the_step() -> None:

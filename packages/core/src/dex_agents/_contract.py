@@ -276,6 +276,8 @@ class ToolTaskStarted:
 
     task_id: str
     poll_interval_seconds: float
+    continuation: str | None = None
+    """Stored as ``tool_call.input_continuation`` for the first poll."""
     kind: Literal["tool_task_started"] = field(default="tool_task_started", init=False)
 
 

@@ -74,7 +74,7 @@ def start_task(record: AgentToolCall, started: ToolTaskStarted) -> SessionChange
             status=AgentToolCallStatus.WAITING_FOR_TASK,
             task_id=task_id,
             task_poll_interval_seconds=poll_interval_seconds(started.poll_interval_seconds),
-            input_continuation=None,
+            input_continuation=started.continuation,
             task_answer_pending=False,
         )
     )

@@ -540,7 +540,7 @@ class StepwiseRunner:
             logger.warning(
                 "tool source %r offers no tools in this model call: listing failed (%s)",
                 source.source_name,
-                error or type(error).__name__,
+                str(error) or type(error).__name__,
             )
             return []
 

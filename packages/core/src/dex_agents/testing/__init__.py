@@ -9,7 +9,9 @@ scenario kit (``Scenario``, ``ModelScript``, ``ScenarioTool``, ...) scripts a mo
 its tools for any runner, ``RunnerDriver`` drives a runner with no engine at all, and
 ``run_readme_example`` runs a documentation code block as a test.
 
-The MCP test server, which needs the ``mcp`` extra, is ``dex_agents.testing.mcp_server``.
+The MCP parts need the ``mcp`` extra and have public modules of their own:
+``dex_agents.testing.mcp_server`` (the MCP test server) and
+``dex_agents.testing.mcp_reference`` (the official reference servers).
 Commands: ``python -m dex_agents.testing.worker_main``, ``.scenario_worker``,
 ``.mcp_server`` and ``.kill_fuzz``.
 """

@@ -2,13 +2,15 @@
 
 Run it as ``python -m dex_agents.testing.mcp_server --log FILE`` (stdio) or with
 ``--http PORT`` (Streamable HTTP on loopback; ``--stateful`` keeps protocol sessions).
-Every ``tools/call`` appends one JSON line to ``--log``: the tool, its arguments and
-the idempotency key the client sent in ``_meta``, so a test sees what reached the
-server and how often. Needs the ``dex-agents[mcp]`` extra.
+Every ``tools/call`` appends one JSON line to ``--log``: the tool, its arguments,
+the idempotency key (and ``traceparent``) the client sent in ``_meta`` and the
+server's pid, so a test sees what reached which server process and how often.
+Needs the ``dex-agents[mcp]`` extra.
 
 Tools: ``lookup`` (read), ``set_value`` (idempotent), ``send_email`` (no hints: a
 non-idempotent write), ``hold`` (no hints; logs its start, then waits until the file
-``--release`` names exists, so a test can kill the Worker mid-call), ``count_up``
+``--release`` names exists, so a test can kill the Worker mid-call, and logs
+``hold_finished`` when it returns), ``count_up``
 (read; reports progress), ``explode`` (read; an ``isError`` result). Also a resource
 ``note://readme``, a template ``note://{name}`` and a prompt ``greeting``.
 
@@ -245,7 +247,11 @@ def build_server(
     def record(ctx: Context, tool: str, arguments: dict[str, Any]) -> None:
         meta = ctx.request_context.meta or {}
         key = meta.get(IDEMPOTENCY_META_KEY)  # pyright: ignore[reportUnknownMemberType]
-        append_call(log, {"tool": tool, "arguments": arguments, "idempotency_key": key})
+        entry = {"tool": tool, "arguments": arguments, "idempotency_key": key, "pid": os.getpid()}
+        traceparent = meta.get("traceparent")  # pyright: ignore[reportUnknownMemberType]
+        if traceparent is not None:
+            entry["traceparent"] = traceparent
+        append_call(log, entry)
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     def lookup(order_id: str, ctx: Context) -> str:
@@ -272,6 +278,10 @@ def build_server(
         # The release is a file another process writes, so poll for it.
         while release is None or not await asyncio.to_thread(release.exists):  # noqa: ASYNC110
             await asyncio.sleep(0.05)
+        # Logged as its own entry, so a test sees whether a held call ever finished.
+        append_call(
+            log, {"tool": "hold_finished", "arguments": {"label": label}, "pid": os.getpid()}
+        )
         return f"held {label}"
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))

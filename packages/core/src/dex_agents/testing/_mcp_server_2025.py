@@ -127,10 +127,16 @@ class LegacyTaskServer:
             raise MCPError(code=INVALID_PARAMS, message=f"tool {request.name} has no task support")
         label = str((request.arguments or {}).get("label"))
         key = (ctx.meta or {}).get(IDEMPOTENCY_META_KEY)  # pyright: ignore[reportUnknownMemberType]
-        append_call(
-            self._log, {"tool": request.name, "arguments": {"label": label}, "idempotency_key": key}
-        )
         ttl: Any = params["task"].get("ttl")
+        append_call(
+            self._log,
+            {
+                "tool": request.name,
+                "arguments": {"label": label},
+                "idempotency_key": key,
+                "requested_ttl_ms": ttl,
+            },
+        )
         task = _Task(uuid.uuid4().hex, ttl if isinstance(ttl, int) else None)
         self._tasks[task.task_id] = task
         task.runner = asyncio.get_running_loop().create_task(work(task, label))

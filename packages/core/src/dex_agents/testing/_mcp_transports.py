@@ -41,7 +41,9 @@ class StdioAndHttpMcpServers:
                     args=("-m", "dex_agents.testing.mcp_server", "--log", str(self._logs["files"])),
                 ),
                 McpHttpServer(name="tickets", url=self._http.url),
-            ]
+            ],
+            # A loaded test machine can take seconds to start the stdio server's Python.
+            listing_timeout_seconds=60,
         )
 
     def calls(self, server: ServerName) -> list[tuple[str, str]]:
