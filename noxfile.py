@@ -160,6 +160,22 @@ def bench(session: nox.Session) -> None:
 
 
 @nox.session(venv_backend="none")
+def dex_examples(session: nox.Session) -> None:
+    """Dex's own Python example applications and their tests against the local engine.
+
+    Not part of the default run: it needs a Dex clone, named by ``DEX_REPO`` (or
+    ``nox -s dex_examples -- --repo PATH``), and builds the examples' own environment
+    (their locked dependencies, from the package index) in ``.nox/dex-examples``.
+    """
+    if not os.environ.get("DEX_REPO") and "--repo" not in session.posargs:
+        session.skip("no Dex clone given: set DEX_REPO or pass -- --repo PATH")
+    sync(session)
+    harness = "packages/local-engine/tests/dex_examples/run_dex_examples.py"
+    venv = str(ROOT / ".nox" / "dex-examples")
+    run_tool(session, "python", harness, "--venv", venv, *session.posargs)
+
+
+@nox.session(venv_backend="none")
 def packaging(session: nox.Session) -> None:
     """Build and check every wheel and sdist; install each adapter alone and run its conformance.
 

@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Coroutine, Sequence
 from concurrent.futures import Future
 from typing import Any
 
+import httpx
 import uvicorn
 
 from dex_agents import AgentHost
 from dex_agents.testing import find_free_loopback_ports
 from dex_agents_ai_agent import ToolCatalog, create_ai_agent_flow, create_app
+from dex_agents_ai_agent.security import TrustSettings
 from dex_agents_ai_agent.tools import McpServerConfig
 
 SECRET = "sk-test-secret-value-never-in-a-response"
@@ -32,6 +35,7 @@ class RunningApp:
         self,
         server_address: str | None = None,
         mcp_servers: Sequence[McpServerConfig] = (),
+        trust: TrustSettings | None = None,
     ) -> None:
         """With ``server_address``, the app runs no Worker: Worker processes serve it.
         With ``mcp_servers``, their tools come over MCP instead of the in-process demo."""
@@ -42,7 +46,8 @@ class RunningApp:
             self.host = AgentHost(flow)
         else:
             self.host = AgentHost(flow, server_address=server_address, worker=False)
-        app = create_app(self.host, catalog, retained_messages=4, environ=ENVIRON)
+        self.trust = trust or TrustSettings()
+        app = create_app(self.host, catalog, retained_messages=4, environ=ENVIRON, trust=self.trust)
         (port,) = find_free_loopback_ports(1)
         self.base_url = f"http://127.0.0.1:{port}"
         config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
@@ -66,6 +71,20 @@ class RunningApp:
         self.loop.call_soon_threadsafe(check)
         if not ready.wait(120):
             raise RuntimeError("the app did not start")
+
+    def wait_until_tools_listed(self) -> None:
+        """The page answers before the MCP servers' tools are listed; wait for them."""
+        with httpx.Client(base_url=self.base_url, timeout=30) as client:
+            for _ in range(1200):
+                if not client.get("/products/ai-agent/portal").json()["toolsPending"]:
+                    return
+                time.sleep(0.1)  # polling until the background listing is done
+        raise RuntimeError("the MCP servers' tools were not listed")
+
+    @property
+    def csrf_headers(self) -> dict[str, str]:
+        """What a script (not the page) sends with a mutation: the page's CSRF token."""
+        return {"x-csrf-token": self.trust.csrf_token}
 
     def call(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
         return self.submit(coroutine).result(60)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -47,19 +47,23 @@ if not skip_reason():
 
 @asynccontextmanager
 async def chromium_page(
-    *, viewport: ViewportSize | None = DESKTOP, console_errors: list[str] | None = None
+    *,
+    viewport: ViewportSize | None = DESKTOP,
+    console_errors: list[str] | None = None,
+    args: Sequence[str] = (),
 ) -> AsyncGenerator[Page]:
     """A fresh page in a new headless Chromium, closed on the way out.
 
     Every action and expectation waits up to ``TIMEOUT_MS``. With ``console_errors``,
     the page's console errors and uncaught exceptions are appended to that list.
-    ``viewport=None`` keeps Chromium's default size.
+    ``viewport=None`` keeps Chromium's default size; ``args`` are more Chromium flags
+    (such as ``--host-resolver-rules``).
     """
     from playwright.async_api import async_playwright
 
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(
-            executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
+            executable_path=CHROMIUM, args=[*CHROMIUM_ARGS, *args], headless=True
         )
         try:
             page = await (browser.new_page(viewport=viewport) if viewport else browser.new_page())

@@ -33,5 +33,6 @@ def mcp_app() -> Iterator[RunningApp]:
     assert isinstance(source, SelectedServersToolSource)
     assert isinstance(source.inner, McpToolSource)
     app.start()
+    app.wait_until_tools_listed()
     yield app
     app.stop()

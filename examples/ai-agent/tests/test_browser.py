@@ -66,10 +66,12 @@ async def test_a_chat_with_an_approval_a_plan_and_a_question(
             await expect(page.get_by_role("button", name="Starting Agent…")).to_be_disabled()
         await expect(page).to_have_url(re.compile(r"\?workflowId=[0-9a-f-]{36}$"))
         status = page.get_by_test_id("status")
-        await expect(status).to_contain_text("waiting_for_user_message · mock/dex")
+        await expect(status).to_have_attribute("data-status", "waiting_for_user_message")
+        await expect(status).to_have_text("Ready · mock/dex")
         await expect(page.get_by_text("Send a message to begin.")).to_be_visible()
         workflow_id = page.url.rsplit("=", 1)[1]
-        await expect(page.locator("footer.footer")).to_have_text(f"Flow ID: {workflow_id}")
+        await page.locator("footer.footer summary").click()  # IDs sit behind a toggle
+        await expect(page.get_by_test_id("flow-id")).to_have_text(f"Flow ID: {workflow_id}")
 
         composer = page.get_by_placeholder(re.compile("Message the Agent"))
         await page.evaluate(RECORD_TEST_IDS)  # the live Response card may last a moment only
@@ -87,14 +89,14 @@ async def test_a_chat_with_an_approval_a_plan_and_a_question(
         assert await page.evaluate("[...window.seenTestIds].includes('live-response')")
         await expect(page.locator(".card.thinking")).to_have_count(0)  # the mock never reasons
         rows = page.locator(".activity-row summary")
-        await expect(rows.first).to_have_text("Agent activity · turn_started")
-        await expect(rows.filter(has_text="turn_completed")).to_have_count(1)
+        await expect(rows.first).to_have_text("Started working")
+        await expect(rows.filter(has_text="Finished")).to_have_count(1)
 
         await composer.fill('/tool slack__post_message {"channel":"#general","message":"hi"}')
         await composer.press("Alt+Enter")
         approval = page.get_by_test_id("approval")
         await expect(approval).to_contain_text("Approve tool: slack__post_message")
-        await expect(status).to_contain_text("waiting_for_tool_approval")
+        await expect(status).to_have_attribute("data-status", "waiting_for_tool_approval")
         async with held(page, "/tool-approvals"):
             await approval.get_by_role("button", name="Approve").click()
             await expect_all_disabled(approval.get_by_role("button"), 2)
@@ -129,7 +131,7 @@ async def test_a_chat_with_an_approval_a_plan_and_a_question(
             has_text="unknown_or_disabled_tool"
         )
         await expect(refusal).to_be_visible()
-        await expect(status).to_contain_text("waiting_for_user_message")
+        await expect(status).to_have_attribute("data-status", "waiting_for_user_message")
         await expect(plan).to_contain_text("Plan · draft")
         # An accepted request shows as pending until its turn starts: answer the first
         # click here, so the request never reaches the Agent, then reload and run it.
@@ -163,7 +165,7 @@ async def test_a_chat_with_an_approval_a_plan_and_a_question(
             await expect_all_disabled(question.get_by_role("button"), 2)
         await expect(question).to_have_count(0)
         await expect(page.get_by_test_id("bubble-user").last.locator("p")).to_have_text("Red")
-        await expect(status).to_contain_text("waiting_for_user_message")
+        await expect(status).to_have_attribute("data-status", "waiting_for_user_message")
         await check_free_text_question_and_scrolling(page)
 
         chat_url = page.url
@@ -178,7 +180,7 @@ async def test_a_chat_with_an_approval_a_plan_and_a_question(
         running_app.call(running_app.host.dex_client.stop_flow(workflow_id, stop))
         await page.evaluate("window.dispatchEvent(new Event('focus'))")
         banner = page.locator(".banner[role=alert]")
-        await expect(banner).to_contain_text("Flow terminated")
+        await expect(banner).to_contain_text("This Agent has been stopped")
         await expect(banner).to_contain_text("stopped by the test")  # the stop reason
         await expect(page.locator(".composer textarea")).to_be_disabled()
 
@@ -209,7 +211,9 @@ async def test_broker_tools_ask_only_the_selected_mcp_servers(mcp_app: RunningAp
         await page.get_by_label("google_docs", exact=True).uncheck()
         await expect(broker).to_be_visible()  # broker tools belong to no one server
         await start_agent(page)
-        await expect(page.get_by_test_id("status")).to_contain_text("waiting_for_user_message")
+        await expect(page.get_by_test_id("status")).to_have_attribute(
+            "data-status", "waiting_for_user_message"
+        )
 
         composer = page.locator(".composer textarea")
         await composer.fill('/tool mcp_list_resources_and_prompts {"server":"search"}')
@@ -241,7 +245,9 @@ async def test_a_late_text_delta_of_an_ended_turn_shows_no_live_card(
             has_text="Local demo response: hello"
         )
         await expect(reply).to_be_visible()
-        await expect(page.get_by_test_id("status")).to_contain_text("waiting_for_user_message")
+        await expect(page.get_by_test_id("status")).to_have_attribute(
+            "data-status", "waiting_for_user_message"
+        )
 
         late = {
             "type": "text_delta",
@@ -322,10 +328,14 @@ async def check_queue_and_steer(page: Page, app: RunningApp, shots: Path) -> Non
     await composer.fill("/wait 300 check tickets")
     await composer.press("Control+Enter")
     await expect(page.get_by_text("Durable timer · 300s")).to_be_visible()
-    await expect(page.get_by_test_id("status")).to_contain_text("waiting_for_timer")
+    await expect(page.get_by_test_id("status")).to_have_attribute(
+        "data-status", "waiting_for_timer"
+    )
     await page.reload()  # the wait is durable state, not page state
     await expect(page.get_by_text("Durable timer · 300s")).to_be_visible()
-    await expect(page.get_by_test_id("status")).to_contain_text("waiting_for_timer")
+    await expect(page.get_by_test_id("status")).to_have_attribute(
+        "data-status", "waiting_for_timer"
+    )
     queued = page.get_by_test_id("queued")
     plan_mode = page.get_by_label("Plan mode")
     for text in ("replace the objective", "drop me", "edit me"):
@@ -412,7 +422,9 @@ async def check_steer_over_an_approval_and_fifo(page: Page) -> None:
     await expect(replies.filter(has_text=re.compile("in line$"))).to_have_text(
         ["Local demo response: first in line", "Local demo response: second in line"]
     )
-    await expect(page.get_by_test_id("status")).to_contain_text("waiting_for_user_message")
+    await expect(page.get_by_test_id("status")).to_have_attribute(
+        "data-status", "waiting_for_user_message"
+    )
 
 
 async def check_a_stale_queue_click(page: Page, app: RunningApp, action: str) -> None:
@@ -515,7 +527,9 @@ async def check_free_text_question_and_scrolling(page: Page) -> None:
     await expect(
         page.get_by_text(re.compile("finished with this result: .*tomorrow"))
     ).to_be_visible()
-    await expect(page.get_by_test_id("status")).to_contain_text("waiting_for_user_message")
+    await expect(page.get_by_test_id("status")).to_have_attribute(
+        "data-status", "waiting_for_user_message"
+    )
     assert await page.evaluate("window.scrollY") == 0  # scrolled up: not followed
     dock = await page.locator(".dock").bounding_box()
     assert dock is not None

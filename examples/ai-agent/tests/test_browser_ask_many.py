@@ -20,7 +20,7 @@ async def test_ask_many_shows_one_question_and_no_timer(running_app: RunningApp)
         await page.goto(app_page_url(running_app.base_url))
         await start_agent(page)
         status = page.get_by_test_id("status")
-        await expect(status).to_contain_text("waiting_for_user_message")
+        await expect(status).to_have_attribute("data-status", "waiting_for_user_message")
 
         composer = page.get_by_placeholder(re.compile("Message the Agent"))
         await composer.fill("/ask-many x")
@@ -28,7 +28,7 @@ async def test_ask_many_shows_one_question_and_no_timer(running_app: RunningApp)
         question = page.get_by_test_id("question")
         await expect(question).to_have_count(1, timeout=TIMEOUT_MS)
         await expect(question).to_contain_text("x")
-        await expect(status).to_contain_text("waiting_for_input")
+        await expect(status).to_have_attribute("data-status", "waiting_for_input")
         timer_cards = page.locator(".card.timer")
         await expect(timer_cards).to_have_count(0)  # the wait came after the question
 
@@ -40,6 +40,8 @@ async def test_ask_many_shows_one_question_and_no_timer(running_app: RunningApp)
         )
         await expect(not_run).to_have_count(1)
         await expect(page.get_by_text(re.compile("finished with this result: "))).to_be_visible()
-        await expect(status).to_contain_text("waiting_for_user_message")  # not on a timer
+        await expect(status).to_have_attribute(
+            "data-status", "waiting_for_user_message"
+        )  # not on a timer
         await expect(timer_cards).to_have_count(0)
     assert console_errors == []

@@ -80,7 +80,8 @@ def test_the_command_serves_the_demo_mcp_tools(tmp_path: Path) -> None:
 
 
 def _wait_for_portal(url: str, process: subprocess.Popen[str]) -> dict[str, Any]:
-    # The URL is printed before the server listens; it listens once its tools are listed.
+    # The URL is printed before the server listens; it answers while the servers' tools
+    # are still being listed (``toolsPending``), and lists them once they are.
     with httpx.Client(timeout=30) as client:
         while process.poll() is None:
             try:
@@ -89,5 +90,8 @@ def _wait_for_portal(url: str, process: subprocess.Popen[str]) -> dict[str, Any]
                 time.sleep(0.1)  # polling the port until it listens
                 continue
             response.raise_for_status()
-            return response.json()
+            portal = response.json()
+            if not portal["toolsPending"]:
+                return portal
+            time.sleep(0.2)  # polling until the tools are listed
     raise AssertionError(f"the command exited with {process.returncode}")

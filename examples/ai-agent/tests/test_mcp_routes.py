@@ -16,7 +16,9 @@ from dex_agents.testing import executed_step_types, read_step_history
 
 @pytest.fixture
 async def http(mcp_app: RunningApp) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=mcp_app.base_url, timeout=30) as client:
+    async with httpx.AsyncClient(
+        base_url=mcp_app.base_url, timeout=30, headers=mcp_app.csrf_headers
+    ) as client:
         yield client
 
 

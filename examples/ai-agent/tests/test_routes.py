@@ -22,7 +22,9 @@ Snapshot = dict[str, Any]
 
 @pytest.fixture
 async def http(running_app: RunningApp) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=running_app.base_url, timeout=30) as client:
+    async with httpx.AsyncClient(
+        base_url=running_app.base_url, timeout=30, headers=running_app.csrf_headers
+    ) as client:
         yield client
 
 

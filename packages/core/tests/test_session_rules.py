@@ -509,6 +509,18 @@ def test_blank_messages_are_refused_by_python_strip() -> None:
     assert not accepts_user_message(AgentUserMessage(text="plan", plan_mode=True))
 
 
+def test_the_message_limit_counts_utf8_bytes_of_the_text() -> None:
+    limit = 512 * 1024
+    # 100,000 CJK characters are 300,000 bytes of UTF-8 (600,000 as stored JSON).
+    assert accepts_user_message(AgentUserMessage(text="字" * 100_000), max_bytes=limit)
+    assert accepts_user_message(AgentUserMessage(text="a" * limit), max_bytes=limit)
+    assert not accepts_user_message(AgentUserMessage(text="a" * (limit + 1)), max_bytes=limit)
+    assert not accepts_user_message(AgentUserMessage(text="é" * (limit // 2 + 1)), max_bytes=limit)
+    # Stored escaped (six bytes a character), past 1.5 times the limit: its two stored
+    # copies would not fit one engine value.
+    assert not accepts_user_message(AgentUserMessage(text="字" * 140_000), max_bytes=limit)
+
+
 def test_message_paging_clamps_the_limit() -> None:
     messages = [
         AgentMessage(sequence=n, turn_id="turn-1", role="user", framework_item="{}")

@@ -163,7 +163,11 @@ def test_with_dexcli_set_the_engine_runs_dexcli_dev_on_free_ports(
     fake = tmp_path / "dexcli"
     fake.write_text(FAKE_DEXCLI.format(python=sys.executable, record=str(record)))
     fake.chmod(0o755)
+    server_zd = tmp_path / "dex-server-zd"  # dexcli's engine binary, found next to it
+    server_zd.write_text("#!/bin/sh\n")
+    server_zd.chmod(0o755)
     monkeypatch.setenv("DEXCLI", str(fake))
+    monkeypatch.delenv("DEX_SERVER_ZD_BINARY", raising=False)
     with PrivateDexEngine.start(tmp_path / "engine") as engine:
         assert engine.uses_dexcli
         address = engine.server_address

@@ -199,7 +199,32 @@ class FailRouter(Step[str]):
             return dead_end()
         if input == "unhandled":
             return go_to(Unhandled, "x")
+        if input == "override":
+            # The movement's options replace the Step's own: two wait_for attempts,
+            # then execute, where the Step alone would fail the Flow after one.
+            override = StepOptions(
+                wait_for_retry=RetryPolicy(maximum_attempts=2),
+                wait_for_failure=WaitForFailurePolicy.PROCEED,
+            )
+            return go_to_many(StepMovement.of(StrictWaitFor, "x", options=override))
         return force_complete("forced")
+
+
+class StrictWaitFor(Step[str]):
+    """On its own: one wait_for attempt, and a failed wait_for fails the Flow."""
+
+    def get_step_options(self) -> StepOptions | None:
+        return StepOptions(
+            wait_for_retry=ONE_ATTEMPT, wait_for_failure=WaitForFailurePolicy.FAIL_FLOW
+        )
+
+    def wait_for(self, context: Context, input: str) -> Wait:
+        raise ValueError(f"wait_for broke on attempt {context.attempt}")
+
+    def execute(self, context: Context, input: str) -> StepDecision:
+        error = context.recovery_error
+        detail = error.detail if error is not None else None
+        return graceful_complete(f"failed={context.wait_for_method_failed()}|{detail}")
 
 
 class Unhandled(Step[str]):
@@ -213,7 +238,7 @@ class Unhandled(Step[str]):
 class FailureFlow(Flow[str]):
     def get_steps(self) -> StepList[str]:
         return StepList.start_step(FailRouter()).other_steps(
-            AlwaysFails(), Recover(), BadWaitFor(), Unhandled()
+            AlwaysFails(), Recover(), BadWaitFor(), Unhandled(), StrictWaitFor()
         )
 
 

@@ -6,7 +6,7 @@ import pytest
 from dex.dexpb import dex_pb2 as pb
 from google.protobuf import struct_pb2
 
-from dex_local_engine.decisions import (
+from dex_local_engine._rules.decisions import (
     FlowEffect,
     graceful_completion_due,
     plan_close,

@@ -9,7 +9,7 @@ from dex.dexpb import dex_pb2
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dex_local_engine.conditions import (
+from dex_local_engine._rules.conditions import (
     ChannelBounds,
     InvalidWaitingConditionError,
     WaitOutcome,

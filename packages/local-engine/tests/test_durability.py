@@ -11,7 +11,7 @@ import pytest
 from conftest import EngineProcess
 
 from dex_local_engine import Durability, EngineServer, EngineStartError, LocalEngine
-from dex_local_engine.store import Store
+from dex_local_engine._store.store import Store
 
 SYNCHRONOUS = {1: "NORMAL", 2: "FULL"}
 

@@ -19,7 +19,7 @@ from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc as pb_grpc
 
 from dex_local_engine import EngineLimits, LocalEngine
-from dex_local_engine.limits import (
+from dex_local_engine._rules.limits import (
     DEFAULT_MAX_VALUE_BYTES,
     SDK_MAX_RECEIVE_BYTES,
     oversized_value,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dex.dexpb import dex_pb2 as pb
 
-from dex_local_engine.model import Flow, MethodState, Phase, StaleSkip, StepExec
+from dex_local_engine._rules.model import Flow, MethodState, Phase, StaleSkip, StepExec
 
 
 def test_active_step_round_trip() -> None:

@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 import pytest
 from dex.dexpb import dex_pb2 as pb
 
-from dex_local_engine import reset_points
-from dex_local_engine.errors import DexError
-from dex_local_engine.model import Phase, StepExec
-from dex_local_engine.values import stamp
+from dex_local_engine._rules import reset_points
+from dex_local_engine._rules.errors import DexError
+from dex_local_engine._rules.model import Phase, StepExec
+from dex_local_engine._rules.values import stamp
 
 
 def _event(event_id: int, seconds: float, kind: str = "", sid: str = "") -> pb.FlowHistoryEvent:

@@ -9,7 +9,7 @@ from dex.dexpb import dex_pb2
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dex_local_engine.retry import (
+from dex_local_engine._rules.retry import (
     DEFAULT_TOTAL_DURATION_SECONDS,
     EffectiveRetryPolicy,
     effective_retry_policy,

@@ -50,6 +50,33 @@ def test_indexed_keyword_finds_the_flow_with_its_indexed_attributes(client: Clie
     assert entry.indexed_attributes["OrderAmount"].data == 3
 
 
+def test_flows_of_two_types_share_one_custom_keyword_field(
+    engine: LocalEngine, cache_dir: str
+) -> None:
+    # As on Dex Server, the index key is one search attribute: a Flow whose Attribute
+    # is indexed under it is found by it, whichever Attribute of which Flow type set it.
+    with running_flows(app.flows(), engine.address, cache_dir) as running:
+        made, cases, claims = running.client, running.flows[1], running.flows[2]
+        made.start_flow(cases, "case-1", "open")
+        made.start_flow(claims, "claim-1", "open")
+        made.start_flow(claims, "claim-2", "settled")
+        for flow_id, step_type in (
+            ("case-1", "OpenCase"),
+            ("claim-1", "OpenClaim"),
+            ("claim-2", "OpenClaim"),
+        ):
+            made.wait_for_step_completion(
+                flow_id,
+                StepExecutionId(step_type, 1),
+                WaitForStepCompletionOptions(request_timeout=timedelta(seconds=30)),
+            )
+        assert sorted(_ids(made, "CaseStatus = 'open'")) == ["case-1", "claim-1"]
+        (settled,) = made.search_flows("CaseStatus = 'settled'", 10).flows
+        assert settled.flow_id == "claim-2"
+        assert settled.indexed_attributes["CaseStatus"].data == "settled"
+        assert _ids(made, "CaseStatus = 'open' AND FlowType = 'ClaimFlow'") == ["claim-1"]
+
+
 def test_renamed_index_key_system_fields_and_order(client: Client) -> None:
     assert _ids(client, "OrderAmount >= 4 ORDER BY OrderAmount") == [
         "order-4",

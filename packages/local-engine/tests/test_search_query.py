@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from dex_local_engine.search_query import Order, QueryError, parse
+from dex_local_engine._rules.search_query import Order, QueryError, parse
 
 FIELDS = {"Color", "Size", "Tags", "Due"}
 RECORDS: list[dict[str, Any]] = [

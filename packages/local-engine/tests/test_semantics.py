@@ -184,6 +184,27 @@ def test_wait_for_failure_can_proceed_to_execute(sem: Sem) -> None:
     assert result.completions[0].decode(str) == "failed=True|wait_for broke"
 
 
+def test_movement_options_override_the_steps_own(sem: Sem, engine: LocalEngine) -> None:
+    # As on Dex Server: the wait_for runs twice and fails, the failure is recorded once,
+    # with its final attempt, and execute runs instead of the Flow failing.
+    sem.client.start_flow(sem.flow(s.FailureFlow), "override", "override")
+    result = sem.client.wait_for_flow("override")
+    assert result.status is FlowStatus.COMPLETED
+    assert result.completions[0].decode(str) == "failed=True|wait_for broke on attempt 2"
+    events = _history(engine, "override")
+    kinds = [event.WhichOneof("payload") for event in events]
+    assert kinds == [
+        "flow_started_or_continued",
+        "step_execute_completed",
+        "step_wait_for_failed",
+        "step_execute_completed",
+        "flow_closed",
+    ]
+    failed = events[2].step_wait_for_failed
+    assert failed.context.step_execution_id == "StrictWaitFor-1"
+    assert failed.context.final_attempt == 2
+
+
 def test_close_decisions(sem: Sem) -> None:
     client = sem.client
     failure = sem.flow(s.FailureFlow)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from dex_local_engine.streams import first_index_after
+from dex_local_engine._store.streams import first_index_after
 
 
 @dataclass
@@ -60,8 +60,8 @@ def _pages_through_a_store(retained: list[int], page_size: int) -> list[list[int
     """Every page of a Stream whose retained messages have ``retained`` numbers."""
     from dex.dexpb import dex_pb2 as pb
 
-    from dex_local_engine.store import Store
-    from dex_local_engine.streams import StreamStore
+    from dex_local_engine._store.store import Store
+    from dex_local_engine._store.streams import StreamStore
 
     streams = StreamStore(Store(":memory:"))
     for _ in range(max(retained, default=0)):

@@ -15,8 +15,8 @@ from dex.dexpb import dex_pb2_grpc as pb_grpc
 from google.protobuf import empty_pb2
 
 from dex_local_engine import LocalEngine
-from dex_local_engine.store import Store
-from dex_local_engine.streams import StreamStore
+from dex_local_engine._store.store import Store
+from dex_local_engine._store.streams import StreamStore
 
 
 def test_client_stream_writes_pages_and_resume_tokens(app: App) -> None:

@@ -136,6 +136,7 @@ def create_ai_agent_flow(
     )
     # A question ends its reply, as the brief's tool routing asks: the calls after it
     # (a durable_wait from `/ask-many`) are recorded as not run.
+    # Their reason "superseded_by_user_input" is a Python extension TS readers must tolerate.
     return create_stepwise_session_flow(
         definition,
         FLOW_TYPE,

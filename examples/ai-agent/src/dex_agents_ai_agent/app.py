@@ -2,29 +2,46 @@
 
 Every route talks to the session through ``AgentSessionClient`` (and the
 ``dex_agents.ui_stream`` snapshot and SSE helpers); every body is checked with
-pydantic and a bad one gets a 400 that says what is wrong.
+pydantic and a bad one gets a 400 that says what is wrong. ``security.TrustMiddleware``
+stands in front of every route (Host allowlist, same origin and CSRF, sign-in, the body
+limit, security headers).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import html
 import importlib
+import json
+import logging
 import os
+import re
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import dex
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+)
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from dex_agents import AgentHost, AgentSessionClient, AgentSnapshot
+from dex_agents.texts import APPROVAL_DEADLINE_PASSED, DEFAULT_REJECTION_MESSAGE
 from dex_agents.ui_stream import (
     ResumeTokenRejectedError,
     agent_event_sse_response,
@@ -47,6 +64,7 @@ from dex_agents_ai_agent.providers import (
     resolve_model_name,
     uses_litellm,
 )
+from dex_agents_ai_agent.security import CSRF_META, TrustMiddleware, TrustSettings
 from dex_agents_ai_agent.tools import BUILT_IN_TOOLS, ToolCatalog
 
 PREFIX = "/products/ai-agent"
@@ -54,6 +72,12 @@ STATIC_DIRECTORY = Path(__file__).parent / "static"
 MIN_CONTEXT_TOKENS = 64
 MAX_CONTEXT_TOKENS = 2_000_000
 NO_STORE = {"cache-control": "no-store"}
+STORED_TEXT_RATIO = 1.5
+"""As the session core: a text's stored JSON may be 1.5 times the UTF-8 limit."""
+LISTED_SESSIONS = 50
+_logger = logging.getLogger(__name__)
+ID_PATTERN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_.:-]{0,126}[A-Za-z0-9])?")
+MAX_REFERENCE_LENGTH = 200
 
 
 class ApiError(Exception):
@@ -65,12 +89,36 @@ class ApiError(Exception):
         self.message = message
 
 
+def check_workflow_id(value: str) -> str:
+    """An Agent ID: 1 to 128 letters, digits, ``-``, ``_``, ``.`` or ``:``, starting and
+    ending with a letter or digit (a UUID fits; a blank, a newline or ``../`` does not)."""
+    if not ID_PATTERN.fullmatch(value) or ".." in value:
+        raise ValueError(
+            "must be 1 to 128 letters, digits, '-', '_', '.' or ':', "
+            "starting and ending with a letter or digit"
+        )
+    return value
+
+
+def check_reference(value: str) -> str:
+    """A message or call ID the session made: printable, no spaces or slashes."""
+    if not value or len(value) > MAX_REFERENCE_LENGTH or not value.isprintable():
+        raise ValueError(f"must be 1 to {MAX_REFERENCE_LENGTH} printable characters")
+    if any(character.isspace() or character == "/" for character in value):
+        raise ValueError("must hold no space or '/'")
+    return value
+
+
+WorkflowId = Annotated[StrictStr, AfterValidator(check_workflow_id)]
+Reference = Annotated[StrictStr, AfterValidator(check_reference)]
+
+
 class Body(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class StartBody(Body):
-    workflow_id: StrictStr = Field(alias="workflowId", min_length=1, max_length=200)
+    workflow_id: WorkflowId = Field(alias="workflowId")
     provider: StrictStr = "mock"
     model: StrictStr | None = None
     system_prompt: StrictStr = Field(DEFAULT_SYSTEM_PROMPT, alias="systemPrompt", max_length=20_000)
@@ -93,36 +141,36 @@ BodyT = TypeVar("BodyT", bound=Body)
 
 
 class MessageBody(Body):
-    workflow_id: StrictStr = Field(alias="workflowId", min_length=1)
+    workflow_id: WorkflowId = Field(alias="workflowId")
     content: StrictStr = Field(min_length=1)
     plan_mode: StrictBool = Field(False, alias="planMode")
 
 
 class QueueItemBody(Body):
-    workflow_id: StrictStr = Field(alias="workflowId", min_length=1)
-    message_id: StrictStr = Field(alias="messageId", min_length=1)
+    workflow_id: WorkflowId = Field(alias="workflowId")
+    message_id: Reference = Field(alias="messageId")
 
 
 class PlanBody(Body):
-    workflow_id: StrictStr = Field(alias="workflowId", min_length=1)
+    workflow_id: WorkflowId = Field(alias="workflowId")
     revision: StrictInt = Field(ge=1)
 
 
 class ApprovalBody(Body):
-    workflow_id: StrictStr = Field(alias="workflowId", min_length=1)
-    call_id: StrictStr = Field(alias="callId", min_length=1)
+    workflow_id: WorkflowId = Field(alias="workflowId")
+    call_id: Reference = Field(alias="callId")
     approved: StrictBool
     message: StrictStr | None = None
 
 
 class AnswerBody(Body):
-    workflow_id: StrictStr = Field(alias="workflowId", min_length=1)
-    call_id: StrictStr = Field(alias="callId", min_length=1)
+    workflow_id: WorkflowId = Field(alias="workflowId")
+    call_id: Reference = Field(alias="callId")
     answer: StrictStr = Field(min_length=1)
 
 
 class SessionBody(Body):
-    workflow_id: StrictStr = Field(alias="workflowId", min_length=1)
+    workflow_id: WorkflowId = Field(alias="workflowId")
 
 
 async def _body(request: Request, model: type[BodyT]) -> BodyT:
@@ -138,10 +186,38 @@ async def _body(request: Request, model: type[BodyT]) -> BodyT:
 
 
 def _query_id(request: Request) -> str:
-    value = request.query_params.get("workflowId", "").strip()
-    if not value:
+    value = request.query_params.get("workflowId", "")
+    if not value.strip():
         raise ApiError(400, "workflowId query parameter is required")
-    return value
+    try:
+        return check_workflow_id(value)
+    except ValueError as error:
+        raise ApiError(400, f"workflowId {error}") from None
+
+
+def text_size_error(text: str, limit: int, what: str) -> str:
+    """Why ``text`` does not fit the session's limit, or ``""``: its UTF-8 bytes, then
+    its stored size (the session stores JSON, with each character other than ASCII
+    escaped to six bytes), as the session core counts them."""
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > limit:
+        return f"the {what} is {_bytes(size)} of UTF-8 text; the limit is {_bytes(limit)}"
+    stored = len(json.dumps(text)) - 2
+    if stored > limit * STORED_TEXT_RATIO:
+        return (
+            f"the {what} takes {_bytes(stored)} when stored (each character other than "
+            f"ASCII is stored escaped, as six bytes); the limit is "
+            f"{_bytes(int(limit * STORED_TEXT_RATIO))} stored"
+        )
+    return ""
+
+
+def _bytes(count: int) -> str:
+    if count >= 1024 * 1024:
+        return f"{count / (1024 * 1024):.1f} MiB ({count:,} bytes)"
+    if count >= 1024:
+        return f"{count / 1024:.0f} KiB ({count:,} bytes)"
+    return f"{count:,} bytes"
 
 
 @dataclass
@@ -152,7 +228,29 @@ class AgentApp:
     catalog: ToolCatalog
     retained_messages: int
     environ: Mapping[str, str]
+    trust: TrustSettings = field(default_factory=TrustSettings)
     close_reasons: dict[str, str] = field(default_factory=lambda: dict[str, str]())
+    titles: dict[str, str] = field(default_factory=lambda: dict[str, str]())
+    tools_listed: bool = False
+
+    @property
+    def message_limit(self) -> int:
+        return self.sessions.flow.options.max_user_message_bytes
+
+    def limits(self) -> dict[str, int]:
+        return {
+            "messageBytes": self.message_limit,
+            "storedMessageBytes": int(self.message_limit * STORED_TEXT_RATIO),
+            "bodyBytes": self.trust.max_body_bytes,
+        }
+
+    async def list_source_tools(self) -> None:
+        """Lists the MCP servers' tools in the background: the page answers meanwhile,
+        and the Portal shows the tools once listed."""
+        try:
+            self.catalog = await self.catalog.with_source_tools()
+        finally:
+            self.tools_listed = True
 
     @property
     def sessions(self) -> AgentSessionClient:
@@ -166,6 +264,8 @@ class AgentApp:
                 "mcpServers": list(self.catalog.servers),
                 "tools": [tool.to_json() for tool in self.catalog.tools],
                 "builtInTools": list(BUILT_IN_TOOLS),
+                "toolsPending": not self.tools_listed,
+                "limits": self.limits(),
                 "defaults": {
                     "systemPrompt": DEFAULT_SYSTEM_PROMPT,
                     "maxContextTokens": DEFAULT_CONTEXT_TOKENS,
@@ -236,6 +336,9 @@ class AgentApp:
             data = convert_agent_event_stream_snapshot_to_json(value)
         data["agent_status"] = agent_status(data) if lifecycle["status"] == "running" else "closed"
         data["flow"] = lifecycle
+        data["limits"] = self.limits()
+        approval_tools = {tool.name for tool in self.catalog.tools if tool.requires_approval}
+        data["approvals"] = approval_results(data, approval_tools)
         return JSONResponse(data, headers=NO_STORE)
 
     async def _lifecycle(self, flow_id: str) -> dict[str, str | None]:
@@ -254,13 +357,21 @@ class AgentApp:
 
     async def send_message(self, request: Request) -> Response:
         body = await _body(request, MessageBody)
+        self._check_text(body.content, "message")
         plan_mode = body.plan_mode or await self._revises_a_stopped_plan(body.workflow_id)
         accepted = await self.sessions.send_user_message(
             body.workflow_id, body.content, plan_mode=plan_mode
         )
         if not accepted:
-            raise ApiError(409, "the message was refused (blank or too large)")
+            raise ApiError(409, "the Agent refused the message")
         return JSONResponse({"accepted": True})
+
+    def _check_text(self, text: str, what: str) -> None:
+        if not text.strip():
+            raise ApiError(400, f"the {what} is blank")
+        problem = text_size_error(text, self.message_limit, what)
+        if problem:
+            raise ApiError(413, problem)
 
     async def _revises_a_stopped_plan(self, flow_id: str) -> bool:
         """Whether a message is about an unfinished plan that stopped: the plan is
@@ -303,6 +414,8 @@ class AgentApp:
 
     async def approve_tool(self, request: Request) -> Response:
         body = await _body(request, ApprovalBody)
+        if body.message is not None:
+            self._check_text(body.message, "rejection message")
         accepted = await self.sessions.resolve_interrupt(
             body.workflow_id, body.call_id, body.approved, body.message
         )
@@ -310,6 +423,7 @@ class AgentApp:
 
     async def answer(self, request: Request) -> Response:
         body = await _body(request, AnswerBody)
+        self._check_text(body.answer, "answer")
         if not await self.sessions.answer_question(body.workflow_id, body.call_id, body.answer):
             raise ApiError(409, "the question is no longer pending or the answer does not fit")
         return JSONResponse({"accepted": True})
@@ -320,6 +434,7 @@ class AgentApp:
 
     async def events(self, request: Request) -> Response:
         flow_id = _query_id(request)
+        await self.host.dex_client.describe_flow(flow_id)  # an unknown Agent is a 404
         token = request.headers.get("last-event-id") or request.query_params.get("resumeToken", "")
         try:
             frames = await open_agent_event_sse_stream(
@@ -330,8 +445,81 @@ class AgentApp:
         return agent_event_sse_response(frames)
 
     async def index(self, request: Request) -> Response:
+        """The page, with the CSRF token its script sends on every mutation."""
         del request
-        return FileResponse(STATIC_DIRECTORY / "index.html", headers=NO_STORE)
+        page = (STATIC_DIRECTORY / "index.html").read_text(encoding="utf-8")
+        meta = f'<meta name="{CSRF_META}" content="{html.escape(self.trust.csrf_token)}" />'
+        return HTMLResponse(page.replace("<head>", f"<head>\n    {meta}", 1), headers=NO_STORE)
+
+    async def list_sessions(self, request: Request) -> Response:
+        """This app's Agents, newest first (the engine's Flow search), each with its
+        first message as a title when the session still answers."""
+        del request
+        flow_type = self.sessions.flow.get_flow_type()
+        page = await self.host.dex_client.search_flows(f"FlowType = '{flow_type}'", LISTED_SESSIONS)
+        running = [entry.flow_id for entry in page.flows if entry.status is dex.FlowStatus.RUNNING]
+        limiter = asyncio.Semaphore(4)
+
+        async def title(flow_id: str) -> None:
+            async with limiter:
+                found = await self._first_user_text(flow_id)
+            if found:
+                self.titles[flow_id] = found
+
+        await asyncio.gather(*(title(flow_id) for flow_id in running if flow_id not in self.titles))
+        sessions = [
+            {
+                "workflowId": entry.flow_id,
+                "startedAt": entry.started_at.isoformat(),
+                "status": entry.status.value,
+                "title": self.titles.get(entry.flow_id),
+            }
+            for entry in page.flows
+        ]
+        return JSONResponse({"sessions": sessions}, headers=NO_STORE)
+
+    async def _first_user_text(self, flow_id: str) -> str | None:
+        try:
+            # The first messages of a session: its first user message is its title.
+            first = await self.sessions.list_messages(flow_id, before_sequence=5, limit=4)
+        except Exception:  # a session that does not answer now just has no title yet
+            _logger.debug("no title for %s", flow_id, exc_info=True)
+            return None
+        for message in first.messages:
+            if message.role == "user" and message.text and not message.text.startswith("[Dex]"):
+                return message.text[:120]
+        return None
+
+
+NOT_RUN_PREFIX = "The tool call was not run:"
+
+
+def approval_results(snapshot: Mapping[str, Any], approval_tools: set[str]) -> dict[str, str]:
+    """Each approval's result by tool call ID: ``pending``, ``approved``, ``rejected`` or
+    ``expired``; from the active turn's records, else from the stored tool result."""
+    results: dict[str, str] = {}
+    for message in snapshot.get("messages", []):
+        if message["role"] != "tool" or not message.get("tool_call_id"):
+            continue
+        output = message.get("tool_output") or message.get("text") or ""
+        if output == DEFAULT_REJECTION_MESSAGE:
+            results[message["tool_call_id"]] = "rejected"
+        elif output == APPROVAL_DEADLINE_PASSED:
+            results[message["tool_call_id"]] = "expired"
+        elif message.get("tool_name") in approval_tools and not output.startswith(NOT_RUN_PREFIX):
+            results[message["tool_call_id"]] = "approved"
+    for record in snapshot.get("tool_calls", []):
+        if not record.get("requires_approval"):
+            continue
+        status = record["status"]
+        if status == "awaiting_approval":
+            results[record["tool_call_id"]] = "pending"
+        elif status == "rejected" and not record.get("cancellation_reason"):
+            expired = record.get("rejection_message") == APPROVAL_DEADLINE_PASSED
+            results[record["tool_call_id"]] = "expired" if expired else "rejected"
+        elif status in ("approved", "succeeded", "failed", "outcome_unknown"):
+            results[record["tool_call_id"]] = "approved"
+    return results
 
 
 def agent_status(snapshot: Mapping[str, Any]) -> str:
@@ -378,10 +566,15 @@ def create_app(
     *,
     retained_messages: int,
     environ: Mapping[str, str] | None = None,
+    trust: TrustSettings | None = None,
 ) -> Starlette:
     """The Starlette app; its lifespan starts and stops ``host``. ``environ`` is where
-    provider credentials are looked up (the process environment by default)."""
-    app = AgentApp(host, catalog, retained_messages, os.environ if environ is None else environ)
+    provider credentials are looked up (the process environment by default); ``trust``
+    says whom to serve (by default: loopback host names, no sign-in)."""
+    trust = TrustSettings(prefix=PREFIX) if trust is None else trust
+    app = AgentApp(
+        host, catalog, retained_messages, os.environ if environ is None else environ, trust
+    )
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncGenerator[None]:
@@ -394,11 +587,14 @@ def create_app(
             if uses_litellm(app.environ)
             else None
         )
-        app.catalog = await app.catalog.with_source_tools()
+        listing = asyncio.create_task(app.list_source_tools())
         try:
             async with host:
                 yield
         finally:
+            listing.cancel()
+            with contextlib.suppress(BaseException):
+                await listing
             if warm_up is not None:
                 with contextlib.suppress(Exception):
                     await warm_up
@@ -410,6 +606,7 @@ def create_app(
         Route("/", _redirect_to_app),
         route("/", app.index, "GET"),
         route("/portal", app.portal, "GET"),
+        route("/sessions", app.list_sessions, "GET"),
         route("/start", app.start, "POST"),
         route("/snapshot", app.snapshot, "GET"),
         route("/messages", app.send_message, "POST"),
@@ -422,4 +619,5 @@ def create_app(
         route("/events", app.events, "GET"),
         Mount(f"{PREFIX}/assets", StaticFiles(directory=STATIC_DIRECTORY / "assets")),
     ]
-    return Starlette(routes=routes, lifespan=lifespan)
+    middleware = [Middleware(TrustMiddleware, settings=trust)]
+    return Starlette(routes=routes, lifespan=lifespan, middleware=middleware)

@@ -14,16 +14,21 @@ rerun ``RunModel`` gets the same answer. Commands (the last user message):
   and ``/plan-stop ...`` makes execution stop once, after its first task
 - executing an approved plan: one task moves forward per model call; a plan made from
   ``/ask <question>`` asks it (``ask_user``) before its first task completes
+- ``/slow <label>``: a long reply streamed over a few seconds (to try Stop on)
+- ``/markdown``: a reply in markdown (a heading, a list, a link, a code block)
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from typing import Any, cast
 
 from dex_agents.models import (
     ModelRequest,
+    ModelResponse,
+    ModelStreamSink,
     ScriptedModelClient,
     ScriptedModelReply,
     ScriptedToolCall,
@@ -38,11 +43,43 @@ PLAN_STOP = "/plan-stop"
 ASK = "/ask "
 EXECUTION_TEXT = "[Dex] The user approved plan revision"
 STREAM_CHUNK = 12
+SLOW = "/slow"
+SLOW_PAUSE_SECONDS = 0.15
+MARKDOWN_REPLY = """## A reply in markdown
+
+- **bold** and *emphasis*, `inline code`
+- a [link](https://example.com/docs)
+
+```python
+print("hello from a code block")
+```
+"""
+
+
+class MockModelClient(ScriptedModelClient):
+    """The scripted mock; a ``/slow`` reply streams its text with a pause per piece."""
+
+    async def generate(self, request: ModelRequest, stream: ModelStreamSink) -> ModelResponse:
+        if _last_user_text(request).startswith(SLOW):
+            return await super().generate(request, _PacedSink(stream))
+        return await super().generate(request, stream)
+
+
+class _PacedSink:
+    def __init__(self, inner: ModelStreamSink) -> None:
+        self._inner = inner
+
+    async def text_delta(self, text: str) -> None:
+        await self._inner.text_delta(text)
+        await asyncio.sleep(SLOW_PAUSE_SECONDS)
+
+    async def reasoning_delta(self, text: str) -> None:
+        await self._inner.reasoning_delta(text)
 
 
 def create_mock_model() -> ScriptedModelClient:
     """A fresh ``mock/dex`` client."""
-    return ScriptedModelClient(mock_reply, stream_chunk_size=STREAM_CHUNK)
+    return MockModelClient(mock_reply, stream_chunk_size=STREAM_CHUNK)
 
 
 def mock_reply(request: ModelRequest) -> ScriptedModelReply:
@@ -142,6 +179,11 @@ def _command(text: str, offered: set[str]) -> ScriptedModelReply:
                 ScriptedToolCall("durable_wait", {"duration_seconds": 30, "reason": rest}),
             ],
         )
+    if command == SLOW:
+        words = " ".join(f"word{number}" for number in range(1, 31))
+        return ScriptedModelReply(text=f"Slow reply {rest}: {words}")
+    if command == "/markdown":
+        return ScriptedModelReply(text=MARKDOWN_REPLY)
     return ScriptedModelReply(text=f"Local demo response: {text}")
 
 

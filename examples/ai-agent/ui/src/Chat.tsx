@@ -1,5 +1,17 @@
-import { useCallback, useEffect, useLayoutEffect, useRef, useState, type KeyboardEvent } from "react";
-import { API, ApiError, call, type AgentEvent, type Interrupt, type Plan, type Snapshot, type StoredMessage } from "./api";
+import { Fragment, useCallback, useEffect, useLayoutEffect, useRef, useState, type KeyboardEvent, type ReactNode } from "react";
+import {
+  API,
+  ApiError,
+  call,
+  formatBytes,
+  sizeProblem,
+  type AgentEvent,
+  type Interrupt,
+  type Plan,
+  type Snapshot,
+  type StoredMessage,
+} from "./api";
+import { Markdown } from "./Markdown";
 
 // The chat page of one durable Agent. Durable state comes from one snapshot, refreshed on
 // every mutation, every live event, focus, reconnect and every 8 seconds; the live
@@ -11,10 +23,24 @@ const FOLLOW_DISTANCE_PX = 160;
 const MAX_ACTIVITY = 30;
 const SHOWN_ACTIVITY = 8;
 const QUIET_EVENTS = new Set(["usage_recorded"]);
-const TURN_END_EVENTS = new Set(["turn_completed", "turn_failed"]);
+const TURN_END_EVENTS = new Set(["turn_completed", "turn_failed", "turn_cancelled"]);
+
+// What the status pill says; the session's own status stays in data-status.
+const STATUS_LABELS: Record<string, string> = {
+  initializing: "Starting",
+  waiting_for_user_message: "Ready",
+  running_model: "Thinking",
+  running_tools: "Running tools",
+  waiting_for_tool_approval: "Needs your approval",
+  waiting_for_input: "Needs your answer",
+  waiting_for_timer: "Waiting on a timer",
+  compacting: "Summarizing",
+  closed: "Stopped",
+};
 
 interface LiveText {
   key: string;
+  turn: string;
   text: string;
   reasoning: string;
   done: boolean;
@@ -32,8 +58,20 @@ interface Optimistic {
 
 const isSend = (event: KeyboardEvent) => event.key === "Enter" && (event.metaKey || event.ctrlKey || event.altKey);
 
-export function Chat({ workflowId, onNewAgent }: { workflowId: string; onNewAgent: () => void }) {
+export function Chat({
+  workflowId,
+  onNewAgent,
+  onTitled,
+}: {
+  workflowId: string;
+  onNewAgent: () => void;
+  onTitled: () => void;
+}) {
   const [snapshot, setSnapshot] = useState<Snapshot | null>(null);
+  // The snapshot answered 404: no Agent with this ID here.
+  const [missing, setMissing] = useState(false);
+  const [showDetails, setShowDetails] = useState(false);
+  const titled = useRef(false);
   const [live, setLive] = useState<LiveText[]>([]);
   const [activity, setActivity] = useState<Activity[]>([]);
   const [optimistic, setOptimistic] = useState<Optimistic[]>([]);
@@ -66,18 +104,34 @@ export function Chat({ workflowId, onNewAgent }: { workflowId: string; onNewAgen
       for (const message of next.messages) {
         if (message.turn_id !== next.state?.active_turn_id) endedTurns.current.add(message.turn_id);
       }
-      if (next.state?.status !== "running_model") {
-        setLive((items) => items.filter((item) => item.reasoning).map((item) => ({ ...item, text: "", done: true })));
+      const active = next.state?.active_turn_id ?? null;
+      // A live card of another turn than the active one has ended, whatever ended it
+      // (a reply stored, a stop, a failure): only the active turn's model call streams.
+      setLive((items) =>
+        items
+          .map((item) =>
+            next.state?.status !== "running_model" || item.turn !== active ? { ...item, text: "", done: true } : item,
+          )
+          .filter((item) => item.reasoning || !item.done),
+      );
+      if (!titled.current && next.messages.some((message) => message.role === "user")) {
+        titled.current = true; // the conversation list shows the first message as title
+        onTitled();
       }
     } catch (reason) {
-      if (mine === sequence.current) setOffline((reason as Error).message);
+      if (mine !== sequence.current) return;
+      if (reason instanceof ApiError && reason.status === 404) setMissing(true);
+      else setOffline((reason as Error).message);
     }
-  }, [workflowId]);
+  }, [workflowId, onTitled]);
 
   // Refresh on load, focus, reconnect, visibility, and every 8 s while visible.
   useEffect(() => {
-    void refresh();
-    const onVisible = () => document.visibilityState === "visible" && void refresh();
+    // The first refresh answers for a focus or visibility event that comes while it is
+    // in flight (a reload focuses the window): one snapshot request per load.
+    let loading = true;
+    void refresh().finally(() => (loading = false));
+    const onVisible = () => document.visibilityState === "visible" && !loading && void refresh();
     window.addEventListener("focus", onVisible);
     window.addEventListener("online", onVisible);
     document.addEventListener("visibilitychange", onVisible);
@@ -117,6 +171,15 @@ export function Chat({ workflowId, onNewAgent }: { workflowId: string; onNewAgen
     const payload = safeJson(event.payload) as Record<string, unknown>;
     const key = `${event.step_execution_id}#${event.attempt}`;
     if (TURN_END_EVENTS.has(event.type)) endedTurns.current.add(event.turn_id);
+    if (event.type === "turn_cancelled" || event.type === "turn_failed") {
+      // A stopped or failed turn's reply is never stored: its live text goes now. (A
+      // completed turn's card stays until the snapshot shows the stored reply.)
+      setLive((items) =>
+        items
+          .map((item) => (item.turn === event.turn_id ? { ...item, text: "", done: true } : item))
+          .filter((item) => item.reasoning || !item.done),
+      );
+    }
     // A late text delta of an ended turn would show its live card again next to the stored
     // reply; the reasoning summary stays live-only, so its deltas always count.
     if (event.type === "text_delta" && endedTurns.current.has(event.turn_id)) return;
@@ -126,13 +189,12 @@ export function Chat({ workflowId, onNewAgent }: { workflowId: string; onNewAgen
         const found = items.find((item) => item.key === key);
         const piece = String(payload.text ?? "");
         if (found) return items.map((item) => (item === found ? { ...item, [field]: item[field] + piece } : item));
-        return [...items, { key, text: "", reasoning: "", done: false, [field]: piece }];
+        return [...items, { key, turn: event.turn_id, text: "", reasoning: "", done: false, [field]: piece }];
       });
       return;
     }
     if (QUIET_EVENTS.has(event.type)) return;
-    const tool = typeof payload.tool_name === "string" ? ` · ${payload.tool_name}` : "";
-    const row = { id: `${key}-${event.type}-${Math.random()}`, kind: `${event.type}${tool}`, detail: event.payload };
+    const row = { id: `${key}-${event.type}-${Math.random()}`, kind: activityLabel(event.type, payload), detail: event.payload };
     // Each turn starts a fresh list: the rows show what the Agent is doing now.
     setActivity((items) => (event.type === "turn_started" ? [row] : [...items, row].slice(-MAX_ACTIVITY)));
   }
@@ -210,6 +272,26 @@ export function Chat({ workflowId, onNewAgent }: { workflowId: string; onNewAgen
     }
   }
 
+  if (missing) {
+    return (
+      <main className="chat" data-testid="missing">
+        <div className="card missing">
+          <h1>No Agent with this ID</h1>
+          <p>
+            This app has no conversation <code>{workflowId}</code>. It may belong to another server or database, or
+            the link is mistyped.
+          </p>
+          <div className="actions">
+            <button className="primary" onClick={onNewAgent}>
+              Start a new Agent
+            </button>
+          </div>
+          <p className="hint">Your conversations are listed beside this page.</p>
+        </div>
+      </main>
+    );
+  }
+
   if (!snapshot) {
     return <main className="chat loading">{offline ? <p className="error">{offline}</p> : "Loading the Agent…"}</main>;
   }
@@ -222,6 +304,18 @@ export function Chat({ workflowId, onNewAgent }: { workflowId: string; onNewAgen
   const idle = snapshot.state?.status === "waiting_for_user_message" && snapshot.pending_interrupts.length === 0;
   const model = snapshot.session_settings.model ?? "";
   const closed = snapshot.flow.status !== "running";
+  const turnRunning = !!snapshot.state?.active_turn_id && !closed;
+  const tooLarge = sizeProblem(draft, snapshot.limits);
+  const approvals_ = snapshot.approvals ?? {};
+  // A finished plan stays where it was last written; a current one follows the timeline.
+  const plan = snapshot.plan && snapshot.plan.status !== "cleared" && snapshot.plan.tasks.length > 0 ? snapshot.plan : null;
+  const lastPlanWrite = [...snapshot.messages].reverse().find((message) => message.tool_name === "write_todos");
+  const planInline = plan?.status === "completed";
+  const stopButton = (
+    <button disabled={busy !== null} onClick={() => void mutate("cancel", "/turns/cancel", {})}>
+      {busy === "cancel" ? "Stopping…" : "Stop"}
+    </button>
+  );
   const lastSequence = snapshot.messages.length ? snapshot.messages[snapshot.messages.length - 1].sequence : 0;
   // Pending while the session still idles on the same revision with no new message:
   // the executing turn starts with its own user message, or the status leaves idle.
@@ -234,29 +328,42 @@ export function Chat({ workflowId, onNewAgent }: { workflowId: string; onNewAgen
     lastSequence === executionRequest.lastSequence &&
     snapshot.state?.status === "waiting_for_user_message";
 
+  function planCard() {
+    if (!plan || !snapshot) return null;
+    return (
+      <PlanCard
+        plan={plan}
+        canExecute={idle && queued.length === 0 && steered.length === 0 && !closed}
+        busy={busy === "plan"}
+        executionPending={executionPending}
+        onExecute={() => void executePlan(plan.revision, lastSequence)}
+      />
+    );
+  }
+
   return (
     <main className="chat" style={{ paddingBottom: dockHeight + 24 }}>
       <header className="chat-header">
         <div>
-          <p className="eyebrow">Durable conversation</p>
+          <p className="eyebrow">Conversation</p>
           <h1>AI Agent</h1>
         </div>
         <div className="header-right">
-          <span className={`status-pill ${idle ? "idle" : "busy"}`} data-testid="status">
-            <span className="dot" /> {snapshot.agent_status} · {model}
+          <span
+            className={`status-pill ${idle ? "idle" : "busy"}`}
+            data-testid="status"
+            data-status={snapshot.agent_status}
+            title={snapshot.agent_status}
+          >
+            <span className="dot" /> {STATUS_LABELS[snapshot.agent_status] ?? humanize(snapshot.agent_status)} · {model}
           </span>
-          {snapshot.state?.active_turn_id && !closed && (
-            <button disabled={busy !== null} onClick={() => void mutate("cancel", "/turns/cancel", {})}>
-              {busy === "cancel" ? "Stopping…" : "Stop turn"}
-            </button>
-          )}
           <button onClick={onNewAgent}>New Agent</button>
         </div>
       </header>
 
       {closed && (
         <div className="banner" role="alert">
-          <strong>Flow {snapshot.flow.status}</strong>
+          <strong>This Agent has {snapshot.flow.status === "terminated" ? "been stopped" : snapshot.flow.status}</strong>
           <span>{snapshot.flow.error ?? "The Agent run ended before it could complete."}</span>
         </div>
       )}
@@ -266,31 +373,13 @@ export function Chat({ workflowId, onNewAgent }: { workflowId: string; onNewAgen
         {snapshot.messages.length === 0 && optimistic.length === 0 && queued.length === 0 && (
           <p className="empty">Send a message to begin.</p>
         )}
+        {!planInline || lastPlanWrite ? null : planCard()}
         {snapshot.messages.map((message) => (
-          <MessageBubble key={message.sequence} message={message} />
+          <Fragment key={message.sequence}>
+            <MessageBubble message={message} approval={approvals_[message.tool_call_id ?? ""]} showDetails={showDetails} />
+            {planInline && message === lastPlanWrite && planCard()}
+          </Fragment>
         ))}
-        {live.map((item) => (
-          <LiveCards key={item.key} item={item} model={model} />
-        ))}
-        {activity.length > 0 && (
-          <div className="activity">
-            {activity.slice(-SHOWN_ACTIVITY).map((item) => (
-              <details key={item.id} className="activity-row">
-                <summary>Agent activity · {item.kind}</summary>
-                <pre>{item.detail}</pre>
-              </details>
-            ))}
-          </div>
-        )}
-        {snapshot.plan && snapshot.plan.status !== "cleared" && snapshot.plan.tasks.length > 0 && (
-          <PlanCard
-            plan={snapshot.plan}
-            canExecute={idle && queued.length === 0 && steered.length === 0 && !closed}
-            busy={busy === "plan"}
-            executionPending={executionPending}
-            onExecute={() => void executePlan(snapshot.plan!.revision, lastSequence)}
-          />
-        )}
         {approvals.map((approval) => (
           <ApprovalCard
             key={approval.interrupt_id}
@@ -312,11 +401,30 @@ export function Chat({ workflowId, onNewAgent }: { workflowId: string; onNewAgen
             </div>
           );
         })}
+        {live.map((item) => (
+          <LiveCards key={item.key} item={item} model={model} />
+        ))}
+        {activity.length > 0 && (
+          <div className="activity" aria-label="Agent activity">
+            {activity.slice(-SHOWN_ACTIVITY).map((item) => (
+              <details key={item.id} className="activity-row">
+                <summary>{item.kind}</summary>
+                <pre>{item.detail}</pre>
+              </details>
+            ))}
+          </div>
+        )}
+        {plan && !planInline && planCard()}
       </section>
 
       <footer className="footer">
-        Flow ID: {workflowId}
-        {snapshot.context_summary ? ` · summarized through ${snapshot.context_summary.last_sequence}` : ""}
+        <details onToggle={(event) => setShowDetails(event.currentTarget.open)}>
+          <summary>Technical details</summary>
+          <span data-testid="flow-id">
+            Flow ID: {workflowId}
+            {snapshot.context_summary ? ` · summarized through #${snapshot.context_summary.last_sequence}` : ""}
+          </span>
+        </details>
       </footer>
 
       <div className="dock" ref={dock}>
@@ -377,6 +485,7 @@ export function Chat({ workflowId, onNewAgent }: { workflowId: string; onNewAgen
             question={question}
             busy={busy === "answer"}
             onAnswer={(answer) => void mutate("answer", "/user-input", { callId: question.interrupt_id, answer })}
+            stop={turnRunning ? <div className="dock-stop">{stopButton}</div> : null}
           />
         ) : (
           <div className="composer">
@@ -386,6 +495,7 @@ export function Chat({ workflowId, onNewAgent }: { workflowId: string; onNewAgen
             </label>
             <div className="composer-row">
               <textarea
+                aria-invalid={tooLarge ? true : undefined}
                 ref={composer}
                 rows={2}
                 value={draft}
@@ -399,15 +509,31 @@ export function Chat({ workflowId, onNewAgent }: { workflowId: string; onNewAgen
                 onKeyDown={(event) => {
                   if (isSend(event)) {
                     event.preventDefault();
-                    void send();
+                    if (!tooLarge) void send();
                   }
                 }}
               />
-              <button className="primary" disabled={!draft.trim() || busy === "send" || closed} onClick={() => void send()}>
-                {planMode ? "Create plan" : "Send"}
-              </button>
+              <div className="composer-buttons">
+                {turnRunning && stopButton}
+                <button
+                  className="primary"
+                  disabled={!draft.trim() || busy === "send" || closed || !!tooLarge}
+                  onClick={() => void send()}
+                >
+                  {planMode ? "Create plan" : "Send"}
+                </button>
+              </div>
             </div>
-            <p className="hint">Send with ⌘/Ctrl + Enter or Alt + Enter · Enter adds a new line</p>
+            {tooLarge ? (
+              <p className="error" data-testid="too-large">
+                {tooLarge}
+              </p>
+            ) : (
+              <p className="hint">
+                Send with ⌘/Ctrl + Enter or Alt + Enter · Enter adds a new line · up to{" "}
+                {formatBytes(snapshot.limits?.messageBytes ?? 0)} a message
+              </p>
+            )}
           </div>
         )}
         {offline && (
@@ -430,61 +556,167 @@ export function Chat({ workflowId, onNewAgent }: { workflowId: string; onNewAgen
   );
 }
 
-function MessageBubble({ message }: { message: StoredMessage }) {
+function MessageBubble({
+  message,
+  approval,
+  showDetails,
+}: {
+  message: StoredMessage;
+  approval?: string;
+  showDetails: boolean;
+}) {
+  const sequence = showDetails ? message.sequence : undefined;
   if (message.tool_name && HIDDEN_TOOLS.has(message.tool_name)) return null;
   if (message.role === "user" && message.text?.startsWith("[Dex] The user approved plan revision")) {
-    return <p className="note">▶ Plan execution approved · #{message.sequence}</p>;
+    return <p className="note">▶ Plan execution approved{sequence ? ` · #${sequence}` : ""}</p>;
   }
   if (message.role === "user") {
-    return <Bubble kind="user" title="You" sequence={message.sequence} body={message.text ?? ""} />;
+    return <Bubble kind="user" title="You" sequence={sequence} body={<p>{message.text ?? ""}</p>} />;
   }
   if (message.role === "assistant" && message.tool_call_id) {
-    if (message.tool_name === "ask_user") return null;
+    const args = safeJson(message.tool_arguments) as Record<string, unknown>;
+    if (message.tool_name === "ask_user") {
+      // The question stays in the conversation, with its answer after it.
+      const choices = Array.isArray(args.choices) ? (args.choices as unknown[]).map(String) : [];
+      return (
+        <div className="card asked" data-testid="asked-question">
+          <p className="eyebrow">The Agent asked</p>
+          <p className="asked-text">{String(args.question ?? "")}</p>
+          {choices.length > 0 && (
+            <div className="pills">
+              {choices.map((choice) => (
+                <span key={choice} className="pill">
+                  {choice}
+                </span>
+              ))}
+            </div>
+          )}
+        </div>
+      );
+    }
     return (
       <Bubble
         kind="tool-request"
-        title={`Tool request · ${message.tool_name}`}
-        sequence={message.sequence}
-        body={pretty(message.tool_arguments)}
-        code
+        title={<ToolTitle prefix="Tool request" name={message.tool_name} />}
+        sequence={sequence}
+        badge={approval && <ApprovalBadge result={approval} />}
+        body={<Arguments text={message.tool_arguments} />}
       />
     );
   }
   if (message.role === "tool") {
     const output = message.tool_output ?? message.text ?? "";
     const parsed = safeJson(output) as { status?: string; answer?: string };
-    if (message.tool_name === "ask_user" && parsed.status === "answered") {
-      return <Bubble kind="user" title="You" sequence={message.sequence} body={parsed.answer ?? ""} />;
+    if (message.tool_name === "ask_user") {
+      if (parsed.status === "answered") {
+        return <Bubble kind="user" title="You answered" sequence={sequence} body={<p>{parsed.answer ?? ""}</p>} />;
+      }
+      return <p className="note">{output.startsWith("{") ? "The question was not answered." : output}</p>;
     }
+    const outcome = approval === "rejected" || approval === "expired" ? approval : toolOutcome(output);
     return (
       <Bubble
         kind="tool"
-        title={`Tool · ${message.tool_name}`}
-        sequence={message.sequence}
-        body={pretty(output)}
-        outcome={toolOutcome(output)}
-        code
+        title={<ToolTitle prefix="Tool result" name={message.tool_name} />}
+        sequence={sequence}
+        badge={
+          outcome && (
+            <span className={`badge outcome ${outcome}`} data-testid="tool-outcome">
+              {outcome}
+            </span>
+          )
+        }
+        body={<ToolOutput text={output} />}
       />
     );
   }
   if (!message.text) return null;
-  return <Bubble kind={message.role} title={message.role === "assistant" ? "Assistant" : "Note"} sequence={message.sequence} body={message.text} />;
+  return (
+    <Bubble
+      kind={message.role}
+      title={message.role === "assistant" ? "Assistant" : "Note"}
+      sequence={sequence}
+      body={<Markdown text={message.text} />}
+    />
+  );
 }
 
-function Bubble(props: { kind: string; title: string; sequence: number; body: string; code?: boolean; outcome?: string }) {
+function Bubble(props: { kind: string; title: ReactNode; sequence?: number; body: ReactNode; badge?: ReactNode }) {
   return (
     <article className={`bubble ${props.kind}`} data-testid={`bubble-${props.kind}`}>
       <header>
-        {props.title} <span className="sequence">#{props.sequence}</span>
-        {props.outcome && (
-          <span className={`badge outcome ${props.outcome}`} data-testid="tool-outcome">
-            {props.outcome}
-          </span>
-        )}
+        {props.title}
+        {props.sequence !== undefined && <span className="sequence"> #{props.sequence}</span>}
+        {props.badge}
       </header>
-      {props.code ? <pre>{props.body}</pre> : <p>{props.body}</p>}
+      {props.body}
     </article>
   );
+}
+
+function ToolTitle({ prefix, name }: { prefix: string; name: string | null }) {
+  return (
+    <>
+      {prefix} · <span className="tool-label">{toolLabel(name ?? "")}</span> <code className="tool-name">{name}</code>
+    </>
+  );
+}
+
+const APPROVAL_TEXT: Record<string, string> = {
+  pending: "Awaiting approval",
+  approved: "Approved",
+  rejected: "Rejected",
+  expired: "Expired",
+};
+
+function ApprovalBadge({ result }: { result: string }) {
+  return (
+    <span className={`badge approval-result ${result}`} data-testid="approval-result">
+      {APPROVAL_TEXT[result] ?? result}
+    </span>
+  );
+}
+
+/** A tool call's arguments as a short list; the JSON itself behind a toggle. */
+function Arguments({ text }: { text: string | null }) {
+  const value = safeJson(text);
+  const entries =
+    value && typeof value === "object" && !Array.isArray(value) ? Object.entries(value as Record<string, unknown>) : [];
+  return (
+    <>
+      {entries.length > 0 ? (
+        <dl className="arguments">
+          {entries.map(([key, item]) => (
+            <div key={key}>
+              <dt>{humanize(key)}</dt>
+              <dd>{typeof item === "string" ? item : JSON.stringify(item)}</dd>
+            </div>
+          ))}
+        </dl>
+      ) : (
+        <p className="hint">No arguments.</p>
+      )}
+      <details className="raw">
+        <summary>JSON</summary>
+        <pre>{pretty(text)}</pre>
+      </details>
+    </>
+  );
+}
+
+/** A tool's result: its text, or a JSON result pretty-printed behind a toggle. */
+function ToolOutput({ text }: { text: string }) {
+  const value = safeJson(text);
+  if (value && typeof value === "object" && text.trim().startsWith("{")) {
+    const summary = (value as Record<string, unknown>).status;
+    return (
+      <details className="raw" open={typeof summary !== "string"}>
+        <summary>{typeof summary === "string" ? `Result: ${humanize(summary)}` : "Result"}</summary>
+        <pre>{pretty(text)}</pre>
+      </details>
+    );
+  }
+  return <p className="tool-text">{text}</p>;
 }
 
 function LiveCards({ item, model }: { item: LiveText; model: string }) {
@@ -504,7 +736,7 @@ function LiveCards({ item, model }: { item: LiveText; model: string }) {
           <header>
             <span className="pulse" /> Response <span className="hint">{model}</span>
           </header>
-          <p>{item.text}</p>
+          <Markdown text={item.text} />
         </div>
       )}
     </>
@@ -561,7 +793,7 @@ function ApprovalCard(props: { approval: Interrupt; busy: boolean; onDecide: (ap
   return (
     <div className="card approval" data-testid="approval">
       <h3>Approve tool: {props.approval.tool_name}</h3>
-      <pre>{pretty(props.approval.arguments)}</pre>
+      <Arguments text={props.approval.arguments} />
       <p className="hint">This operation may change an external system or have an unknown effect.</p>
       <div className="actions">
         <button className="primary" disabled={props.busy} onClick={() => props.onDecide(true)}>
@@ -575,7 +807,12 @@ function ApprovalCard(props: { approval: Interrupt; busy: boolean; onDecide: (ap
   );
 }
 
-function QuestionPanel(props: { question: Interrupt; busy: boolean; onAnswer: (answer: string) => void }) {
+function QuestionPanel(props: {
+  question: Interrupt;
+  busy: boolean;
+  onAnswer: (answer: string) => void;
+  stop: ReactNode;
+}) {
   const [answer, setAnswer] = useState("");
   const [picked, setPicked] = useState<string | null>(null);
   const input = useRef<HTMLTextAreaElement>(null);
@@ -583,6 +820,7 @@ function QuestionPanel(props: { question: Interrupt; busy: boolean; onAnswer: (a
   const choices = props.question.choices ?? [];
   const freeText = choices.length === 0 || props.question.allows_free_text !== false;
   return (
+    <>
     <div className="question" data-testid="question">
       <span className="question-badge">?</span>
       <div className="question-body">
@@ -624,9 +862,11 @@ function QuestionPanel(props: { question: Interrupt; busy: boolean; onAnswer: (a
             </button>
           </div>
         )}
-        <p className="hint">Your answer goes through a durable Channel and resumes the Agent.</p>
+        <p className="hint">The Agent waits for your answer and goes on once you send it, even after a restart.</p>
       </div>
     </div>
+    {props.stop}
+    </>
   );
 }
 
@@ -656,5 +896,68 @@ function pretty(text: string | null): string {
     return JSON.stringify(JSON.parse(text ?? ""), null, 2);
   } catch {
     return text ?? "";
+  }
+}
+
+function humanize(text: string): string {
+  const words = text.replace(/_/g, " ").trim();
+  return words.charAt(0).toUpperCase() + words.slice(1);
+}
+
+/** `slack__post_message` reads "Slack: post message". */
+function toolLabel(name: string): string {
+  const [server, tool] = name.includes("__") ? name.split("__", 2) : ["", name];
+  const action = tool.replace(/_/g, " ");
+  return server ? `${humanize(server)}: ${action}` : humanize(action);
+}
+
+const BUILT_IN_ACTIVITY: Record<string, [string, string]> = {
+  ask_user: ["Preparing a question", "Question answered"],
+  durable_wait: ["Setting a timer", "Timer done"],
+  write_todos: ["Updating the plan", "Plan updated"],
+};
+
+/** What a live event means, in words. */
+function activityLabel(type: string, payload: Record<string, unknown>): string {
+  const tool = typeof payload.tool_name === "string" ? toolLabel(payload.tool_name) : "a tool";
+  const builtIn = BUILT_IN_ACTIVITY[String(payload.tool_name ?? "")];
+  switch (type) {
+    case "turn_started":
+      return "Started working";
+    case "turn_completed":
+      return "Finished";
+    case "turn_failed":
+      return `Failed: ${String(payload.error ?? "an error")}`;
+    case "turn_cancelled":
+      return "Stopped";
+    case "turn_steered":
+      return "Redirected by your message";
+    case "tool_call_deferred":
+      if (builtIn) return builtIn[0];
+      return payload.requires_approval ? `Wants to use ${tool} (needs your approval)` : `Wants to use ${tool}`;
+    case "tool_call_started":
+      return builtIn ? builtIn[0] : `Using ${tool}`;
+    case "tool_call_finished":
+      if (builtIn) return builtIn[1];
+      return `${tool}: ${humanize(String(payload.status ?? "done")).toLowerCase()}`;
+    case "interrupt_raised":
+      return payload.kind === "question" ? "Asked you a question" : `Waiting for your approval of ${tool}`;
+    case "interrupt_resolved":
+      if (payload.answered) return "Got your answer";
+      return payload.approved ? "Approved" : "Not approved";
+    case "timer_started":
+      return "Waiting on a timer";
+    case "compaction_started":
+      return "Summarizing older messages";
+    case "compaction_finished":
+      return "Summarized older messages";
+    case "plan_updated":
+      return `Updated the plan (revision ${String(payload.revision ?? "?")})`;
+    case "plan_execution_started":
+      return "Started the plan";
+    case "tool_task_started":
+      return `${tool} started a background task`;
+    default:
+      return humanize(type);
   }
 }

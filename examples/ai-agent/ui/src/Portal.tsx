@@ -1,4 +1,4 @@
-import { useEffect, useMemo, useState } from "react";
+import { useEffect, useMemo, useRef, useState } from "react";
 import { call, type Portal as PortalData } from "./api";
 
 // The Agent Portal: provider and model, system prompt, context, trusted MCP servers and
@@ -14,17 +14,34 @@ export function Portal({ onStarted }: { onStarted: (workflowId: string) => void 
   const [servers, setServers] = useState<Set<string>>(new Set());
   const [tools, setTools] = useState<Set<string>>(new Set());
   const [starting, setStarting] = useState(false);
+  const known = useRef(new Set<string>());
 
   useEffect(() => {
-    call<PortalData>("/portal")
-      .then((data) => {
-        setPortal(data);
-        setSystemPrompt(data.defaults.systemPrompt);
-        setContextTokens(data.defaults.maxContextTokens);
-        setServers(new Set(data.mcpServers));
-        setTools(new Set(data.tools.map((tool) => tool.name)));
-      })
-      .catch((reason: Error) => setError(reason.message));
+    let timer = 0;
+    let first = true;
+    const load = () =>
+      call<PortalData>("/portal")
+        .then((data) => {
+          setPortal(data);
+          if (first) {
+            first = false;
+            setSystemPrompt(data.defaults.systemPrompt);
+            setContextTokens(data.defaults.maxContextTokens);
+            setServers(new Set(data.mcpServers));
+          }
+          // Tools listed since the last look are ticked, as all tools are at first.
+          setTools((ticked) => {
+            const next = new Set(ticked);
+            for (const tool of data.tools) if (!known.current.has(tool.name)) next.add(tool.name);
+            for (const tool of data.tools) known.current.add(tool.name);
+            return next;
+          });
+          // The servers' tools are still being listed: look again shortly.
+          if (data.toolsPending) timer = window.setTimeout(load, 1000);
+        })
+        .catch((reason: Error) => setError(reason.message));
+    void load();
+    return () => window.clearTimeout(timer);
   }, []);
 
   const provider = portal?.providers.find((item) => item.id === providerId);
@@ -175,7 +192,14 @@ export function Portal({ onStarted }: { onStarted: (workflowId: string) => void 
         </div>
         {serverError && <p className="error">{serverError}</p>}
         <h3>Available tools</h3>
-        {portal && visibleTools.length === 0 && <p className="hint">No MCP tools are available for the selected servers.</p>}
+        {portal?.toolsPending && (
+          <p className="hint" data-testid="tools-pending">
+            <span className="pulse" /> Listing the servers' tools… they appear here as soon as they are listed.
+          </p>
+        )}
+        {portal && !portal.toolsPending && visibleTools.length === 0 && (
+          <p className="hint">No MCP tools are available for the selected servers.</p>
+        )}
         <div className="tools">
           {visibleTools.map((tool) => (
             <label key={tool.name} className="tool" data-tool={tool.name}>
@@ -204,10 +228,14 @@ export function Portal({ onStarted }: { onStarted: (workflowId: string) => void 
         </div>
       </section>
 
-      <section className="card dark">
+      <section className="card dark start-bar">
         <div>
           <h2>Ready to start</h2>
-          <p>Plans and write-tool approvals happen on the Agent page.</p>
+          <p>
+            {provider?.label ?? "…"} · {mcpEnabled ? `${visibleTools.filter((tool) => tools.has(tool.name)).length} tools` : "no MCP tools"}
+            . Plans and write-tool approvals happen on the Agent page.
+          </p>
+          {(serverError || toolError) && <p className="error">Fix the tool selection below to start.</p>}
         </div>
         <button className="primary big" disabled={!canStart} onClick={start}>
           {starting ? "Starting Agent…" : "Start AI Agent →"}

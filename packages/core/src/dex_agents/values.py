@@ -58,6 +58,7 @@ __all__ = [
     "PlanTask",
     "QueuedUserMessage",
     "ResolveInterruptInput",
+    "SessionSettingsValue",
     "SteerUserMessageInput",
     "ToolCallCancellation",
     "ToolCallCompleted",
@@ -68,7 +69,9 @@ __all__ = [
     "TurnSessionSettings",
     "UpdateSessionSettingsInput",
     "add_agent_usage",
+    "decode_session_settings",
     "empty_agent_usage",
+    "encode_session_settings",
     "format_timestamp",
     "from_wire",
     "from_wire_json",
@@ -538,6 +541,69 @@ class CompactContextInput(WireValue):
     through_sequence: int
 
 
+SessionSettingsValue = dict[str, Any]
+"""The value of the ``SessionSettings`` Attribute: the settings object itself.
+
+It is stored as a JSON object (a Dex JSON value), as the TypeScript core stores it,
+the same object ``AgentSessionStartInput.session_settings`` and
+``AgentSnapshot.session_settings`` carry. ``session_codec_registry()`` holds its codec
+under this type hint: Dex's automatic codec reads such an object but cannot write one
+(it checks every value's type, and ``Any`` matches none). Builds of this package before
+that change stored the object's JSON text as a Dex string; ``decode_session_settings``
+reads both, but Dex hands a codec only values of its own kind, so the session reads an
+old value through ``dex_agents.session_settings.read_session_settings``.
+"""
+
+
+def encode_session_settings(settings: Mapping[str, Any]) -> Value:
+    """The Dex value ``SessionSettings`` stores for ``settings``: a JSON object."""
+    if not isinstance(settings, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(f"session settings must be a JSON object, got {type(settings).__name__}")
+    data = cast("Mapping[Any, Any]", settings)
+    if not all(isinstance(key, str) for key in data):
+        raise TypeError("session settings keys must be strings")
+    try:
+        text = json.dumps(dict(data), allow_nan=False, separators=(",", ":"), sort_keys=True)
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"session settings must be JSON: {error}") from error
+    return Value(WireKind.JSON, text)
+
+
+def decode_session_settings(value: Value) -> dict[str, Any]:
+    """The settings object of a stored ``SessionSettings`` value.
+
+    A JSON object is the contract's shape. A Dex string is the shape earlier builds of
+    this package wrote, the object's JSON text: it reads as that object (``{}`` when
+    the text is empty or holds no object), so a session started before the change
+    still loads.
+    """
+    if value.kind is WireKind.STRING and isinstance(value.data, str):
+        if not value.data:
+            return {}
+        legacy = json.loads(value.data)
+        return cast("dict[str, Any]", legacy) if isinstance(legacy, dict) else {}
+    if value.kind is not WireKind.JSON or not isinstance(value.data, str):
+        raise TypeError("SessionSettings must be a JSON object")
+    data = json.loads(value.data)
+    if not isinstance(data, dict):
+        raise TypeError(f"SessionSettings must be a JSON object, got {type(data).__name__}")
+    return cast("dict[str, Any]", data)
+
+
+@dataclass(frozen=True)
+class _SessionSettingsCodec:
+    """``encode_session_settings`` and ``decode_session_settings`` as a Dex codec."""
+
+    type_name: str = "SessionSettings"
+    wire_kind: WireKind = WireKind.JSON
+
+    def encode(self, value: Mapping[str, Any]) -> Value:
+        return encode_session_settings(value)
+
+    def decode(self, value: Value) -> dict[str, Any]:
+        return decode_session_settings(value)
+
+
 @dataclass(frozen=True)
 class TurnSessionSettings(WireValue):
     """The ``TurnSessionSettings`` Attribute: the settings a turn started with."""
@@ -864,4 +930,5 @@ def session_codec_registry() -> CodecRegistry:
     codecs[tuple[AgentInterrupt, ...]] = _DecodeOnceCodec(
         _interrupt_list_codec(), SESSION_VALUE_DECODE_CACHE
     )
+    codecs[SessionSettingsValue] = _SessionSettingsCodec()
     return CodecRegistry(codecs)

@@ -8,17 +8,18 @@ import logging
 import signal
 import sys
 from collections.abc import Sequence
+from importlib.metadata import version
 
-from dex_local_engine import __version__
-from dex_local_engine.auth import TOKEN_ENVIRONMENT_VARIABLE, read_token
-from dex_local_engine.durability import DEFAULT_DURABILITY, Durability
-from dex_local_engine.limits import (
+from dex_local_engine._rules.attribute_stores import load_config
+from dex_local_engine._rules.durability import DEFAULT_DURABILITY, Durability
+from dex_local_engine._rules.limits import (
     DEFAULT_MAX_CONCURRENT_STREAMS_PER_WORKER,
     DEFAULT_MAX_REQUEST_BYTES,
     DEFAULT_MAX_VALUE_BYTES,
     EngineLimits,
 )
-from dex_local_engine.server import EngineServer, EngineStartError
+from dex_local_engine._server import EngineServer, EngineStartError
+from dex_local_engine._transport.auth import TOKEN_ENVIRONMENT_VARIABLE, read_token
 
 
 def _port(text: str) -> int:
@@ -37,7 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="dex-local-engine",
         description="A local Dex engine: the Dex server protocol over SQLite.",
     )
-    parser.add_argument("--version", action="version", version=f"dex-local-engine {__version__}")
+    parser.add_argument(
+        "--version", action="version", version=f"dex-local-engine {version('dex-local-engine')}"
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run the engine until SIGTERM or Ctrl+C")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
@@ -85,6 +88,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_MAX_CONCURRENT_STREAMS_PER_WORKER,
         help="most open task streams of one Worker",
     )
+    serve.add_argument(
+        "--attribute-store-config",
+        default=None,
+        help="Attribute Stores Flows may select, in Dex Server's configuration shape "
+        "(attributeStore.stores.NAME: type sqlite, dsn, tableName), JSON or YAML; "
+        "without it the engine knows none",
+    )
     return parser
 
 
@@ -102,6 +112,7 @@ async def _serve(args: argparse.Namespace) -> int:
     host, port, database = args.host, args.port, args.db
     try:
         token = read_token(args.token_file)
+        stores = load_config(args.attribute_store_config) if args.attribute_store_config else []
         limits = EngineLimits(
             max_value_bytes=args.max_value_bytes,
             max_request_bytes=args.max_request_bytes,
@@ -115,6 +126,7 @@ async def _serve(args: argparse.Namespace) -> int:
             limits=limits,
             token=token,
             allow_insecure=args.insecure_no_auth,
+            attribute_stores=stores,
         )
     except (OSError, ValueError, EngineStartError) as error:
         print(f"dex-local-engine: {error}", file=sys.stderr, flush=True)

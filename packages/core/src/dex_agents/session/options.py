@@ -66,9 +66,9 @@ class AgentSessionOptions:
         plan_mode_enabled: Accept ``plan_mode`` user messages; needs ``"write_todos"`` in
             ``built_in_tools`` and a runner whose ``supports_plan_mode`` is true.
         max_user_message_bytes: Largest text ``send_user_message`` accepts, and largest
-            answer or rejection message, measured as the JSON string the session stores
-            (an ASCII character is one byte, another character six or twelve); a larger
-            one gets ``False``.
+            answer or rejection message, in UTF-8 bytes; the JSON string the session
+            stores (an ASCII character is one byte, another character six or twelve)
+            may be at most 1.5 times as large. A larger one gets ``False``.
         question_supersedes_later_calls: When a response calls ``ask_user``, record every
             call after the first question as ``rejected`` (``cancellation_reason``
             ``"superseded_by_user_input"``) without running it, so the turn waits only for

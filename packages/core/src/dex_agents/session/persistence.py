@@ -26,6 +26,7 @@ from dex_agents.values import (
     AgentUserMessage,
     ContextSummary,
     PlanExecutionRequest,
+    SessionSettingsValue,
     ToolCallCancellation,
     ToolCallCompleted,
     TurnCancellationRequest,
@@ -38,10 +39,6 @@ __all__ = ["PendingInterruptList", "SessionPersistence", "SessionSettingsValue"]
 
 PendingInterruptList = tuple[AgentInterrupt, ...]
 """``PendingInterrupts`` holds a JSON array of ``AgentInterrupt``."""
-
-SessionSettingsValue = str
-"""``SessionSettings`` holds the settings object as compact JSON text: Dex's automatic
-codec cannot encode a JSON object of arbitrary values without a registered codec."""
 
 
 @dataclass(frozen=True)

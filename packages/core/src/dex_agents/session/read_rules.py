@@ -25,6 +25,7 @@ from dex_agents.values import (
 __all__ = [
     "DEFAULT_MESSAGE_PAGE_LIMIT",
     "MAX_MESSAGE_PAGE_LIMIT",
+    "STORED_TEXT_RATIO",
     "accepts_user_message",
     "build_snapshot",
     "page_messages",
@@ -48,12 +49,19 @@ def accepts_user_message(
     return not (message.plan_mode and not plan_mode_enabled)
 
 
+STORED_TEXT_RATIO = 1.5
+"""How much larger than ``max_bytes`` a text may be as the JSON string the session stores."""
+
+
 def text_fits(text: str, max_bytes: int) -> bool:
-    """Whether ``text`` stores in at most ``max_bytes``: its size as a JSON string, as the
-    Dex codec writes it (ASCII one byte a character, others escaped to six or twelve)."""
-    if len(text) * 12 <= max_bytes:
+    """Whether ``text`` is at most ``max_bytes`` of UTF-8, and stores (as the JSON string
+    the Dex codec writes: ASCII one byte a character, others escaped to six or twelve)
+    in at most ``1.5 * max_bytes``, so a message's two stored copies fit one value."""
+    if len(text) * 4 > max_bytes and len(text.encode("utf-8", "surrogatepass")) > max_bytes:
+        return False
+    if len(text) * 12 <= max_bytes * STORED_TEXT_RATIO:
         return True  # no character escapes to more than twelve bytes
-    return len(json.dumps(text)) - 2 <= max_bytes
+    return len(json.dumps(text)) - 2 <= max_bytes * STORED_TEXT_RATIO
 
 
 def build_snapshot(

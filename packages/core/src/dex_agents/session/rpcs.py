@@ -23,7 +23,6 @@ from dex_agents.session.store import (
     read_context_summary,
     read_message_index,
     read_messages,
-    read_optional,
     read_pending_interrupts,
     read_records,
     read_state,
@@ -31,9 +30,9 @@ from dex_agents.session.store import (
 )
 from dex_agents.session_settings import (
     SESSION_SETTINGS_SIZE_TOLERANCE_BYTES,
+    read_session_settings,
     session_settings_error,
-    session_settings_from_text,
-    session_settings_text,
+    store_session_settings,
 )
 from dex_agents.storage import deleted_before_sequence
 from dex_agents.values import (
@@ -155,9 +154,7 @@ def get_agent_snapshot(
             usage=read_usage(context, persistence),
             queued_messages=queued,
             context_summary=read_context_summary(context, persistence),
-            session_settings=session_settings_from_text(
-                read_optional(persistence.session_settings, context)
-            ),
+            session_settings=read_session_settings(persistence.session_settings, context)[0],
             plan=read_plan(context, persistence),
             steered_messages=steered,
         )
@@ -179,7 +176,7 @@ def update_session_settings(
         settings, tolerance=SESSION_SETTINGS_SIZE_TOLERANCE_BYTES
     ):
         return RPCResult(False)
-    persistence.session_settings.set(context, session_settings_text(settings))
+    store_session_settings(persistence.session_settings, context, settings)
     return RPCResult(True)
 
 

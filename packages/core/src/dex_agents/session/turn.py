@@ -5,6 +5,7 @@ runner, and apply.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
@@ -68,9 +69,10 @@ from dex_agents.session.turn_rules import apply_model_outcome, fail_turn, start_
 from dex_agents.session_settings import (
     INVALID_START_SESSION_SETTINGS_REASON,
     SESSION_SETTINGS_SIZE_TOLERANCE_BYTES,
+    SessionSettingsStorageError,
+    read_session_settings,
     session_settings_error,
-    session_settings_from_text,
-    session_settings_text,
+    store_session_settings,
     turn_settings,
 )
 from dex_agents.storage import chunk_keys_after
@@ -246,9 +248,11 @@ class _SessionStep:
         trace_activation(context, self._session, type(self).__name__, turn_id)
         persistence = self._session.persistence
         if settings is None:
-            settings = session_settings_from_text(
-                read_optional(persistence.session_settings, context)
-            )
+            settings, stored_as_text = read_session_settings(persistence.session_settings, context)
+            if stored_as_text:
+                # Stored by an earlier build as JSON text: rewrite it as the object.
+                with contextlib.suppress(SessionSettingsStorageError):
+                    store_session_settings(persistence.session_settings, context, settings)
         persistence.turn_session_settings.set(
             context, TurnSessionSettings(turn_id=turn_id, session_settings=settings)
         )
@@ -323,7 +327,10 @@ class StartAgentSession(_SessionStep, Step[AgentSessionStartInput]):
             )
             if error is not None:
                 return force_fail(f"{INVALID_START_SESSION_SETTINGS_REASON}: {error}")
-            persistence.session_settings.set(context, session_settings_text(settings))
+            try:
+                store_session_settings(persistence.session_settings, context, settings)
+            except SessionSettingsStorageError as error:
+                return force_fail(str(error))
         text = input.initial_message
         if text is None or not text.strip() or state.active_turn_id is not None:
             return go_to(AwaitUserMessage, None)

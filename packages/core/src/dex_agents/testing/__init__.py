@@ -5,6 +5,7 @@ Engines and Workers run as child processes that tests SIGKILL at exact points,
 and ``read_step_history`` reads the Step shape a session really ran.
 """
 
+from dex_agents.models import ScriptedModelClient, ScriptedModelReply, ScriptedToolCall
 from dex_agents.testing.engine import PrivateDexEngine
 from dex_agents.testing.environment import AgentTestEnvironment
 from dex_agents.testing.gates import FileGate, Invocation, InvocationLog
@@ -86,8 +87,11 @@ __all__ = [
     "ScenarioSession",
     "ScenarioTaskPoller",
     "ScenarioTool",
+    "ScriptedModelClient",
     "ScriptedModelFailure",
+    "ScriptedModelReply",
     "ScriptedRunner",
+    "ScriptedToolCall",
     "StepHistoryEntry",
     "StepMethod",
     "StepOutcome",

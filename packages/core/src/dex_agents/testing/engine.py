@@ -2,7 +2,12 @@
 
 By default it runs the local engine (``dex-local-engine serve``) in a child
 process. When ``DEXCLI`` names a ``dexcli`` binary it runs ``dexcli dev --engine
-zd`` instead, so the same tests run against the distributed Dex Server.
+zd`` instead, so the same tests run against the distributed Dex Server. Its
+``dex-server-zd`` comes from ``DEX_SERVER_ZD_BINARY`` or sits next to ``dexcli``,
+and it runs with ``dev.durabilityMode: processCrashSafe`` (no fsync; survives a
+process kill) through a ``-zd-config`` file, which ``dexcli`` releases that predate
+``--durability`` read too. ``server_zd_config_path`` passes a ``dex-server-zd``
+overrides file of your own instead (set ``dev.durabilityMode`` there too).
 """
 
 from __future__ import annotations
@@ -12,7 +17,8 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from types import TracebackType
@@ -27,6 +33,106 @@ from dex_agents.testing.processes import ChildProcess
 
 LOCAL_ENGINE_READY_PREFIX = "dex-local-engine ready on "
 DEFAULT_STARTUP_TIMEOUT = timedelta(seconds=60)
+DEXCLI_VARIABLE = "DEXCLI"
+"""Names the ``dexcli`` binary; set, ``PrivateDexEngine`` runs ``dexcli dev --engine zd``."""
+SERVER_ZD_BINARY_VARIABLE = "DEX_SERVER_ZD_BINARY"
+"""Names the ``dex-server-zd`` binary ``dexcli dev --engine zd`` runs; unset, the one next
+to ``dexcli``. The engine passes the path it resolved on to ``dexcli`` in this variable."""
+SERVER_ZD_BINARY_NAME = "dex-server-zd"
+PROCESS_CRASH_SAFE_ZD_CONFIG = "dev:\n  durabilityMode: processCrashSafe\n"
+"""The ``-zd-config`` file the engine writes: no fsync, and a process kill loses nothing."""
+PROCESS_CRASH_SAFE_ZD_CONFIG_NAME = "dex-server-zd.process-crash-safe.yaml"
+
+
+@dataclass(frozen=True)
+class DexcliEngine:
+    """What ``dexcli dev --engine zd`` runs with: both binaries and the ``-zd-config`` file."""
+
+    dexcli: Path
+    server_zd_binary: Path
+    zd_config_path: Path
+    """``server_zd_config_path`` when given, else the process-crash-safe file that
+    ``PrivateDexEngine`` writes into its state directory."""
+    writes_zd_config: bool
+    """Whether ``zd_config_path`` is the engine's own file (written before each start)."""
+
+    @staticmethod
+    def resolve(
+        dexcli: str,
+        state_directory: Path,
+        *,
+        server_zd_config_path: Path | str | None = None,
+        environment: Mapping[str, str] | None = None,
+    ) -> DexcliEngine:
+        """Find both binaries and the config file; raise ``FileNotFoundError`` naming what
+        is missing and how to supply it."""
+        env = os.environ if environment is None else environment
+        dexcli_path = _executable(dexcli, f"{DEXCLI_VARIABLE}={dexcli}")
+        named = env.get(SERVER_ZD_BINARY_VARIABLE) or None
+        if named is not None:
+            server_zd = _executable(named, f"{SERVER_ZD_BINARY_VARIABLE}={named}")
+        else:
+            beside = dexcli_path.parent / SERVER_ZD_BINARY_NAME
+            if not _is_executable(beside):
+                raise FileNotFoundError(
+                    f"dexcli dev --engine zd needs {SERVER_ZD_BINARY_NAME}: none at {beside}"
+                    f" (next to dexcli); set {SERVER_ZD_BINARY_VARIABLE} to its path"
+                )
+            server_zd = beside
+        if server_zd_config_path is not None:
+            config = Path(server_zd_config_path)
+            if not config.is_file():
+                raise FileNotFoundError(
+                    f"server_zd_config_path {config} is not a file; it holds the"
+                    " dex-server-zd overrides (with dev.durabilityMode) for -zd-config"
+                )
+            return DexcliEngine(dexcli_path, server_zd, config.resolve(), writes_zd_config=False)
+        config = state_directory / PROCESS_CRASH_SAFE_ZD_CONFIG_NAME
+        return DexcliEngine(dexcli_path, server_zd, config, writes_zd_config=True)
+
+    def command(
+        self, *, port: int, web_port: int, database_path: Path, blob_store_directory: Path
+    ) -> list[str]:
+        """The ``dexcli dev --engine zd`` command line for one start."""
+        return [
+            str(self.dexcli),
+            "dev",
+            "--engine",
+            "zd",
+            "-zd-config",
+            str(self.zd_config_path),
+            "--bind-address",
+            LOOPBACK_HOST,
+            "--dex-port",
+            str(port),
+            "--web-port",
+            str(web_port),
+            "--open=false",
+            "--sqlite-db-filename",
+            str(database_path),
+            "--blob-store-dir",
+            str(blob_store_directory),
+        ]
+
+    @property
+    def environment(self) -> dict[str, str]:
+        """What the engine adds to ``dexcli``'s environment."""
+        return {SERVER_ZD_BINARY_VARIABLE: str(self.server_zd_binary)}
+
+
+def _is_executable(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)
+
+
+def _executable(text: str, source: str) -> Path:
+    """``text`` as an executable file's path: a path, or a name on ``PATH``."""
+    path = Path(text)
+    if _is_executable(path):
+        return path.resolve()
+    found = shutil.which(text) if os.sep not in text else None
+    if found is not None:
+        return Path(found).resolve()
+    raise FileNotFoundError(f"{source} names no executable file")
 
 
 def _server_answers(address: str, timeout: timedelta) -> bool:
@@ -51,14 +157,15 @@ class PrivateDexEngine:
         self,
         state_directory: Path,
         *,
-        dexcli: str | None,
+        dexcli: DexcliEngine | None,
         startup_timeout: timedelta,
         owns_state_directory: bool,
     ) -> None:
         self.state_directory = state_directory
         self.database_path = state_directory / "dex.sqlite.db"
         self.log_path = state_directory / "engine.log"
-        self._dexcli = dexcli
+        self.dexcli = dexcli
+        """The ``dexcli`` binaries and ``-zd-config`` file, or ``None`` for the local engine."""
         self._startup_timeout = startup_timeout
         self._owns_state_directory = owns_state_directory
         self._port = 0
@@ -71,19 +178,36 @@ class PrivateDexEngine:
         state_directory: Path | str | None = None,
         *,
         startup_timeout: timedelta = DEFAULT_STARTUP_TIMEOUT,
+        server_zd_config_path: Path | str | None = None,
     ) -> PrivateDexEngine:
         """Start an engine whose database lives in ``state_directory``.
 
         Without a directory, a temporary one is created and removed on ``close()``.
+        With ``DEXCLI`` set it runs ``dexcli dev --engine zd`` (see the module); a
+        missing ``dexcli``, ``dex-server-zd`` or ``server_zd_config_path`` raises
+        ``FileNotFoundError`` before anything starts. ``server_zd_config_path`` is
+        used only in that mode.
         """
+        dexcli_text = os.environ.get(DEXCLI_VARIABLE) or None
         owns = state_directory is None
         directory = (
             Path(tempfile.mkdtemp(prefix="dex-engine-"))
             if state_directory is None
             else Path(state_directory)
         )
+        try:
+            dexcli = (
+                DexcliEngine.resolve(
+                    dexcli_text, directory, server_zd_config_path=server_zd_config_path
+                )
+                if dexcli_text is not None
+                else None
+            )
+        except BaseException:
+            if owns:
+                shutil.rmtree(directory, ignore_errors=True)
+            raise
         directory.mkdir(parents=True, exist_ok=True)
-        dexcli = os.environ.get("DEXCLI") or None
         engine = cls(
             directory,
             dexcli=dexcli,
@@ -102,7 +226,7 @@ class PrivateDexEngine:
 
     @property
     def uses_dexcli(self) -> bool:
-        return self._dexcli is not None
+        return self.dexcli is not None
 
     def is_running(self) -> bool:
         return self._process is not None and self._process.is_running()
@@ -142,8 +266,8 @@ class PrivateDexEngine:
         self.close()
 
     def _launch(self) -> None:
-        if self._dexcli is not None:
-            self._launch_dexcli(self._dexcli)
+        if self.dexcli is not None:
+            self._launch_dexcli(self.dexcli)
         else:
             self._launch_local_engine()
         self._wait_until_serving()
@@ -172,27 +296,20 @@ class PrivateDexEngine:
         address = line[len(LOCAL_ENGINE_READY_PREFIX) :].split()[0]
         self._port = int(address.rsplit(":", 1)[1])
 
-    def _launch_dexcli(self, dexcli: str) -> None:
+    def _launch_dexcli(self, dexcli: DexcliEngine) -> None:
         if self._port == 0:
             self._port, self._web_port = find_free_loopback_ports(2)
-        command = [
-            dexcli,
-            "dev",
-            "--engine",
-            "zd",
-            "--bind-address",
-            LOOPBACK_HOST,
-            "--dex-port",
-            str(self._port),
-            "--web-port",
-            str(self._web_port),
-            "--open=false",
-            "--sqlite-db-filename",
-            str(self.database_path),
-            "--blob-store-dir",
-            str(self.state_directory / "blobs"),
-        ]
-        self._process = ChildProcess.spawn(command, log_path=self.log_path)
+        if dexcli.writes_zd_config:
+            dexcli.zd_config_path.write_text(PROCESS_CRASH_SAFE_ZD_CONFIG, encoding="utf-8")
+        command = dexcli.command(
+            port=self._port,
+            web_port=self._web_port,
+            database_path=self.database_path,
+            blob_store_directory=self.state_directory / "blobs",
+        )
+        self._process = ChildProcess.spawn(
+            command, log_path=self.log_path, environment=dexcli.environment
+        )
 
     def _wait_until_serving(self) -> None:
         process = self._process

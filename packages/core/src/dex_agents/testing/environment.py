@@ -17,9 +17,12 @@ from typing import Any
 
 import dex
 
-from dex_agents.host import DEFAULT_MAX_CONCURRENT_TASKS, DEFAULT_REGISTRATION_TIMEOUT, AgentHost
+from dex_agents.host import DEFAULT_REGISTRATION_TIMEOUT, AgentHost
 from dex_agents.testing.engine import PrivateDexEngine
-from dex_agents.testing.worker_process import KillableWorkerProcess
+from dex_agents.testing.worker_process import (
+    TEST_WORKER_MAX_CONCURRENT_TASKS,
+    KillableWorkerProcess,
+)
 
 
 class AgentTestEnvironment:
@@ -44,9 +47,11 @@ class AgentTestEnvironment:
         flows: Sequence[dex.Flow[Any]],
         server_address: str | None = None,
         worker_in_process: bool = False,
-        max_concurrent_tasks: int = DEFAULT_MAX_CONCURRENT_TASKS,
+        max_concurrent_tasks: int = TEST_WORKER_MAX_CONCURRENT_TASKS,
         registration_timeout: timedelta = DEFAULT_REGISTRATION_TIMEOUT,
     ) -> AgentTestEnvironment:
+        """Start the host (and an engine, without ``server_address``); the in-process
+        Worker has ``max_concurrent_tasks`` task slots, 8 by default."""
         if not flows:
             raise ValueError("AgentTestEnvironment needs at least one Flow")
         engine = PrivateDexEngine.start() if server_address is None else None

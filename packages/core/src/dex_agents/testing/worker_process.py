@@ -22,13 +22,16 @@ from typing import Any, cast
 import dex
 
 from dex_agents.host import (
-    DEFAULT_MAX_CONCURRENT_TASKS,
     DEFAULT_REGISTRATION_TIMEOUT,
     SERVER_ADDRESS_VARIABLE,
     AgentHost,
 )
 from dex_agents.testing.processes import ChildProcess
 
+TEST_WORKER_MAX_CONCURRENT_TASKS = 8
+"""Task slots of a test Worker (a child's and ``AgentTestEnvironment``'s in-process one),
+one kept for RPCs, as the contract's testing export runs them. ``AgentHost`` itself
+defaults to 16."""
 WORKER_READY_LINE = "dex-agents test Worker ready"
 SESSION_CODECS_VARIABLE = "DEX_AGENTS_TEST_SESSION_CODECS"
 """Set to ``0`` for a Worker child that decodes with Dex's default codecs instead of
@@ -63,7 +66,7 @@ async def serve_until_signalled(
     flows: Sequence[dex.Flow[Any]],
     server_address: str,
     *,
-    max_concurrent_tasks: int = DEFAULT_MAX_CONCURRENT_TASKS,
+    max_concurrent_tasks: int = TEST_WORKER_MAX_CONCURRENT_TASKS,
     registration_timeout: timedelta = DEFAULT_REGISTRATION_TIMEOUT,
     session_codecs: bool = True,
 ) -> None:
@@ -85,9 +88,10 @@ def run_agent_worker_process(
     flows: Sequence[dex.Flow[Any]],
     *,
     server_address: str | None = None,
-    max_concurrent_tasks: int = DEFAULT_MAX_CONCURRENT_TASKS,
+    max_concurrent_tasks: int = TEST_WORKER_MAX_CONCURRENT_TASKS,
 ) -> None:
-    """Body of a Worker child process: serve ``flows`` until terminated.
+    """Body of a Worker child process: serve ``flows`` until terminated, with
+    ``max_concurrent_tasks`` task slots (8 by default).
 
     The server address comes from ``server_address`` or ``DEX_SERVER_ADDRESS``.
     It decodes with ``session_codec_registry()``; ``DEX_AGENTS_TEST_SESSION_CODECS=0``

@@ -25,6 +25,7 @@ from dex_agents.ui_stream.chunks import (
     open_agent_ui_message_stream,
     read_agent_session_ui_messages,
     read_agent_tool_approval_responses,
+    resolve_agent_tool_approval,
     resolve_agent_tool_approvals_with_ui_message_stream,
     send_agent_user_message_with_ui_message_stream,
 )
@@ -81,6 +82,7 @@ __all__ = [
     "read_agent_event_stream_snapshot",
     "read_agent_session_ui_messages",
     "read_agent_tool_approval_responses",
+    "resolve_agent_tool_approval",
     "resolve_agent_tool_approvals_with_ui_message_stream",
     "send_agent_user_message_with_ui_message_stream",
 ]

@@ -52,6 +52,7 @@ __all__ = [
     "open_agent_ui_message_stream",
     "read_agent_session_ui_messages",
     "read_agent_tool_approval_responses",
+    "resolve_agent_tool_approval",
     "resolve_agent_tool_approvals_with_ui_message_stream",
     "send_agent_user_message_with_ui_message_stream",
 ]
@@ -439,6 +440,58 @@ async def _resolve(
     return False
 
 
+def _is_pending_approval(
+    snapshot: AgentSnapshot, turn_id: str | None, approval_id: str, decision_turn_id: str | None
+) -> bool:
+    """Whether a decision bound to ``decision_turn_id`` answers an approval pending in the
+    active turn ``turn_id`` of ``snapshot``."""
+    interrupt = next(
+        (i for i in snapshot.pending_interrupts if i.interrupt_id == approval_id), None
+    )
+    return (
+        turn_id is not None
+        and decision_turn_id == turn_id
+        and interrupt is not None
+        and interrupt.turn_id == turn_id
+        and interrupt.kind is InterruptKind.APPROVAL
+    )
+
+
+async def resolve_agent_tool_approval(
+    client: dex.AsyncClient,
+    flow: AgentSessionFlow,
+    flow_id: str,
+    approval_id: str,
+    approved: bool,
+    *,
+    reason: str | None = None,
+    turn_id: str | None = None,
+) -> bool:
+    """Resolve one tool approval from an endpoint of your own; ``True`` when applied.
+
+    For a UI message stream opened with ``finish_when_awaiting_approval=False``, which
+    stays open while the turn waits and shows the answer when it arrives. It applies
+    the decision only when ``approval_id`` is an approval (not a question) pending in
+    the session's active turn, and, with ``turn_id`` (the turn of the message the
+    decision came from), only when that turn is the active one, so a decision from a
+    stale page is dropped. ``reason`` is the rejection message. A lock conflict of
+    ``resolve_interrupt`` is retried. Authorize the caller for the session first.
+    """
+    snapshot: AgentSnapshot = await client.invoke_rpc(flow.get_agent_snapshot, flow_id)
+    active = _active_turn(snapshot)
+    bound_to = turn_id if turn_id is not None else active
+    if not _is_pending_approval(snapshot, active, approval_id, bound_to):
+        return False
+    return await _resolve(
+        client,
+        flow,
+        flow_id,
+        ResolveInterruptInput(
+            interrupt_id=approval_id, approved=approved, rejection_message=reason
+        ),
+    )
+
+
 async def resolve_agent_tool_approvals_with_ui_message_stream(
     client: dex.AsyncClient,
     flow: AgentSessionFlow,
@@ -456,21 +509,16 @@ async def resolve_agent_tool_approvals_with_ui_message_stream(
     position = await latest_position(client, flow, flow_id)
     snapshot: AgentSnapshot = await client.invoke_rpc(flow.get_agent_snapshot, flow_id)
     turn_id = _active_turn(snapshot)
-    pending = {i.interrupt_id: i for i in snapshot.pending_interrupts}
     seen: set[str] = set()
     stale: list[AgentToolApprovalResponse] = []
     for decision in list(approvals)[:MAX_APPROVAL_DECISIONS]:
         if decision.approval_id in seen:
             continue
         seen.add(decision.approval_id)
-        interrupt = pending.get(decision.approval_id)
-        applied = (
-            turn_id is not None
-            and decision.turn_id == turn_id
-            and interrupt is not None
-            and interrupt.turn_id == turn_id
-            and interrupt.kind is InterruptKind.APPROVAL
-            and await _resolve(
+        applied = _is_pending_approval(
+            snapshot, turn_id, decision.approval_id, decision.turn_id
+        ) and (
+            await _resolve(
                 client,
                 flow,
                 flow_id,
