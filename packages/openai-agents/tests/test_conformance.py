@@ -12,9 +12,14 @@ def conformance_adapter() -> ConformanceAdapter:
     return ConformanceAdapter(
         factory=CONFORMANCE_FACTORY,
         name="openai-agents",
-        # The SDK fails a model call that calls a tool it did not offer.
-        capabilities=(ALL_CAPABILITIES - {Capability.UNOFFERED_TOOL_CALLS})
-        | {Capability.TOOL_TASKS, Capability.COMPACTION},
+        capabilities=ALL_CAPABILITIES
+        | {
+            Capability.TOOL_TASKS,
+            Capability.COMPACTION,
+            Capability.TOOL_INPUT_REQUESTS,
+            Capability.PLANNING_TOOL_CHOICE,
+            Capability.SESSION_MODELS,
+        },
     )
 
 

@@ -316,7 +316,8 @@ class ConformanceSuite(
             await run.sessions.start_session(other, "question 1")
             await run.sessions.wait_for_completed_turns(run.session_id, 1)
             assert not await run.sessions.send_user_message(run.session_id, "x" * (limit + 1))
-            assert not await run.sessions.send_user_message(run.session_id, "é" * (limit // 6 + 1))
+            # The limit counts UTF-8 bytes of the text: two per "é".
+            assert not await run.sessions.send_user_message(run.session_id, "é" * (limit // 2 + 1))
             with pytest.raises(dex.DexServiceError, match="max_value_bytes"):
                 await run.sessions.send_user_message(run.session_id, "x" * (3 * limit * 2))
             largest = "y" * limit

@@ -14,7 +14,12 @@ from dex_agents_claude_sdk._flow import (
     create_claude_agent_session_flow as _create_claude_agent_session_flow,
 )
 from dex_agents_claude_sdk._flow import create_claude_session_flow
-from dex_agents_claude_sdk._runner import DEFAULT_MAX_TOKENS, ClaudeRunner, ClientFactory
+from dex_agents_claude_sdk._runner import (
+    DEFAULT_MAX_TOKENS,
+    ClaudeRunner,
+    ClientFactory,
+    ResolveModel,
+)
 from dex_agents_claude_sdk._tools import ClaudeTool, claude_tool, declare_tool_effect
 
 __version__ = _version("dex-agents-claude-sdk")
@@ -25,6 +30,7 @@ __all__ = [
     "ClaudeRunner",
     "ClaudeTool",
     "ClientFactory",
+    "ResolveModel",
     "__version__",
     "claude_tool",
     "create_claude_session_flow",

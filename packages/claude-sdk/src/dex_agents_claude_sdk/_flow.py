@@ -13,7 +13,13 @@ from dex_agents.session import (
     create_agent_session_flow,
 )
 from dex_agents.tool_task_routing import ToolTaskPollers, ToolTasksOption
-from dex_agents_claude_sdk._runner import DEFAULT_MAX_TOKENS, ClaudeRunner, ClientFactory
+from dex_agents_claude_sdk._runner import (
+    DEFAULT_MAX_TOKENS,
+    ClaudeRunner,
+    ClientFactory,
+    PlanningToolChoice,
+    ResolveModel,
+)
 from dex_agents_claude_sdk._tools import ToolLike
 
 __all__ = ["create_claude_agent_session_flow", "create_claude_session_flow"]
@@ -33,14 +39,20 @@ def create_claude_session_flow(
     client_factory: ClientFactory | None = None,
     api_key_env: str = "ANTHROPIC_API_KEY",
     tool_tasks: ToolTasksOption = None,
+    planning_tool_choice: PlanningToolChoice = "auto",
+    resolve_model: ResolveModel | None = None,
     **session_options: Unpack[AgentSessionOptionValues],
 ) -> AgentSessionFlow:
     """A new session Flow of ``flow_type`` that runs Claude ``model`` with ``tools``.
 
     Each ``RunModel`` makes one streamed Messages API request to ``model``.
     ``client_factory`` builds the ``anthropic.AsyncAnthropic`` client in each
-    Worker process; without it the key comes from ``api_key_env``. Session options
-    go in ``options`` or as keywords (``tool_policies=``, ``interrupt_deadline=``, ...).
+    Worker process; without it the key comes from ``api_key_env``.
+    ``planning_tool_choice="required"`` forces ``write_todos`` on a planning turn's first
+    model call (a model that refuses a forced tool choice is a ``ValueError`` here);
+    ``resolve_model`` chooses the model of a turn's requests from its session settings.
+    Session options go in ``options`` or as keywords (``tool_policies=``,
+    ``interrupt_deadline=``, ...).
     """
     runner = ClaudeRunner(
         model,
@@ -52,6 +64,8 @@ def create_claude_session_flow(
         request_options=request_options,
         client_factory=client_factory,
         api_key_env=api_key_env,
+        planning_tool_choice=planning_tool_choice,
+        resolve_model=resolve_model,
     )
     runner.tool_tasks = ToolTaskPollers(tool_tasks)
     return create_agent_session_flow(runner, flow_type, options, **session_options)

@@ -16,7 +16,7 @@ import logging
 import os
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import anthropic
 from anthropic.types import Message, Usage
@@ -31,6 +31,7 @@ from dex_agents import (
     FrameworkMessage,
     ModelCallMetadata,
     ToolExecutionResult,
+    ToolInputRequested,
     model_call_metadata,
 )
 from dex_agents.adapter_support import (
@@ -42,10 +43,15 @@ from dex_agents.adapter_support import (
     single_response_usage,
     tool_arguments_object,
 )
-from dex_agents.builtin_tools import enabled_builtin_tool_definitions
+from dex_agents.builtin_tools import WRITE_TODOS, enabled_builtin_tool_definitions
 from dex_agents.compaction import ContextSummaryRequest, ContextSummaryResult
 from dex_agents.compaction_support import context_summary_note
 from dex_agents.plans import build_plan_note
+from dex_agents.runner import (
+    check_planning_tool_choice,
+    forced_tool_choice_refusal,
+    thinking_enabled,
+)
 from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS
 from dex_agents.tool_task_routing import ToolTaskForwarding, returning_started_task
 from dex_agents.values import InteractionMode
@@ -68,7 +74,13 @@ from dex_agents_claude_sdk._messages import (
 )
 from dex_agents_claude_sdk._tools import ClaudeTool, ToolLike, as_claude_tool, policy_of_call
 
-__all__ = ["DEFAULT_MAX_TOKENS", "ClaudeRunner"]
+__all__ = [
+    "DEFAULT_MAX_TOKENS",
+    "ClaudeRunner",
+    "PlanningToolChoice",
+    "ResolveModel",
+    "check_forced_tool_choice",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +89,22 @@ DEFAULT_MAX_TOKENS = 4096
 _RESERVED_REQUEST_KEYS = frozenset({"model", "messages", "system", "tools", "max_tokens", "stream"})
 
 ClientFactory = Callable[[], anthropic.AsyncAnthropic]
+
+ResolveModel = Callable[[Mapping[str, Any]], "str | None"]
+"""Maps a turn's session settings to the Claude model of its requests, or ``None`` for the
+runner's own ``model``."""
+
+PlanningToolChoice = Literal["auto", "required"]
+
+
+def check_forced_tool_choice(model: str, thinking: Mapping[str, Any] | None, *, where: str) -> None:
+    """Raise ``ValueError`` when ``planning_tool_choice="required"`` cannot work with
+    ``model`` and ``thinking``: the model refuses a forced tool choice, or extended thinking
+    is on (``dex_agents.runner.forced_tool_choice_refusal``)."""
+    extended = thinking_enabled({"thinking": thinking}) if thinking is not None else False
+    check_planning_tool_choice(
+        "required", forced_tool_choice_refusal(model, extended_thinking=extended), where=where
+    )
 
 
 def client_from_environment(api_key_env: str) -> ClientFactory:
@@ -106,6 +134,12 @@ class ClaudeRunner(ToolTaskForwarding):
     ``{"type": "enabled", "budget_tokens": 2048}``. ``request_options`` are
     further keyword arguments of ``messages.stream`` (``temperature``,
     ``tool_choice``, ``metadata``, ``extra_headers``, ...).
+
+    ``planning_tool_choice="required"`` forces ``write_todos`` on a planning turn's first
+    model call while no draft exists (``tool_choice`` ``{"type": "tool"}``); a model or
+    ``thinking`` that refuses a forced tool choice raises ``ValueError`` here.
+    ``resolve_model`` maps a turn's session settings to the model of every request of the
+    turn (token counts and summary calls included); ``None`` keeps ``model``.
     """
 
     supports_plan_mode = True
@@ -122,6 +156,8 @@ class ClaudeRunner(ToolTaskForwarding):
         request_options: Mapping[str, Any] | None = None,
         client_factory: ClientFactory | None = None,
         api_key_env: str = "ANTHROPIC_API_KEY",
+        planning_tool_choice: PlanningToolChoice = "auto",
+        resolve_model: ResolveModel | None = None,
     ) -> None:
         if not isinstance(model, str) or not model:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ValueError("model must be a non-empty model name")
@@ -148,6 +184,14 @@ class ClaudeRunner(ToolTaskForwarding):
             raise TypeError("client_factory must be callable (returning anthropic.AsyncAnthropic)")
         if not isinstance(api_key_env, str) or not api_key_env:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ValueError("api_key_env must be the name of an environment variable")
+        if planning_tool_choice not in ("auto", "required"):
+            raise ValueError(
+                f"planning_tool_choice must be 'auto' or 'required', got {planning_tool_choice!r}"
+            )
+        if resolve_model is not None and not callable(resolve_model):
+            raise TypeError("resolve_model must be a function of the session settings")
+        if planning_tool_choice == "required":
+            check_forced_tool_choice(model, thinking, where="ClaudeRunner")
         if isinstance(tools, str | Mapping) or not isinstance(tools, Sequence):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(
                 f"tools must be a list of tools, got {type(tools).__name__}; wrap a single"
@@ -170,6 +214,8 @@ class ClaudeRunner(ToolTaskForwarding):
         self.thinking = dict(thinking) if thinking is not None else None
         self.temperature = temperature
         self.request_options = extra
+        self.planning_tool_choice: PlanningToolChoice = planning_tool_choice
+        self.resolve_model = resolve_model
         self._client_factory = client_factory or client_from_environment(api_key_env)
         self._clients: weakref.WeakKeyDictionary[
             asyncio.AbstractEventLoop, anthropic.AsyncAnthropic
@@ -189,6 +235,20 @@ class ClaudeRunner(ToolTaskForwarding):
             client = built.with_options(max_retries=0)
             self._clients[loop] = client
         return client
+
+    def model_for(self, session_settings: Mapping[str, Any]) -> str:
+        """The model of a request under ``session_settings``: ``resolve_model``'s choice, else
+        ``model``."""
+        if self.resolve_model is None:
+            return self.model
+        model = self.resolve_model(session_settings)
+        if model is None:
+            return self.model
+        if not isinstance(model, str) or not model:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(
+                f"resolve_model must return a model name or None, got {type(model).__name__}"
+            )
+        return model
 
     # --- messages ------------------------------------------------------------------
 
@@ -221,7 +281,7 @@ class ClaudeRunner(ToolTaskForwarding):
         stored = assistant_messages(content)
         new_messages = [*new_results, *stored]
         usage = _usage_of(message.usage)
-        metadata = self._metadata(message)
+        metadata = self._metadata(request["model"], message)
         uses = tool_uses_of(decode_item(stored[0].framework_item))
         return counted_model_step_outcome(
             model_calls,
@@ -264,9 +324,11 @@ class ClaudeRunner(ToolTaskForwarding):
 
     async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
         """One ``messages.create`` call without tools: ``CONTEXT_SUMMARY_INSTRUCTIONS`` as the
-        system prompt and the earlier summary and messages as one user message."""
+        system prompt and the earlier summary and messages as one user message, to the
+        model ``resolve_model`` chooses for the request's session settings."""
+        model = self.model_for(request.session_settings)
         message = await self.client().messages.create(
-            model=self.model,
+            model=model,
             max_tokens=self.max_tokens,
             system=CONTEXT_SUMMARY_INSTRUCTIONS,
             messages=[{"role": "user", "content": summary_text(request, self.max_tokens)}],
@@ -275,12 +337,12 @@ class ClaudeRunner(ToolTaskForwarding):
         return ContextSummaryResult(
             summary=summary,
             usage=_usage_of(message.usage),
-            model_call_metadata=self._metadata(message),
+            model_call_metadata=self._metadata(model, message),
         )
 
     def _request(self, turn: AgentTurnContext, messages: list[dict[str, Any]]) -> dict[str, Any]:
         planning = turn.interaction_mode is InteractionMode.PLANNING
-        # A planning turn offers only write_todos (the session enables nothing else).
+        # A planning turn offers only write_todos.
         tools = [] if planning else [tool.definition() for tool in self.tools.values()]
         for name in turn.enabled_built_in_tools:
             if name in self.tools:
@@ -288,10 +350,12 @@ class ClaudeRunner(ToolTaskForwarding):
         tools.extend(
             {"name": d.name, "description": d.description, "input_schema": dict(d.parameters)}
             for d in enabled_builtin_tool_definitions(turn.enabled_built_in_tools)
+            if not planning or d.name == WRITE_TODOS
         )
+        model = self.model_for(turn.session_settings)
         request: dict[str, Any] = {
             **self.request_options,
-            "model": self.model,
+            "model": model,
             "max_tokens": self.max_tokens,
             "messages": messages,
         }
@@ -318,15 +382,31 @@ class ClaudeRunner(ToolTaskForwarding):
             )
         if tools:
             request["tools"] = tools
+        if self._forces_tool_choice(turn, model):
+            request["tool_choice"] = {"type": "tool", "name": WRITE_TODOS}
         if self.thinking is not None:
             request["thinking"] = self.thinking
         if self.temperature is not None:
             request["temperature"] = self.temperature
         return request
 
-    def _metadata(self, message: Message) -> ModelCallMetadata:
+    def _forces_tool_choice(self, turn: AgentTurnContext, model: str) -> bool:
+        """``required`` on a planning turn's first model call while no draft exists; a model
+        ``resolve_model`` chose is checked here, the runner's own when it was built."""
+        draft = turn.plan is not None and turn.plan.status == "draft"
+        forced = (
+            self.planning_tool_choice == "required"
+            and turn.interaction_mode is InteractionMode.PLANNING
+            and decode_model_call_count(turn.framework_run_state) == 0
+            and not draft
+        )
+        if forced and model != self.model:
+            check_forced_tool_choice(model, self.thinking, where="the model resolve_model chose")
+        return forced
+
+    def _metadata(self, request_model: str, message: Message) -> ModelCallMetadata:
         return model_call_metadata(
-            request_model=self.model,
+            request_model=request_model,
             response_model=message.model,
             provider_name=PROVIDER,
             response_id=message.id,
@@ -362,7 +442,9 @@ class ClaudeRunner(ToolTaskForwarding):
         record = call.tool_call
         tool = known_tool(self.tools, record.tool_name)
         arguments = tool_arguments_object(record.arguments)
-        return ToolExecutionResult(await tool.run(arguments, call))
+        output = await tool.run(arguments, call)
+        # A tool's own question goes to the session as it is (AwaitQuestionAnswer).
+        return output if isinstance(output, ToolInputRequested) else ToolExecutionResult(output)
 
 
 def _check_optional_type(name: str, value: object, kind: type, described: str) -> None:

@@ -37,6 +37,7 @@ from dex_agents import (
     ResolvedToolPolicy,
     ToolEffect,
     ToolExecutionError,
+    ToolInputRequested,
 )
 from dex_agents.adapter_support import serving_deferred_tool_execution
 from dex_agents.runner import call_policy
@@ -89,8 +90,14 @@ class ClaudeTool:
             declared_approval=self.requires_approval,
         )
 
-    async def run(self, arguments: Mapping[str, Any], execution: DeferredToolExecution) -> str:
-        """Run the function; a failure the model should see raises ``ToolExecutionError``."""
+    async def run(
+        self, arguments: Mapping[str, Any], execution: DeferredToolExecution
+    ) -> str | ToolInputRequested:
+        """Run the function; a failure the model should see raises ``ToolExecutionError``.
+
+        A function that returns ``ToolInputRequested`` asks the user first: it is passed
+        on as it is, and the rerun reads the answers in ``execution.input_answers``.
+        """
         try:
             _validate_arguments(dict(arguments), self.function_tool.input_schema)
         except jsonschema.ValidationError as error:
@@ -108,6 +115,8 @@ class ClaudeTool:
                     f"invalid arguments for {self.name}: {error.__cause__}"
                 ) from error
             raise
+        if isinstance(result, ToolInputRequested):
+            return result
         return _result_text(result)
 
     async def _call(self, arguments: Mapping[str, Any]) -> Any:

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any, cast
 
 import httpx2
-from anthropic.lib.tools import beta_async_tool
 
 from dex_agents.adapter_support import (
     current_model_step_context,
@@ -25,15 +24,19 @@ from dex_agents.adapter_support import (
     get_deferred_tool_execution,
 )
 from dex_agents.compaction_support import estimate_text_tokens
+from dex_agents.runner import ToolInputRequested
 from dex_agents.session import AgentSessionFlow
 from dex_agents.testing import (
+    DEFAULT_SCENARIO_MODEL,
     ModelScript,
     ModelTurn,
     ScenarioSession,
     ScenarioTaskPoller,
     ScenarioTool,
     ScriptedModelFailure,
-    run_scenario_tool,
+    ToolChoice,
+    scenario_model_name,
+    scenario_tool_outcome,
 )
 from dex_agents.testing.script_playback import (
     play_scripted_model_call,
@@ -42,7 +45,7 @@ from dex_agents.testing.script_playback import (
     scripted_tool_call_id,
 )
 from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS
-from dex_agents_claude_sdk import ClaudeTool, create_claude_session_flow
+from dex_agents_claude_sdk import ClaudeTool, claude_tool, create_claude_session_flow
 from dex_agents_claude_sdk.testing import (
     SCRIPTED_MODEL,
     error_response,
@@ -70,8 +73,18 @@ def build_conformance_flow(
     state_directory: Path,
     session: ScenarioSession,
 ) -> AgentSessionFlow:
-    """A session Flow over the real SDK talking to a scripted Messages endpoint."""
+    """A session Flow over the real SDK talking to a scripted Messages endpoint.
+
+    ``resolve_model`` names one of the session's scripted models
+    (``ScenarioSession.session_models``) as the request's model, from the turn's session
+    settings; the endpoint records the model each request names.
+    """
     directory = Path(state_directory)
+
+    def resolve_model(settings: Mapping[str, Any]) -> str | None:
+        name = scenario_model_name(settings, session.session_models)
+        return None if name == DEFAULT_SCENARIO_MODEL else name
+
     return create_claude_session_flow(
         SCRIPTED_MODEL,
         session.flow_type,
@@ -80,6 +93,8 @@ def build_conformance_flow(
             ScriptedMessagesEndpoint(script, directory, session.summary_gate)
         ),
         tool_tasks=ScenarioTaskPoller(tools, directory),
+        planning_tool_choice=session.planning_tool_choice,
+        resolve_model=resolve_model if session.session_models else None,
         interrupt_deadline=session.interrupt_deadline,
         built_in_tools=session.built_in_tools,
         plan_mode_enabled=session.plan_mode_enabled,
@@ -122,7 +137,9 @@ class ScriptedMessagesEndpoint:
         if body.get("system") == CONTEXT_SUMMARY_INSTRUCTIONS:
             # The summary call of summarize_context, which runs outside a model step.
             lines = [_content_text(m) for m in cast(list[JsonObject], body["messages"])]
-            text = await play_scripted_summary(self.state_directory, self.summary_gate, lines)
+            text = await play_scripted_summary(
+                self.state_directory, self.summary_gate, lines, model=_scenario_model(body)
+            )
             return httpx2.Response(200, json=response_message([{"type": "text", "text": text}]))
         turn = current_model_step_context()
         if turn is None:
@@ -139,6 +156,9 @@ class ScriptedMessagesEndpoint:
                 history=[line for message in messages for line in _history_lines(message)],
                 tool_results=_last_results(messages),
                 write_text=turn.events.write_text_delta,
+                model=_scenario_model(body),
+                offered_tools=[str(tool["name"]) for tool in body.get("tools", [])],
+                tool_choice=_tool_choice(body),
             )
         except ScriptedModelFailure as failure:
             # The API's way to fail a request: the SDK raises it, and RunModel is retried.
@@ -148,6 +168,22 @@ class ScriptedMessagesEndpoint:
             message_id=f"msg_{turn.turn_id}_{position}",
         )
         return sse_response(message) if body.get("stream") else httpx2.Response(200, json=message)
+
+
+def _scenario_model(body: Mapping[str, Any]) -> str:
+    """The scripted model a request names: the runner's own model is the default one."""
+    model = str(body["model"])
+    return DEFAULT_SCENARIO_MODEL if model == SCRIPTED_MODEL else model
+
+
+def _tool_choice(body: Mapping[str, Any]) -> ToolChoice:
+    """The request's ``tool_choice`` as the suite records it: ``any`` or a named ``tool``
+    must call a tool."""
+    choice = cast(Mapping[str, Any], body.get("tool_choice") or {"type": "auto"})
+    kind = choice.get("type")
+    if kind in ("any", "tool"):
+        return "required"
+    return "none" if kind == "none" else "auto"
 
 
 def _blocks(message: Mapping[str, Any]) -> list[JsonObject]:
@@ -231,20 +267,28 @@ _ANY_OBJECT_SCHEMA: JsonObject = {"type": "object", "properties": {}, "additiona
 
 
 def scenario_tool(tool: ScenarioTool, state_directory: Path) -> ClaudeTool:
-    """``tool`` as a Claude tool (an SDK ``beta_async_tool``) with the scenario's effect."""
+    """``tool`` as a Claude tool (``claude_tool``, an SDK ``beta_async_tool``) with the
+    scenario's effect."""
     directory = Path(state_directory)
 
-    async def run(**arguments: Any) -> str:
+    async def run(**arguments: Any) -> str | ToolInputRequested:
         execution = get_deferred_tool_execution()
-        return await run_scenario_tool(
+        # A tool with a question returns ToolInputRequested until the rerun has its answer.
+        return await scenario_tool_outcome(
             tool,
             json.dumps(arguments, sort_keys=True),
             state_directory=directory,
             idempotency_key=execution.idempotency_key,
             attempt=execution.attempt,
+            input_answers=execution.input_answers,
+            input_continuation=execution.tool_call.input_continuation,
         )
 
-    function_tool = beta_async_tool(
-        run, name=tool.name, description=tool.description, input_schema=_ANY_OBJECT_SCHEMA
+    return claude_tool(
+        run,
+        effect=tool.effect,
+        requires_approval=tool.requires_approval,
+        name=tool.name,
+        description=tool.description,
+        input_schema=_ANY_OBJECT_SCHEMA,
     )
-    return ClaudeTool(function_tool, effect=tool.effect, requires_approval=tool.requires_approval)

@@ -14,6 +14,7 @@ from dex_agents_openai_agents._flow import create_openai_agents_session_flow
 from dex_agents_openai_agents._runner import (
     ContextFactory,
     OpenAIAgentsRunner,
+    ResolveModel,
     UnsupportedInterruptionError,
 )
 from dex_agents_openai_agents._tools import ToolDeclaration, declare_tool_effect
@@ -24,6 +25,7 @@ warn_if_off_version_line("dex-agents-openai-agents")
 __all__ = [
     "ContextFactory",
     "OpenAIAgentsRunner",
+    "ResolveModel",
     "ToolDeclaration",
     "UnsupportedInterruptionError",
     "__version__",

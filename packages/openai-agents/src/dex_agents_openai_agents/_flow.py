@@ -15,7 +15,12 @@ from dex_agents.session import (
 )
 from dex_agents.stepwise import DEFAULT_MAX_MODEL_CALLS_PER_TURN
 from dex_agents.tool_task_routing import ToolTaskPollers, ToolTasksOption
-from dex_agents_openai_agents._runner import ContextFactory, OpenAIAgentsRunner
+from dex_agents_openai_agents._runner import (
+    ContextFactory,
+    OpenAIAgentsRunner,
+    PlanningToolChoice,
+    ResolveModel,
+)
 
 __all__ = ["create_openai_agents_session_flow"]
 
@@ -31,6 +36,8 @@ def create_openai_agents_session_flow(
     max_turns: int | None = DEFAULT_MAX_MODEL_CALLS_PER_TURN,
     tool_tasks: ToolTasksOption = None,
     handoff_agents: Sequence[Agent[Any]] = (),
+    planning_tool_choice: PlanningToolChoice = "auto",
+    resolve_model: ResolveModel | None = None,
     **session_options: Unpack[AgentSessionOptionValues],
 ) -> AgentSessionFlow:
     """A new session Flow of ``flow_type`` that runs ``agent`` with an ``OpenAIAgentsRunner``.
@@ -39,10 +46,13 @@ def create_openai_agents_session_flow(
     the session options (tool policies, default effect, interrupt deadline,
     built-in tools, event stream capacity). ``run_config``,
     ``context_factory``, ``max_turns`` (model calls per session turn), ``handoff_agents``
-    (the agents only ``handoff(...)`` objects lead to) and ``sdk_tracing``
-    (the runner's ``tracing``: the OpenAI Agents SDK's own traces) go to the runner; SDK
-    tracing is off unless you turn it on. The session's OpenTelemetry spans are the
-    ``tracing`` session option.
+    (the agents only ``handoff(...)`` objects lead to), ``planning_tool_choice``
+    (``"required"`` forces ``write_todos`` on a planning turn's first model call; a model
+    that refuses a forced tool choice is a ``ValueError`` here),
+    ``resolve_model`` (the model of a turn's model calls, summary calls included, from its
+    session settings) and ``sdk_tracing`` (the runner's ``tracing``: the OpenAI Agents SDK's
+    own traces) go to the runner; SDK tracing is off unless you turn it on. The session's
+    OpenTelemetry spans are the ``tracing`` session option.
     """
     runner = OpenAIAgentsRunner(
         agent,
@@ -51,6 +61,8 @@ def create_openai_agents_session_flow(
         tracing=sdk_tracing,
         max_turns=max_turns,
         handoff_agents=handoff_agents,
+        planning_tool_choice=planning_tool_choice,
+        resolve_model=resolve_model,
     )
     runner.tool_tasks = ToolTaskPollers(tool_tasks)
     return create_agent_session_flow(runner, flow_type, options, **session_options)

@@ -14,13 +14,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-from collections.abc import Callable, Sequence
-from typing import Any, cast
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal, cast
 
 from agents import (
     Agent,
     FunctionTool,
+    Model,
     ModelBehaviorError,
+    ModelSettings,
     RunConfig,
     RunContextWrapper,
     Runner,
@@ -60,7 +62,15 @@ from dex_agents.adapter_support import (
 from dex_agents.builtin_tools import enabled_builtin_tool_definitions
 from dex_agents.compaction import ContextSummaryRequest, ContextSummaryResult
 from dex_agents.compaction_support import context_summary_note, estimate_stored_tokens
-from dex_agents.runner import AgentTurnOutcome, DeferredToolOutcome, model_call_metadata
+from dex_agents.runner import (
+    AgentTurnOutcome,
+    DeferredToolOutcome,
+    check_planning_tool_choice,
+    forced_tool_choice_refusal,
+    is_anthropic_model,
+    model_call_metadata,
+    thinking_enabled,
+)
 from dex_agents.stepwise import DEFAULT_MAX_MODEL_CALLS_PER_TURN
 from dex_agents.texts import unknown_tool_error
 from dex_agents.tool_task_routing import ToolTaskForwarding, returning_started_task
@@ -80,6 +90,7 @@ from dex_agents_openai_agents._messages import (
 )
 from dex_agents_openai_agents._tools import (
     DeferringGraph,
+    ModelCallGuard,
     build_deferring_graph,
     check_tool_input,
     check_tool_output,
@@ -88,14 +99,28 @@ from dex_agents_openai_agents._tools import (
     reachable_agents,
     replay_recorded_result,
     tool_call_policy,
+    unwrapped_model,
 )
 
-__all__ = ["ContextFactory", "OpenAIAgentsRunner", "UnsupportedInterruptionError"]
+__all__ = [
+    "ContextFactory",
+    "OpenAIAgentsRunner",
+    "PlanningToolChoice",
+    "ResolveModel",
+    "UnsupportedInterruptionError",
+    "check_forced_tool_choice",
+]
 
 _log = logging.getLogger(__name__)
 
 ContextFactory = Callable[[], Any]
 """Builds the SDK run context value (``RunContextWrapper.context``) for one step."""
+
+ResolveModel = Callable[[Mapping[str, Any]], "str | Model | None"]
+"""Maps a turn's session settings to the model of its model calls (``RunConfig.model``), or
+``None`` for the agents' own models."""
+
+PlanningToolChoice = Literal["auto", "required"]
 
 
 class UnsupportedInterruptionError(RuntimeError):
@@ -132,6 +157,8 @@ class OpenAIAgentsRunner(ToolTaskForwarding):
         tracing: bool = False,
         max_turns: int | None = DEFAULT_MAX_MODEL_CALLS_PER_TURN,
         handoff_agents: Sequence[Agent[Any]] = (),
+        planning_tool_choice: PlanningToolChoice = "auto",
+        resolve_model: ResolveModel | None = None,
     ) -> None:
         if not isinstance(agent, Agent):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"agent must be an agents.Agent, got {type(agent).__name__}")
@@ -150,14 +177,28 @@ class OpenAIAgentsRunner(ToolTaskForwarding):
             isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1  # pyright: ignore[reportUnnecessaryIsInstance]
         ):
             raise ValueError(f"max_turns must be a positive integer or None, got {max_turns!r}")
+        if planning_tool_choice not in ("auto", "required"):
+            raise ValueError(
+                f"planning_tool_choice must be 'auto' or 'required', got {planning_tool_choice!r}"
+            )
+        if resolve_model is not None and not callable(resolve_model):
+            raise TypeError("resolve_model must be a function of the session settings")
         self.agent = agent
         self.handoff_agents = tuple(handoff_agents)
         reachable_agents(agent, self.handoff_agents)  # Names and handoff targets, checked early.
         self.max_turns = max_turns
         self.run_config = dataclasses.replace(
-            run_config if run_config is not None else RunConfig(), tracing_disabled=not tracing
+            run_config if run_config is not None else RunConfig(),
+            tracing_disabled=not tracing,
+            # "return_error_to_model" would answer the call and make a second model call in
+            # the step; the runner hands such calls to the session instead.
+            tool_not_found_behavior="raise_error",
         )
         self.context_factory = context_factory
+        self.planning_tool_choice: PlanningToolChoice = planning_tool_choice
+        self.resolve_model = resolve_model
+        if planning_tool_choice == "required":
+            check_forced_tool_choice(agent, self.handoff_agents, self.run_config)
 
     # --- messages ------------------------------------------------------------------
 
@@ -196,6 +237,31 @@ class OpenAIAgentsRunner(ToolTaskForwarding):
             return await self._run_model_step(turn)
 
     async def _run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
+        run_config = self.run_config_for(turn.session_settings)
+        guard = ModelCallGuard(force_tool_choice=self._forces_tool_choice(turn, run_config))
+        # Names of this turn's calls: a resumed planning turn (or a call of a tool the agent
+        # lacks) needs a stub of the name to take the call's recorded result.
+        called = [record.tool_name for record in turn.tool_calls]
+        try:
+            return await self._run_step(turn, run_config, guard, called)
+        except ModelBehaviorError:
+            if not guard.unoffered:
+                raise
+        # The model called tools its call did not offer (another tool in a planning turn, or
+        # one the agent does not have): the SDK cannot resolve those calls, so run the step
+        # again with a stub of each name, answering with the recorded response. The session
+        # then rejects or fails those calls as the contract says.
+        return await self._run_step(
+            turn, run_config, guard.replaying_guard(), [*called, *guard.unoffered]
+        )
+
+    async def _run_step(
+        self,
+        turn: AgentTurnContext,
+        run_config: RunConfig,
+        guard: ModelCallGuard,
+        unoffered_names: Sequence[str],
+    ) -> AgentTurnOutcome:
         context_value = self.context_factory() if self.context_factory is not None else None
         run_context = RunContextWrapper(context=context_value)
         graph = await build_deferring_graph(
@@ -205,7 +271,9 @@ class OpenAIAgentsRunner(ToolTaskForwarding):
             enabled_builtin_tool_definitions(turn.enabled_built_in_tools),
             handoff_agents=self.handoff_agents,
             planning=turn.interaction_mode is InteractionMode.PLANNING,
+            unoffered_names=unoffered_names,
         )
+        guarded_config = guard.install(run_config, graph.agents)
         if turn.framework_run_state is None:
             items = replay_items(turn.messages)
             if turn.context_summary is not None:
@@ -232,9 +300,10 @@ class OpenAIAgentsRunner(ToolTaskForwarding):
             context=context_value,
             # A resumed run keeps the bound and the count of its run state.
             max_turns=self.max_turns,
-            run_config=self.run_config,
+            run_config=guarded_config,
         )
-        await _forward_stream(result, turn)
+        # A rerun answers with the recorded response, whose deltas the first run wrote.
+        await _forward_stream(result, turn, skip=guard.is_replayed)
 
         all_items = cast(list[InputItem], result.to_input_list())
         if len(all_items) < stored_count:
@@ -247,7 +316,7 @@ class OpenAIAgentsRunner(ToolTaskForwarding):
         responses = result.raw_responses[earlier_responses:]
         usage = _usage_of(responses)
         metadata = model_call_metadata(
-            request_model=_model_name(result.last_agent, self.run_config),
+            request_model=_model_name(result.last_agent, run_config),
             response_id=responses[-1].response_id if responses else None,
         )
         if not result.interruptions:
@@ -270,6 +339,35 @@ class OpenAIAgentsRunner(ToolTaskForwarding):
             model_call_metadata=metadata,
         )
 
+    def run_config_for(self, session_settings: Mapping[str, Any]) -> RunConfig:
+        """The ``RunConfig`` of a model call under ``session_settings``: the runner's, with
+        ``resolve_model``'s model as ``RunConfig.model`` when it names one."""
+        config = self.run_config
+        if self.resolve_model is not None:
+            model = self.resolve_model(session_settings)
+            if model is not None:
+                if not isinstance(model, str | Model) or model == "":  # pyright: ignore[reportUnnecessaryIsInstance]
+                    raise TypeError(
+                        "resolve_model must return a model name, an agents.Model or None,"
+                        f" got {type(model).__name__}"
+                    )
+                config = dataclasses.replace(config, model=model)
+        return config
+
+    def _forces_tool_choice(self, turn: AgentTurnContext, run_config: RunConfig) -> bool:
+        """``required`` on a planning turn's first model call while no draft exists; a model
+        ``resolve_model`` chose is checked here, the others when the runner was built."""
+        draft = turn.plan is not None and turn.plan.status == "draft"
+        forced = (
+            self.planning_tool_choice == "required"
+            and turn.interaction_mode is InteractionMode.PLANNING
+            and turn.framework_run_state is None
+            and not draft
+        )
+        if forced and run_config is not self.run_config:
+            check_forced_tool_choice(self.agent, self.handoff_agents, run_config)
+        return forced
+
     # --- compaction ----------------------------------------------------------------
 
     async def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
@@ -289,16 +387,18 @@ class OpenAIAgentsRunner(ToolTaskForwarding):
 
     async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
         """One run of a tool-less agent on the agent's model and settings, with
-        ``CONTEXT_SUMMARY_INSTRUCTIONS``, over the earlier summary and the messages."""
+        ``CONTEXT_SUMMARY_INSTRUCTIONS``, over the earlier summary and the messages; the
+        model ``resolve_model`` chooses for the request's session settings, when it does."""
         summarizer = summarizer_of(self.agent)
+        run_config = self.run_config_for(request.session_settings)
         result = await Runner.run(
-            summarizer, summary_input(request), max_turns=1, run_config=self.run_config
+            summarizer, summary_input(request), max_turns=1, run_config=run_config
         )
         return ContextSummaryResult(
             summary=str(result.final_output),
             usage=_usage_of(result.raw_responses),
             model_call_metadata=model_call_metadata(
-                request_model=_model_name(summarizer, self.run_config),
+                request_model=_model_name(summarizer, run_config),
                 response_id=result.raw_responses[-1].response_id if result.raw_responses else None,
             ),
         )
@@ -448,15 +548,21 @@ def _apply_records(state: RunState[Any, Agent[Any]], turn: AgentTurnContext) -> 
             state.reject(item, rejection_message=describe_tool_call_outcome(record))
 
 
-async def _forward_stream(result: RunResultStreaming, turn: AgentTurnContext) -> None:
-    """Consume the run's events, writing text and reasoning deltas to the turn's events.
+async def _forward_stream(
+    result: RunResultStreaming,
+    turn: AgentTurnContext,
+    *,
+    skip: Callable[[object], bool] = lambda event: False,
+) -> None:
+    """Consume the run's events, writing text and reasoning deltas to the turn's events
+    (those of the model's events that ``skip`` does not name).
 
     If the step is cancelled (or the consumer fails), the SDK's background run is
     cancelled too, so no model call outlives the step.
     """
     try:
         async for event in result.stream_events():
-            if event.type != "raw_response_event":
+            if event.type != "raw_response_event" or skip(event.data):
                 continue
             data: Any = event.data
             kind = getattr(data, "type", None)
@@ -491,10 +597,46 @@ def _usage_of(responses: Sequence[ModelResponse]) -> AgentUsage:
 
 
 def _model_name(agent: Agent[Any], run_config: RunConfig) -> str | None:
-    for model in (run_config.model, agent.model):
+    for model in (unwrapped_model(run_config.model), unwrapped_model(agent.model)):
         if isinstance(model, str):
             return model
         name = getattr(model, "model", None)
         if isinstance(name, str):
             return name
     return None
+
+
+# --- models that refuse a forced tool choice ------------------------------------------
+
+
+def _extended_thinking(model_name: str | None, settings: ModelSettings) -> bool:
+    """Whether ``settings`` turn Anthropic extended thinking on for a Claude model: a
+    ``thinking`` entry in ``extra_body`` or ``extra_args``, or a reasoning effort, which
+    LiteLLM sends to Claude as thinking."""
+    if not is_anthropic_model(model_name):
+        return False
+    effort = settings.reasoning.effort if settings.reasoning is not None else None
+    if effort not in (None, "none"):
+        return True
+    return any(
+        thinking_enabled(cast(Mapping[str, Any], extra))
+        for extra in (settings.extra_body, settings.extra_args)
+        if isinstance(extra, Mapping)
+    )
+
+
+def check_forced_tool_choice(
+    root: Agent[Any], handoff_agents: Sequence[Agent[Any]], run_config: RunConfig
+) -> None:
+    """Raise ``ValueError`` when an agent's model would refuse the forced tool choice of
+    ``planning_tool_choice="required"`` (``dex_agents.runner.forced_tool_choice_refusal``)."""
+    for agent in reachable_agents(root, handoff_agents):
+        model = unwrapped_model(run_config.model) or unwrapped_model(agent.model)
+        found = model if isinstance(model, str) else getattr(model, "model", None)
+        name = found if isinstance(found, str) else None
+        settings = agent.model_settings.resolve(run_config.model_settings)
+        check_planning_tool_choice(
+            "required",
+            forced_tool_choice_refusal(name, extended_thinking=_extended_thinking(name, settings)),
+            where=f"agent {agent.name!r}",
+        )

@@ -12,19 +12,28 @@ import dataclasses
 import inspect
 import json
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
 from agents import (
     Agent,
+    AgentOutputSchemaBase,
     FunctionTool,
     Handoff,
     ItemHelpers,
+    Model,
+    ModelProvider,
+    ModelRetryAdvice,
+    ModelRetryAdviceRequest,
+    ModelSettings,
+    RunConfig,
     RunContextWrapper,
     Tool,
     handoff,
 )
+from agents.items import ModelResponse, TResponseInputItem, TResponseStreamEvent
+from agents.models.interface import ModelTracing
 from agents.tool import (
     default_tool_error_function,
     resolve_function_tool_failure_error_function,
@@ -32,7 +41,8 @@ from agents.tool import (
 )
 from agents.tool_context import ToolContext
 from agents.tool_guardrails import ToolInputGuardrailData, ToolOutputGuardrailData
-from openai.types.responses import ResponseFunctionToolCall
+from openai.types.responses import ResponseCompletedEvent, ResponseFunctionToolCall
+from openai.types.responses.response_prompt_param import ResponsePromptParam
 
 from dex_agents import (
     AgentTurnContext,
@@ -42,13 +52,16 @@ from dex_agents import (
     describe_tool_call_outcome,
 )
 from dex_agents.adapter_support import declared_effect_in, tool_declaration_metadata
-from dex_agents.builtin_tools import BuiltInToolDefinition
+from dex_agents.builtin_tools import WRITE_TODOS, BuiltInToolDefinition
 from dex_agents.runner import call_policy
 from dex_agents_openai_agents._mcp import mcp_annotation_effect
 
 __all__ = [
     "DECLARATION_ATTRIBUTE",
     "DeferringGraph",
+    "GuardedModel",
+    "ModelCallGuard",
+    "RecordedModelCall",
     "ReplayFunction",
     "ToolDeclaration",
     "UnknownHandoffTargetError",
@@ -58,12 +71,14 @@ __all__ = [
     "declare_tool_effect",
     "declared_effect",
     "declared_requires_approval",
+    "is_offered",
     "output_text",
     "raising_copy",
     "reachable_agents",
     "replay_recorded_result",
     "resolve_call_policy",
     "tool_call_policy",
+    "unwrapped_model",
 ]
 
 DECLARATION_ATTRIBUTE = "dex_agents_declaration"
@@ -268,6 +283,33 @@ def _built_in_tool(definition: BuiltInToolDefinition, replay: ReplayFunction) ->
     )
 
 
+_HIDDEN_ATTRIBUTE = "dex_agents_not_offered"
+"""Marks a tool of a clone that the model call does not offer (see ``GuardedModel``)."""
+
+
+def _hidden_stub(name: str, real: FunctionTool | None, replay: ReplayFunction) -> FunctionTool:
+    """A deferred tool named ``name`` that lets the SDK resolve a call the model made of a tool
+    this call did not offer (``real``, in a planning turn) or the agent does not have."""
+    if real is not None:
+        stub = _deferred_copy(real, replay)
+    else:
+        stub = FunctionTool(
+            name=name,
+            description="Not offered in this model call.",
+            params_json_schema={"type": "object", "properties": {}, "additionalProperties": True},
+            on_invoke_tool=replay,
+            strict_json_schema=False,
+            needs_approval=True,
+        )
+    setattr(stub, _HIDDEN_ATTRIBUTE, True)
+    return stub
+
+
+def is_offered(tool: Tool) -> bool:
+    """Whether a model call offers ``tool`` (hidden stubs are not offered)."""
+    return not getattr(tool, _HIDDEN_ATTRIBUTE, False)
+
+
 async def build_deferring_graph(
     root: Agent[Any],
     run_context: RunContextWrapper[Any],
@@ -276,21 +318,32 @@ async def build_deferring_graph(
     *,
     handoff_agents: Sequence[Agent[Any]] = (),
     planning: bool = False,
+    unoffered_names: Iterable[str] = (),
 ) -> DeferringGraph:
     """Clone ``root`` and every agent reachable through handoffs, with deferred tools.
 
     ``handoff_agents`` are the agents that ``Handoff`` objects lead to (see
-    ``reachable_agents``). A planning turn's clones offer only the built-in tools
-    (``write_todos``) and no handoffs, so the model can only write the plan.
+    ``reachable_agents``). A planning turn's clones offer only ``write_todos`` and no
+    handoffs, so the model can only write the plan. ``unoffered_names`` are names the
+    model called that a clone does not offer (this turn's records, or the calls of the
+    response being replayed): each clone gets a hidden deferred stub of each such name it
+    lacks, so the SDK turns the call into an approval interruption like any other (the
+    session then rejects it in a planning turn, or fails it as a call of an unknown
+    tool) instead of failing the model call with ``ModelBehaviorError``. The stubs are
+    never offered to the model (``GuardedModel`` leaves them out).
     """
     originals = reachable_agents(root, handoff_agents)
+    offered_built_ins = [
+        definition for definition in built_ins if not planning or definition.name == WRITE_TODOS
+    ]
     built_in_names = frozenset(definition.name for definition in built_ins)
+    extra_names = list(dict.fromkeys(unoffered_names))
     real_tools: dict[str, dict[str, FunctionTool]] = {}
     clones: dict[int, Agent[Any]] = {}
     for agent in originals:
         tools: list[Tool] = []
         by_name: dict[str, FunctionTool] = {}
-        for tool in [] if planning else await agent.get_all_tools(run_context):
+        for tool in await agent.get_all_tools(run_context):
             if isinstance(tool, FunctionTool):
                 if tool.name in built_in_names:
                     raise ValueError(
@@ -298,10 +351,18 @@ async def build_deferring_graph(
                         " enabled built-in tool"
                     )
                 by_name[tool.name] = tool
-                tools.append(_deferred_copy(tool, replay))
-            else:
+                if not planning:
+                    tools.append(_deferred_copy(tool, replay))
+            elif not planning:
                 tools.append(tool)  # Hosted and other SDK-run tools are passed through.
-        tools.extend(_built_in_tool(definition, replay) for definition in built_ins)
+        tools.extend(_built_in_tool(definition, replay) for definition in offered_built_ins)
+        offered = {getattr(tool, "name", None) for tool in tools}
+        handoff_names = set[str]() if planning else _handoff_tool_names(agent)
+        tools.extend(
+            _hidden_stub(name, by_name.get(name), replay)
+            for name in extra_names
+            if name not in offered and name not in handoff_names
+        )
         real_tools[agent.name] = by_name
         clones[id(agent)] = agent.clone(tools=tools, mcp_servers=[], handoffs=[])
     if not planning:
@@ -316,6 +377,227 @@ async def build_deferring_graph(
         built_in_names=built_in_names,
         agents=list(clones.values()),
     )
+
+
+def _handoff_tool_names(agent: Agent[Any]) -> set[str]:
+    return {
+        item.tool_name if isinstance(item, Handoff) else Handoff.default_tool_name(item)
+        for item in agent.handoffs
+    }
+
+
+# --- what a model step's calls offer ---------------------------------------------
+#
+# Every model the step's agents call is wrapped in a ``GuardedModel``: it leaves the hidden
+# stubs out of the offered tools, forces the tool choice when the step asks for it, and
+# records each response with the tool names it called that the call did not offer. When
+# the SDK then fails the run with ``ModelBehaviorError`` (a call of a tool it cannot
+# resolve), the runner runs the step again on a graph with a stub of each such name, and
+# the guard of that run answers with the recorded responses instead of calling the model.
+
+
+@dataclass
+class RecordedModelCall:
+    """One model call's answer: its stream events, or its response when not streamed."""
+
+    events: list[TResponseStreamEvent] = field(default_factory=list[TResponseStreamEvent])
+    response: ModelResponse | None = None
+
+
+class ModelCallGuard:
+    """The model calls of one run of a model step, through ``GuardedModel``.
+
+    ``force_tool_choice``: the run's first model call gets ``tool_choice="required"``.
+    ``replay``: the recorded calls of an earlier run of the same step, answered in order
+    without calling the model.
+    """
+
+    def __init__(
+        self,
+        *,
+        force_tool_choice: bool = False,
+        replay: Sequence[RecordedModelCall] | None = None,
+    ) -> None:
+        self.force_tool_choice = force_tool_choice
+        self.recorded: list[RecordedModelCall] = []
+        self.unoffered: list[str] = []
+        """Tool names the model called that its call did not offer, in call order."""
+        self._replay = list(replay) if replay is not None else []
+        self._calls = 0
+        self._replayed_events: set[int] = set()
+
+    def replaying_guard(self) -> ModelCallGuard:
+        """A guard that answers this run's calls again, for a rerun of the step."""
+        return ModelCallGuard(force_tool_choice=self.force_tool_choice, replay=self.recorded)
+
+    def install(self, run_config: RunConfig, agents: Iterable[Agent[Any]]) -> RunConfig:
+        """Wrap every model ``agents`` and ``run_config`` name; returns the run's config."""
+        for agent in agents:
+            if isinstance(agent.model, Model) and not isinstance(agent.model, GuardedModel):
+                agent.model = GuardedModel(agent.model, self)
+        model = run_config.model
+        if isinstance(model, Model) and not isinstance(model, GuardedModel):
+            model = GuardedModel(model, self)
+        return dataclasses.replace(
+            run_config,
+            model=model,
+            model_provider=_GuardedProvider(run_config.model_provider, self),
+        )
+
+    def next_replayed(self) -> RecordedModelCall | None:
+        """The recorded answer of the next call, or ``None`` when the model answers it."""
+        if not self._replay:
+            return None
+        self._calls += 1
+        call = self._replay.pop(0)
+        self._replayed_events.update(id(event) for event in call.events)
+        return call
+
+    def is_replayed(self, event: object) -> bool:
+        """Whether a stream event is a recorded one, whose deltas the first run wrote."""
+        return id(event) in self._replayed_events
+
+    def start_call(self, model_settings: ModelSettings) -> tuple[RecordedModelCall, ModelSettings]:
+        """Record a new call; the settings it is made with."""
+        first = self._calls == 0
+        self._calls += 1
+        call = RecordedModelCall()
+        self.recorded.append(call)
+        if first and self.force_tool_choice:
+            model_settings = model_settings.resolve(ModelSettings(tool_choice="required"))
+        return call, model_settings
+
+    def note_output(
+        self,
+        output: Sequence[Any],
+        offered: Sequence[Tool],
+        handoffs: Sequence[Handoff[Any, Any]],
+        output_schema: AgentOutputSchemaBase | None,
+    ) -> None:
+        """Note the function calls of ``output`` that name no offered tool or handoff."""
+        names = {getattr(tool, "name", None) for tool in offered}
+        names.update(item.tool_name for item in handoffs)
+        if output_schema is not None:
+            names.add("json_tool_call")  # The SDK's own stand-in for a structured answer.
+        calls = [item for item in output if isinstance(item, ResponseFunctionToolCall)]
+        for call in calls:
+            if call.name not in names and call.name not in self.unoffered:
+                self.unoffered.append(call.name)
+
+
+class GuardedModel(Model):
+    """A model of a model step's agents; see ``ModelCallGuard``."""
+
+    def __init__(self, inner: Model, guard: ModelCallGuard) -> None:
+        self.inner = inner
+        self.guard = guard
+
+    @property
+    def model(self) -> str | None:
+        """The wrapped model's name, when it exposes one."""
+        name = getattr(self.inner, "model", None)
+        return name if isinstance(name, str) else None
+
+    def get_retry_advice(self, request: ModelRetryAdviceRequest) -> ModelRetryAdvice | None:
+        return self.inner.get_retry_advice(request)
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+    async def get_response(
+        self,
+        system_instructions: str | None,
+        input: str | list[TResponseInputItem],
+        model_settings: ModelSettings,
+        tools: list[Tool],
+        output_schema: AgentOutputSchemaBase | None,
+        handoffs: list[Handoff],
+        tracing: ModelTracing,
+        *,
+        previous_response_id: str | None,
+        conversation_id: str | None,
+        prompt: ResponsePromptParam | None,
+    ) -> ModelResponse:
+        replayed = self.guard.next_replayed()
+        if replayed is not None:
+            if replayed.response is None:
+                raise RuntimeError("the rerun of a model step changed from streamed to not")
+            return replayed.response
+        call, settings = self.guard.start_call(model_settings)
+        offered = [tool for tool in tools if is_offered(tool)]
+        response = await self.inner.get_response(
+            system_instructions,
+            input,
+            settings,
+            offered,
+            output_schema,
+            handoffs,
+            tracing,
+            previous_response_id=previous_response_id,
+            conversation_id=conversation_id,
+            prompt=prompt,
+        )
+        call.response = response
+        self.guard.note_output(response.output, offered, handoffs, output_schema)
+        return response
+
+    async def stream_response(
+        self,
+        system_instructions: str | None,
+        input: str | list[TResponseInputItem],
+        model_settings: ModelSettings,
+        tools: list[Tool],
+        output_schema: AgentOutputSchemaBase | None,
+        handoffs: list[Handoff],
+        tracing: ModelTracing,
+        *,
+        previous_response_id: str | None,
+        conversation_id: str | None,
+        prompt: ResponsePromptParam | None,
+    ) -> AsyncIterator[TResponseStreamEvent]:
+        replayed = self.guard.next_replayed()
+        if replayed is not None:
+            for event in replayed.events:
+                yield event
+            return
+        call, settings = self.guard.start_call(model_settings)
+        offered = [tool for tool in tools if is_offered(tool)]
+        async for event in self.inner.stream_response(
+            system_instructions,
+            input,
+            settings,
+            offered,
+            output_schema,
+            handoffs,
+            tracing,
+            previous_response_id=previous_response_id,
+            conversation_id=conversation_id,
+            prompt=prompt,
+        ):
+            call.events.append(event)
+            if isinstance(event, ResponseCompletedEvent):
+                self.guard.note_output(event.response.output, offered, handoffs, output_schema)
+            yield event
+
+
+class _GuardedProvider(ModelProvider):
+    """Wraps each model a name resolves to (``RunConfig.model_provider``)."""
+
+    def __init__(self, inner: ModelProvider, guard: ModelCallGuard) -> None:
+        self.inner = inner
+        self.guard = guard
+
+    def get_model(self, model_name: str | None) -> Model:
+        model = self.inner.get_model(model_name)
+        return model if isinstance(model, GuardedModel) else GuardedModel(model, self.guard)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def unwrapped_model(model: str | Model | None) -> str | Model | None:
+    """``model`` without its ``GuardedModel``."""
+    return model.inner if isinstance(model, GuardedModel) else model
 
 
 # The public fields a rebuilt handoff takes from the original: all but its name and

@@ -23,14 +23,17 @@ from agents.tool_context import ToolContext
 from agents.usage import Usage
 from openai.types.responses.response_prompt_param import ResponsePromptParam
 
-from dex_agents import get_deferred_tool_execution, get_model_step_context
+from dex_agents import ToolInputRequested, get_deferred_tool_execution, get_model_step_context
 from dex_agents.session import AgentSessionFlow, AgentSessionOptions
 from dex_agents.testing import (
+    DEFAULT_SCENARIO_MODEL,
     ModelScript,
     ScenarioSession,
     ScenarioTaskPoller,
     ScenarioTool,
-    run_scenario_tool,
+    ToolChoice,
+    scenario_model_name,
+    scenario_tool_outcome,
 )
 from dex_agents.testing.script_playback import (
     play_scripted_model_call,
@@ -62,12 +65,26 @@ def build_conformance_flow(
     state_directory: Path,
     session: ScenarioSession,
 ) -> AgentSessionFlow:
-    """The conformance suite's scenario factory for this adapter."""
+    """The conformance suite's scenario factory for this adapter.
+
+    The agent's model is the default scripted model; ``resolve_model`` chooses one of the
+    session's scripted models (``ScenarioSession.session_models``) from the turn's session
+    settings, as an application chooses among the models its Workers built.
+    """
+    directory = Path(state_directory)
+    models = {
+        name: ScenarioModel(script, directory, session.summary_gate, name=name)
+        for name in (DEFAULT_SCENARIO_MODEL, *session.session_models)
+    }
+
+    def resolve_model(settings: Mapping[str, Any]) -> ScenarioModel:
+        return models[scenario_model_name(settings, session.session_models)]
+
     agent = Agent[Any](
         name="conformance_agent",
         instructions="Answer the user; use the tools when they help.",
-        model=ScenarioModel(script, Path(state_directory), session.summary_gate),
-        tools=[scenario_function_tool(tool, Path(state_directory)) for tool in tools],
+        model=models[DEFAULT_SCENARIO_MODEL],
+        tools=[scenario_function_tool(tool, directory) for tool in tools],
     )
     return create_openai_agents_session_flow(
         agent,
@@ -79,22 +96,27 @@ def build_conformance_flow(
             question_supersedes_later_calls=session.question_supersedes_later_calls,
             **session.storage_options(),
         ),
-        tool_tasks=ScenarioTaskPoller(tools, Path(state_directory)),
+        tool_tasks=ScenarioTaskPoller(tools, directory),
+        planning_tool_choice=session.planning_tool_choice,
+        resolve_model=resolve_model if session.session_models else None,
     )
 
 
 def scenario_function_tool(tool: ScenarioTool, state_directory: Path) -> FunctionTool:
     """A ``FunctionTool`` that runs ``tool`` as the scenario says and declares its effect."""
 
-    async def invoke(context: ToolContext[Any], arguments: str) -> str:
+    async def invoke(context: ToolContext[Any], arguments: str) -> str | ToolInputRequested:
         del context
         execution = get_deferred_tool_execution()
-        return await run_scenario_tool(
+        # A tool with a question returns ToolInputRequested until the rerun has its answer.
+        return await scenario_tool_outcome(
             tool,
             arguments,
             state_directory=state_directory,
             idempotency_key=execution.idempotency_key,
             attempt=execution.attempt,
+            input_answers=execution.input_answers,
+            input_continuation=execution.tool_call.input_continuation,
         )
 
     function_tool = FunctionTool(
@@ -105,6 +127,17 @@ def scenario_function_tool(tool: ScenarioTool, state_directory: Path) -> Functio
         strict_json_schema=False,
     )
     return declare_tool_effect(function_tool, tool.effect, requires_approval=tool.requires_approval)
+
+
+def _tool_choice(settings: ModelSettings) -> ToolChoice:
+    """The call's tool choice as the suite records it: a named tool or ``required`` must
+    call a tool."""
+    choice = settings.tool_choice
+    if choice is None or choice == "auto":
+        return "auto"
+    if choice == "none":
+        return "none"
+    return "required"
 
 
 def _is_user_message(item: Mapping[str, Any]) -> bool:
@@ -124,14 +157,24 @@ class ScenarioModel(Model):
     """Plays a ``ModelScript``; see the module docstring."""
 
     def __init__(
-        self, script: ModelScript, state_directory: Path, summary_gate: str | None = None
+        self,
+        script: ModelScript,
+        state_directory: Path,
+        summary_gate: str | None = None,
+        *,
+        name: str = DEFAULT_SCENARIO_MODEL,
     ) -> None:
         self.script = script
         self.state_directory = state_directory
         self.summary_gate = summary_gate
+        self.name = name
 
     async def _step(
-        self, system_instructions: str | None, model_input: str | list[TResponseInputItem]
+        self,
+        system_instructions: str | None,
+        model_input: str | list[TResponseInputItem],
+        model_settings: ModelSettings,
+        tools: Sequence[Tool],
     ) -> ModelStep:
         items: list[dict[str, Any]] = (
             [{"role": "user", "content": model_input}]
@@ -141,7 +184,9 @@ class ScenarioModel(Model):
         if system_instructions == CONTEXT_SUMMARY_INSTRUCTIONS:
             # The summarizer agent of summarize_context, which runs outside a model step.
             lines = [message_text(item) or "" for item in items]
-            text = await play_scripted_summary(self.state_directory, self.summary_gate, lines)
+            text = await play_scripted_summary(
+                self.state_directory, self.summary_gate, lines, model=self.name
+            )
             return ModelStep(output=[assistant_message(text)], usage=SCENARIO_USAGE)
         turn = get_model_step_context()
         names = {
@@ -176,6 +221,9 @@ class ScenarioModel(Model):
             history=[_readable(item, names) for item in items],
             tool_results=seen,
             write_text=turn.events.write_text_delta,
+            model=self.name,
+            offered_tools=[str(getattr(tool, "name", "")) for tool in tools],
+            tool_choice=_tool_choice(model_settings),
         )
         if response.tool_calls:
             output = [
@@ -210,7 +258,7 @@ class ScenarioModel(Model):
         conversation_id: str | None,
         prompt: ResponsePromptParam | None,
     ) -> ModelResponse:
-        step = await self._step(system_instructions, input)
+        step = await self._step(system_instructions, input, model_settings, tools)
         return await ScriptedModel([step]).get_response(
             system_instructions,
             input,
@@ -238,7 +286,7 @@ class ScenarioModel(Model):
         conversation_id: str | None,
         prompt: ResponsePromptParam | None,
     ) -> AsyncIterator[TResponseStreamEvent]:
-        step = await self._step(system_instructions, input)
+        step = await self._step(system_instructions, input, model_settings, tools)
         async for event in ScriptedModel([step]).stream_response(
             system_instructions,
             input,
