@@ -50,8 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from dex_agents import AgentHost
-from dex_agents.session import AgentSessionFlow
+from dex_agents import AgentHost, AgentSessionFlow
 
 if TYPE_CHECKING:
     from pydantic_ai import Agent
@@ -294,12 +293,12 @@ def conformance_framework(name: str) -> Callable[[Path], Framework]:
         from dex_agents.testing import (
             ModelScript,
             ModelTurn,
+            RunnerDriver,
             ScenarioSession,
             ScenarioTool,
             ToolCallSpec,
+            load_scenario_factory,
         )
-        from dex_agents.testing.runner_driver import RunnerDriver
-        from dex_agents.testing.scenario_flow import load_scenario_factory
         from dex_agents.values import ToolEffect
 
         responses: list[ModelTurn] = []
@@ -336,7 +335,7 @@ def conformance_framework(name: str) -> Callable[[Path], Framework]:
 
 
 def _completed(outcome: object) -> bool:
-    from dex_agents import TurnCompleted
+    from dex_agents.runner import TurnCompleted
 
     return isinstance(outcome, TurnCompleted)
 

@@ -6,8 +6,8 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 from dex_agents import AgentToolCallStatus, AgentUsage, InteractionMode, ToolEffect
-from dex_agents._texts import PLANNING_TURN_TOOL_REJECTED
 from dex_agents.runner import (
+    PLANNING_TURN_TOOL_REJECTED,
     TOOL_CALL_SUPERSEDED_BY_QUESTION_RESULT,
     DeferredToolCall,
     ResolvedToolPolicy,

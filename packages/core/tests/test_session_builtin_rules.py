@@ -15,8 +15,9 @@ from dex_agents import (
     InterruptKind,
     ToolEffect,
 )
-from dex_agents._texts import QUESTION_DEADLINE_PASSED, QUESTION_DECLINED
+from dex_agents._texts import QUESTION_DEADLINE_PASSED
 from dex_agents.runner import (
+    QUESTION_DECLINED,
     DeferredToolCall,
     ResolvedToolPolicy,
     RunnerDefectError,

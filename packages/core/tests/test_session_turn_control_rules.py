@@ -14,13 +14,16 @@ from dex_agents._plans import (
     write_todos_output,
 )
 from dex_agents._texts import (
-    PLANNING_TURN_TOOL_REJECTED,
     TURN_CANCELLED_NOTE_HEADER,
     TURN_STEERED_NOTE_HEADER,
     WRITE_TODOS_CALLED_TWICE,
     build_turn_control_note,
 )
-from dex_agents.runner import TOOL_CALL_CANCELLED_BY_TURN_CANCELLATION_RESULT, build_plan_note
+from dex_agents.runner import (
+    PLANNING_TURN_TOOL_REJECTED,
+    TOOL_CALL_CANCELLED_BY_TURN_CANCELLATION_RESULT,
+    build_plan_note,
+)
 from dex_agents.session._plan_rules import (
     accepts_plan_execution,
     activate_plan,

@@ -15,11 +15,14 @@ from pydantic_ai.messages import ModelRequest, ToolCallPart, UserPromptPart
 from pydantic_ai.models.function import FunctionModel
 from test_runner import ScriptedModel, answer, calls
 
-from dex_agents import ToolCallsRequested, ToolExecutionError, ToolExecutionResult
-from dex_agents.plans import build_plan_note
-from dex_agents.runner import ToolInputRequested
-from dex_agents.testing.compaction import summary_request
-from dex_agents.testing.runner_driver import RunnerDriver
+from dex_agents.runner import (
+    ToolCallsRequested,
+    ToolExecutionError,
+    ToolExecutionResult,
+    ToolInputRequested,
+    build_plan_note,
+)
+from dex_agents.testing import RunnerDriver, summary_request
 from dex_agents.values import AgentPlan, AgentToolCallStatus, InteractionMode, PlanTask, ToolEffect
 from dex_agents_pydantic_ai import PydanticAIRunner, ask_user, dex_tool_metadata
 

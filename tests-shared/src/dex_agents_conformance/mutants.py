@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from dex_agents import AgentSessionFlow, create_agent_session_flow
 from dex_agents.runner import (
     AgentTurnContext,
     AgentTurnOutcome,
@@ -29,7 +30,6 @@ from dex_agents.runner import (
     ToolExecutionError,
     ToolExecutionResult,
 )
-from dex_agents.session import AgentSessionFlow, create_agent_session_flow
 from dex_agents.testing import (
     ModelScript,
     ModelTurn,

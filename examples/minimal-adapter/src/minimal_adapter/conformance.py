@@ -17,16 +17,18 @@ from typing import Any
 
 import httpx
 
-from dex_agents import (
-    AgentSessionFlow,
+from dex_agents import AgentSessionFlow, create_agent_session_flow
+from dex_agents.runner import (
     ToolInputRequested,
-    create_agent_session_flow,
     get_deferred_tool_execution,
     get_model_step_context,
 )
-from dex_agents.testing import ModelScript, ScenarioSession, ScenarioTool, scenario_tool_outcome
-from dex_agents.testing.script_playback import (
+from dex_agents.testing import (
+    ModelScript,
+    ScenarioSession,
+    ScenarioTool,
     play_scripted_model_call,
+    scenario_tool_outcome,
     scripted_answer_text,
     scripted_tool_call_id,
 )

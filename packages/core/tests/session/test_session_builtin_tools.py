@@ -15,8 +15,8 @@ from dex_agents import (
     ToolPolicy,
     create_agent_session_flow,
 )
-from dex_agents._texts import QUESTION_DEADLINE_PASSED, QUESTION_DECLINED
-from dex_agents.runner import ToolExecutionResult, ToolInputRequested
+from dex_agents._texts import QUESTION_DEADLINE_PASSED
+from dex_agents.runner import QUESTION_DECLINED, ToolExecutionResult, ToolInputRequested
 from dex_agents.testing import read_step_history
 from dex_agents.values import AnswerQuestionInput, ResolveInterruptInput
 

@@ -7,9 +7,9 @@ tool call then runs in its own Dex Step. See the package README.
 
 from importlib.metadata import version as _version
 
-from dex_agents.adapter_support import MOVED_TO_DEX_AGENTS as _MOVED_TO_DEX_AGENTS
-from dex_agents.adapter_support import deprecated_aliases as _deprecated_aliases
-from dex_agents.versions import warn_if_off_version_line
+from dex_agents.runner import MOVED_TO_DEX_AGENTS as _MOVED_TO_DEX_AGENTS
+from dex_agents.runner import deprecated_aliases as _deprecated_aliases
+from dex_agents.runner import warn_if_off_version_line
 from dex_agents_pydantic_ai._flow import create_pydantic_ai_session_flow
 from dex_agents_pydantic_ai._runner import DepsFactory, ModelResolver, PydanticAIRunner
 from dex_agents_pydantic_ai._tools import (

@@ -6,13 +6,13 @@ from typing import Any, Literal, TypeVar, Unpack
 
 from pydantic_ai import Agent
 
-from dex_agents.session import (
+from dex_agents import (
     AgentSessionFlow,
     AgentSessionOptions,
     AgentSessionOptionValues,
     create_agent_session_flow,
 )
-from dex_agents.tool_task_routing import ToolTaskPollers, ToolTasksOption
+from dex_agents.runner import ToolTaskPollers, ToolTasksOption
 from dex_agents_pydantic_ai._runner import DepsFactory, ModelResolver, PydanticAIRunner
 
 __all__ = ["create_pydantic_ai_session_flow"]

@@ -35,9 +35,9 @@ from pydantic_ai.messages import (
 )
 from pydantic_core import to_json
 
-from dex_agents import AgentMessage, FrameworkMessage
-from dex_agents.decode_cache import DecodeCache
-from dex_agents.texts import OUTCOME_UNKNOWN_TOOL_RESULT
+from dex_agents import AgentMessage
+from dex_agents.runner import OUTCOME_UNKNOWN_TOOL_RESULT, DecodeCache
+from dex_agents.values import FrameworkMessage
 
 __all__ = [
     "DEFAULT_KEPT_SESSIONS",

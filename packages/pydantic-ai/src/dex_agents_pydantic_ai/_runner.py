@@ -64,45 +64,41 @@ from pydantic_ai.tools import (
 )
 from pydantic_ai.toolsets import AbstractToolset, ExternalToolset
 
-from dex_agents import (
-    AgentToolCallStatus,
+from dex_agents import AgentToolCallStatus, AgentUsage
+from dex_agents.runner import (
+    CONTEXT_SUMMARY_INSTRUCTIONS,
+    WRITE_TODOS,
     AgentTurnContext,
     AgentTurnOutcome,
-    AgentUsage,
+    ContextSummaryRequest,
+    ContextSummaryResult,
     DeferredToolCall,
     DeferredToolExecution,
     DeferredToolOutcome,
-    FrameworkMessage,
     ModelCallMetadata,
     ToolCallsRequested,
     ToolExecutionError,
     ToolExecutionResult,
+    ToolTaskForwarding,
     TurnCompleted,
-    add_agent_usage,
-    describe_tool_call_outcome,
-    empty_agent_usage,
-    model_call_metadata,
-)
-from dex_agents.adapter_support import (
     answer_tool_call,
+    build_plan_note,
     check_model_tool_call_id,
+    check_planning_tool_choice,
+    context_summary_note,
+    describe_tool_call_outcome,
+    enabled_builtin_tool_definitions,
+    estimate_stored_tokens,
+    forced_tool_choice_refusal,
+    is_anthropic_model,
+    model_call_metadata,
+    returning_started_task,
     serving_deferred_tool_execution,
     serving_model_step,
     single_response_usage,
-)
-from dex_agents.builtin_tools import WRITE_TODOS, enabled_builtin_tool_definitions
-from dex_agents.compaction import ContextSummaryRequest, ContextSummaryResult
-from dex_agents.compaction_support import context_summary_note, estimate_stored_tokens
-from dex_agents.plans import build_plan_note
-from dex_agents.runner import (
-    check_planning_tool_choice,
-    forced_tool_choice_refusal,
-    is_anthropic_model,
     thinking_enabled,
 )
-from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS
-from dex_agents.tool_task_routing import ToolTaskForwarding, returning_started_task
-from dex_agents.values import InteractionMode
+from dex_agents.values import FrameworkMessage, InteractionMode, add_agent_usage, empty_agent_usage
 from dex_agents_pydantic_ai._compaction import compaction_cutoff, summary_prompt
 from dex_agents_pydantic_ai._mcp import stamp_mcp_idempotency_keys
 from dex_agents_pydantic_ai._messages import (

@@ -62,23 +62,21 @@ from pydantic_ai.toolsets.abstract import ToolsetTool
 from pydantic_ai.usage import RunUsage
 from pydantic_core import SchemaValidator, core_schema
 
-from dex_agents import (
-    AgentTurnContext,
-    ResolvedToolPolicy,
-    ToolEffect,
-    ToolExecutionError,
-    ToolInputRequested,
-    get_deferred_tool_execution,
-)
-from dex_agents.adapter_support import (
+from dex_agents import ToolEffect
+from dex_agents.runner import (
     DEX_EFFECT_METADATA_KEY,
     DEX_IDEMPOTENCY_KEY,
     DEX_REQUIRES_APPROVAL_METADATA_KEY,
+    AgentTurnContext,
+    ResolvedToolPolicy,
+    ToolExecutionError,
+    ToolInputRequested,
+    call_policy,
     declared_approval_in,
     declared_effect_in,
+    get_deferred_tool_execution,
     tool_declaration_metadata,
 )
-from dex_agents.runner import call_policy
 from dex_agents_pydantic_ai._mcp import mcp_annotation_effect
 
 __all__ = [

@@ -35,8 +35,13 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
-from dex_agents import AgentTurnContext, get_deferred_tool_execution, get_model_step_context
-from dex_agents.session import AgentSessionFlow
+from dex_agents import AgentSessionFlow
+from dex_agents.runner import (
+    CONTEXT_SUMMARY_INSTRUCTIONS,
+    AgentTurnContext,
+    get_deferred_tool_execution,
+    get_model_step_context,
+)
 from dex_agents.testing import (
     DEFAULT_SCENARIO_MODEL,
     ModelScript,
@@ -44,17 +49,14 @@ from dex_agents.testing import (
     ScenarioTaskPoller,
     ScenarioTool,
     ToolChoice,
+    play_scripted_model_call,
+    play_scripted_summary,
     run_scenario_tool,
     scenario_model_name,
     scenario_tool_outcome,
-)
-from dex_agents.testing.script_playback import (
-    play_scripted_model_call,
-    play_scripted_summary,
     scripted_answer_text,
     scripted_tool_call_id,
 )
-from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS
 from dex_agents_pydantic_ai import ask_user, create_pydantic_ai_session_flow, dex_tool_metadata
 
 __all__ = ["CONFORMANCE_FACTORY", "build_conformance_flow"]
