@@ -39,6 +39,6 @@ def test_the_old_compaction_module_still_serves_its_names(name: str) -> None:
 
 def test_the_testing_module_serves_the_scripted_model() -> None:
     from dex_agents.models import ScriptedModelClient
-    from dex_agents.testing import ScriptedModelClient as Scripted
+    from dex_agents.stepwise.testing import ScriptedModelClient as Scripted
 
     assert Scripted is ScriptedModelClient
