@@ -29,8 +29,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from dex_agents import AgentMessage, FrameworkMessage
-from dex_agents.decode_cache import DecodeCache
+from dex_agents import AgentMessage
+from dex_agents.runner import DecodeCache
+from dex_agents.values import FrameworkMessage
 
 
 def _fresh(framework_messages: Sequence[FrameworkMessage]) -> list[AgentMessage]:
@@ -186,7 +187,7 @@ async def pydantic_ai_tool_step(calls: int) -> None:
     from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
     from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-    from dex_agents.testing.runner_driver import RunnerDriver
+    from dex_agents.testing import RunnerDriver
     from dex_agents_pydantic_ai import IDEMPOTENCY_KEY_METADATA_KEY, PydanticAIRunner
 
     def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -227,8 +228,8 @@ async def pydantic_ai_turn_framework_work(turns: int) -> None:
     from agent_turns import pydantic_ai_agent
     from pydantic_ai.messages import ModelMessage
 
-    from dex_agents import TurnCompleted
-    from dex_agents.testing.runner_driver import RunnerDriver
+    from dex_agents.runner import TurnCompleted
+    from dex_agents.testing import RunnerDriver
     from dex_agents_pydantic_ai import PydanticAIRunner
 
     agent = pydantic_ai_agent("framework-work")

@@ -65,8 +65,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from _results import load_average, write_results
 
-from dex_agents import AgentHost
-from dex_agents.session import AgentSessionFlow
+from dex_agents import AgentHost, AgentSessionFlow, EmbeddedEngineOptions
 
 if TYPE_CHECKING:
     from pydantic_ai import Agent
@@ -476,12 +475,12 @@ def conformance_framework(name: str) -> Callable[[Path], Framework]:
         from dex_agents.testing import (
             ModelScript,
             ModelTurn,
+            RunnerDriver,
             ScenarioSession,
             ScenarioTool,
             ToolCallSpec,
+            load_scenario_factory,
         )
-        from dex_agents.testing.runner_driver import RunnerDriver
-        from dex_agents.testing.scenario_flow import load_scenario_factory
         from dex_agents.values import ToolEffect
 
         responses: list[ModelTurn] = []
@@ -518,7 +517,7 @@ def conformance_framework(name: str) -> Callable[[Path], Framework]:
 
 
 def _completed(outcome: object) -> bool:
-    from dex_agents import TurnCompleted
+    from dex_agents.runner import TurnCompleted
 
     return isinstance(outcome, TurnCompleted)
 
@@ -745,12 +744,16 @@ async def measure(arguments: argparse.Namespace) -> dict[str, Any]:
             dbos.launch()
         async with engine_for(arguments, root / "engine.sqlite") as (address, engine_pid):
             try:
+                engine_options = EmbeddedEngineOptions(
+                    placement="thread" if arguments.engine == "thread" else "loop",
+                    transport=arguments.transport,
+                    durability=durability,
+                )
                 async with AgentHost(
                     [f.flow for f in frameworks],
                     server_address=address,
                     database=root / "engine.sqlite",
-                    embedded_engine="thread" if arguments.engine == "thread" else "loop",
-                    embedded_transport=arguments.transport,
+                    engine_options=engine_options,
                 ) as host:
                     clock = CpuClock(engine_pid)
                     modes = await run_modes(arguments, frameworks, host, clock)
@@ -793,8 +796,8 @@ async def measure(arguments: argparse.Namespace) -> dict[str, Any]:
 async def engine_for(
     arguments: argparse.Namespace, database: Path
 ) -> AsyncIterator[tuple[str | None, int | None]]:
-    """The engine at the run's durability: the address the host uses (None: the host's
-    own embedded engine, which runs in the default mode) and the engine child's PID."""
+    """With ``--engine child``, the engine process at the run's durability: its address and
+    PID; otherwise (None, None): the host embeds the engine."""
     if arguments.engine == "child":
         command = [
             sys.executable,
@@ -819,29 +822,7 @@ async def engine_for(
             child.terminate()
             child.wait(timeout=60)
         return
-    if arguments.durability == "process-crash":
-        yield None, None  # the host's embedded engine, in its default mode
-        return
-    from dex_local_engine import EngineServer, LocalEngine
-    from dex_local_engine.sdk_patches import route_in_process_channels
-
-    # The engine the host would embed, in power-loss mode: on this loop (or its own
-    # thread), the host's Client and Worker reaching it in process as the host does.
-    in_process = arguments.transport == "in-process" and route_in_process_channels()
-    if arguments.engine == "thread":
-        engine = LocalEngine(database, port=0, durability="power-loss", in_process=in_process)
-        await asyncio.to_thread(engine.start)
-        try:
-            yield engine.address, None
-        finally:
-            await asyncio.to_thread(engine.stop)
-        return
-    server = EngineServer(database, "127.0.0.1", 0, "power-loss", in_process=in_process)
-    address = await server.start()
-    try:
-        yield address, None
-    finally:
-        await server.stop()
+    yield None, None  # the host's embedded engine (its options carry the durability)
 
 
 async def run_modes(

@@ -53,20 +53,24 @@ from typing import Any
 
 import dex
 
-from dex_agents import (
+from dex_agents import AgentSessionFlow, CompactionPolicy, create_agent_session_flow
+from dex_agents.models import ModelRequest, ScriptedModelClient, UserTextItem
+from dex_agents.runner import CONTEXT_SUMMARY_INSTRUCTIONS
+from dex_agents.stepwise import AgentDefinition, StepwiseRunner, session_options_of
+from dex_agents.testing import (
+    ModelScript,
+    ModelTurn,
+    ScenarioSession,
+    read_stored_attributes,
+    stored_attribute_bytes,
+)
+from dex_agents.values import (
     AgentMessageIndex,
     AgentSessionStartInput,
     AgentUserMessage,
-    CompactionPolicy,
     ContextSummary,
     from_wire_json,
 )
-from dex_agents.models import ModelRequest, ScriptedModelClient, UserTextItem
-from dex_agents.session import AgentSessionFlow, create_agent_session_flow
-from dex_agents.stepwise import AgentDefinition, StepwiseRunner, session_options_of
-from dex_agents.testing import ModelScript, ModelTurn, ScenarioSession
-from dex_agents.testing.attributes import read_stored_attributes, stored_attribute_bytes
-from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS
 from dex_local_engine import LocalEngine
 
 USER_TEXT = (

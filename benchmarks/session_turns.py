@@ -46,10 +46,12 @@ from typing import Any
 
 import dex
 
+from dex_agents import AgentSessionFlow
 from dex_agents.runner import AgentTurnContext, DeferredToolExecution, ToolCallsRequested
-from dex_agents.session import AgentSessionFlow
 from dex_agents.testing import (
     SCRIPTED_FLOW_FACTORY,
+    SESSION_CODECS_VARIABLE,
+    STATE_DIRECTORY_VARIABLE,
     AgentSessionTestClient,
     AgentTestEnvironment,
     KillableWorkerProcess,
@@ -65,8 +67,6 @@ from dex_agents.testing import (
     executed_step_types,
     read_step_history,
 )
-from dex_agents.testing.scenario_flow import STATE_DIRECTORY_VARIABLE
-from dex_agents.testing.worker_process import SESSION_CODECS_VARIABLE
 from dex_agents.values import AgentMessage, AgentToolCall, AgentToolCallStatus, ToolEffect
 
 LOOKUP = ScenarioTool("lookup_order", ToolEffect.READ, text="order {order_id} shipped")

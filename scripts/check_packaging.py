@@ -64,10 +64,10 @@ ADAPTERS = (
 # Modules of the core that need an extra; without it, importing one must fail with a
 # message that names the extra. Each must be in the core's wheel.
 EXTRA_MODULES = {
-    "dex_agents.models.openai_responses": "openai",
-    "dex_agents.models.openai_chat": "openai",
-    "dex_agents.models.anthropic_messages": "anthropic",
-    "dex_agents.models.litellm": "litellm",
+    "dex_agents.models._openai_responses": "openai",
+    "dex_agents.models._openai_chat": "openai",
+    "dex_agents.models._anthropic_messages": "anthropic",
+    "dex_agents.models._litellm": "litellm",
     "dex_agents.mcp": "mcp",
     "dex_agents.ui_stream": "ui",
 }

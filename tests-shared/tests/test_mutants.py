@@ -17,7 +17,11 @@ from dex_agents_conformance.mutants import INCREMENTAL_FLOW_FACTORY, MUTANTS, Mu
 from dex_agents_conformance.rules import RULE_NOTE_PREFIX, ContractRule, rules_of
 from dex_agents_conformance.suite import ConformanceSuite
 
-CAPABILITIES = ALL_CAPABILITIES | {Capability.TOOL_INPUT_REQUESTS}
+CAPABILITIES = ALL_CAPABILITIES | {
+    Capability.TOOL_INPUT_REQUESTS,
+    Capability.PLANNING_TOOL_CHOICE,
+    Capability.SESSION_MODELS,
+}
 FAILED_TURN = "test_a_failed_model_call_fails_the_turn_with_a_note_of_the_tool_calls"
 
 

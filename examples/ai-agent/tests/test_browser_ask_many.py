@@ -7,7 +7,7 @@ import re
 from app_server import RunningApp
 from browser_page import TIMEOUT_MS, app_page_url, chromium_page, needs_chromium, start_agent
 
-from dex_agents.texts import TOOL_CALL_SUPERSEDED_BY_QUESTION_RESULT
+from dex_agents.runner import TOOL_CALL_SUPERSEDED_BY_QUESTION_RESULT
 
 pytestmark = needs_chromium
 

@@ -17,7 +17,7 @@ from dex_agents.models import (
     RecordingStreamSink,
     UserTextItem,
 )
-from dex_agents.testing.http_endpoint import (
+from dex_agents.testing import (
     HttpAnswer,
     ScriptedHttpEndpoint,
     chat_completion_chunk,

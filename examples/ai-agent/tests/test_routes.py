@@ -13,8 +13,8 @@ import httpx
 import pytest
 from app_server import GROQ_SECRET, SECRET, RunningApp
 
+from dex_agents.runner import TOOL_CALL_SUPERSEDED_BY_QUESTION_RESULT
 from dex_agents.testing import poll_until
-from dex_agents.texts import TOOL_CALL_SUPERSEDED_BY_QUESTION_RESULT
 
 API = "/products/ai-agent"
 Snapshot = dict[str, Any]

@@ -4,7 +4,7 @@ import pytest
 
 from dex_agents_conformance import ConformanceAdapter
 from dex_agents_conformance.suite import ConformanceSuite
-from minimal_adapter.conformance import CAPABILITIES
+from minimal_adapter.conformance import CAPABILITIES, UNSUPPORTED
 
 
 @pytest.fixture
@@ -13,6 +13,7 @@ def conformance_adapter() -> ConformanceAdapter:
         factory="minimal_adapter.conformance:build_flow",
         name="minimal adapter",
         capabilities=CAPABILITIES,
+        unsupported=UNSUPPORTED,
     )
 
 

@@ -11,18 +11,17 @@ from typing import Any
 import httpx2
 import pytest
 
-from dex_agents import (
-    AgentToolCallStatus,
+from dex_agents import AgentToolCallStatus, ToolEffect
+from dex_agents.runner import (
+    PLANNING_TURN_TOOL_REJECTED,
+    ContextSummaryRequest,
     ToolCallsRequested,
-    ToolEffect,
     ToolExecutionResult,
     ToolInputRequested,
     TurnCompleted,
     get_deferred_tool_execution,
 )
-from dex_agents.compaction import ContextSummaryRequest
-from dex_agents.testing.runner_driver import RunnerDriver
-from dex_agents.texts import PLANNING_TURN_TOOL_REJECTED
+from dex_agents.testing import RunnerDriver
 from dex_agents.values import AgentPlan, InteractionMode, PlanTask
 from dex_agents_claude_sdk import (
     ClaudeRunner,

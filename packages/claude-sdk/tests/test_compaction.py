@@ -8,10 +8,14 @@ from typing import Any
 
 import httpx2
 
-from dex_agents import ContextSummary, ToolCallsRequested, ToolEffect
-from dex_agents.testing.compaction import summary_request
-from dex_agents.testing.runner_driver import RunnerDriver
-from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS, CONTEXT_SUMMARY_NOTE_HEADER
+from dex_agents import ToolEffect
+from dex_agents.runner import (
+    CONTEXT_SUMMARY_INSTRUCTIONS,
+    CONTEXT_SUMMARY_NOTE_HEADER,
+    ToolCallsRequested,
+)
+from dex_agents.testing import RunnerDriver, summary_request
+from dex_agents.values import ContextSummary
 from dex_agents_claude_sdk import ClaudeRunner, claude_tool
 from dex_agents_claude_sdk.testing import (
     error_response,

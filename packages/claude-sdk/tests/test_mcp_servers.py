@@ -14,10 +14,11 @@ from typing import Any
 import httpx2
 import pytest
 
-from dex_agents import AgentHost, get_deferred_tool_execution
+from dex_agents import AgentHost
 from dex_agents.mcp import McpTool, McpToolSource
+from dex_agents.runner import get_deferred_tool_execution
 from dex_agents.testing import executed_step_types, read_step_history
-from dex_agents.testing.mcp_transports import StdioAndHttpMcpServers
+from dex_agents.testing.mcp_server import StdioAndHttpMcpServers
 from dex_agents_claude_sdk import ClaudeTool, claude_tool, create_claude_session_flow
 from dex_agents_claude_sdk.testing import mock_client_factory, response_message, sse_response
 

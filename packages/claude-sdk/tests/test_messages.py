@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dex_agents import OUTCOME_UNKNOWN_TOOL_RESULT
+from dex_agents.runner import OUTCOME_UNKNOWN_TOOL_RESULT
 from dex_agents_claude_sdk._messages import request_messages
 
 

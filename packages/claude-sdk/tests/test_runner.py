@@ -12,18 +12,16 @@ import httpx2
 import pytest
 from anthropic.lib.tools import ToolError, beta_tool
 
-from dex_agents import (
+from dex_agents import AgentToolCallStatus, ToolEffect, ToolPolicy
+from dex_agents.runner import (
     OUTCOME_UNKNOWN_TOOL_RESULT,
-    AgentToolCallStatus,
     ResolvedToolPolicy,
     ToolCallsRequested,
-    ToolEffect,
     ToolExecutionError,
-    ToolPolicy,
     TurnCompleted,
     get_deferred_tool_execution,
 )
-from dex_agents.testing.runner_driver import RunnerDriver as Session
+from dex_agents.testing import RunnerDriver as Session
 from dex_agents_claude_sdk import ClaudeRunner, claude_tool
 from dex_agents_claude_sdk.testing import (
     error_response,

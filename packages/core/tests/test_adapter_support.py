@@ -1,4 +1,4 @@
-"""dex_agents.adapter_support: the rules every framework adapter shares."""
+"""dex_agents._adapter_support: the rules every framework adapter shares."""
 
 from __future__ import annotations
 
@@ -8,37 +8,29 @@ from typing import Any
 
 import pytest
 
-from dex_agents import (
-    OUTCOME_UNKNOWN_TOOL_RESULT,
-    AgentToolCall,
-    AgentToolCallStatus,
-    AgentTurnContext,
-    AgentUsage,
-    DeferredToolCall,
-    DeferredToolExecution,
-    FrameworkMessage,
-    ModelCallMetadata,
-    ResolvedToolPolicy,
-    ToolCallsRequested,
-    ToolEffect,
-    ToolExecutionError,
-    ToolPolicy,
-    TurnCompleted,
-    describe_tool_call_outcome,
-)
-from dex_agents.adapter_support import (
+from dex_agents import AgentToolCall, AgentToolCallStatus, AgentUsage, ToolEffect, ToolPolicy
+from dex_agents._adapter_support import current_deferred_tool_execution, current_model_step_context
+from dex_agents.runner import (
     BUILT_IN_TOOL_POLICY,
     DEX_EFFECT_METADATA_KEY,
     DEX_REQUIRES_APPROVAL_METADATA_KEY,
+    OUTCOME_UNKNOWN_TOOL_RESULT,
     UNKNOWN_TOOL_POLICY,
+    AgentTurnContext,
+    DeferredToolCall,
+    DeferredToolExecution,
+    ModelCallMetadata,
+    ResolvedToolPolicy,
+    ToolCallsRequested,
+    ToolExecutionError,
+    TurnCompleted,
     answer_tool_call,
     check_model_tool_call_id,
     counted_model_step_outcome,
-    current_deferred_tool_execution,
-    current_model_step_context,
     declared_approval_in,
     declared_effect_in,
     decode_model_call_count,
+    describe_tool_call_outcome,
     encode_model_call_count,
     get_deferred_tool_execution,
     get_model_step_context,
@@ -50,7 +42,8 @@ from dex_agents.adapter_support import (
     tool_arguments_object,
     tool_declaration_metadata,
 )
-from dex_agents.testing.runner_driver import RecordingEventWriter
+from dex_agents.testing import RecordingEventWriter
+from dex_agents.values import FrameworkMessage
 
 
 class _NotCancelled:

@@ -8,10 +8,15 @@ from typing import Any
 
 import pytest
 
-from dex_agents import AgentTurnContext, ResolvedToolPolicy, ToolEffect, ToolPolicy
-from dex_agents.builtin_tools import BUILT_IN_TOOL_POLICY
-from dex_agents.runner import call_policy, default_requires_approval
-from dex_agents.testing.runner_driver import RecordingEventWriter
+from dex_agents import ToolEffect, ToolPolicy
+from dex_agents.runner import (
+    BUILT_IN_TOOL_POLICY,
+    AgentTurnContext,
+    ResolvedToolPolicy,
+    call_policy,
+    default_requires_approval,
+)
+from dex_agents.testing import RecordingEventWriter
 
 
 class _NotCancelled:

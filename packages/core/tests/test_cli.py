@@ -1,4 +1,5 @@
-from dex_agents import __version__, cli
+from dex_agents import __version__
+from dex_agents import _cli as cli
 
 
 def test_version_lists_core_engine_and_sdk(capsys) -> None:  # type: ignore[no-untyped-def]

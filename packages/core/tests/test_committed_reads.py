@@ -10,17 +10,15 @@ from pathlib import Path
 import dex
 import pytest
 
-from dex_agents import (
-    AgentHost,
+from dex_agents import AgentHost, create_agent_session_flow
+from dex_agents.runner import (
     AgentTurnContext,
     DeferredToolExecution,
-    FrameworkMessage,
     ToolExecutionResult,
     TurnCompleted,
-    create_agent_session_flow,
-    empty_agent_usage,
 )
-from dex_agents.session.committed_reads import CommittedReads
+from dex_agents.session._committed_reads import CommittedReads
+from dex_agents.values import FrameworkMessage, empty_agent_usage
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,16 @@ from __future__ import annotations
 import pytest
 
 from dex_agents import CompactionPolicy
-from dex_agents.compaction import ContextSummaryResult, compaction_cutoff_is_new, record_summary
-from dex_agents.compaction_support import CutItem, cut_points, select_cut, summary_input_text
-from dex_agents.runner import RunnerDefectError
-from dex_agents.texts import CONTEXT_SUMMARY_NOTE_HEADER
+from dex_agents._compaction import compaction_cutoff_is_new, record_summary
+from dex_agents.runner import (
+    CONTEXT_SUMMARY_NOTE_HEADER,
+    ContextSummaryResult,
+    CutItem,
+    RunnerDefectError,
+    cut_points,
+    select_cut,
+    summary_input_text,
+)
 from dex_agents.values import AgentMessage, AgentState, AgentStatus, AgentUsage, ContextSummary
 
 

@@ -6,7 +6,7 @@ import pytest
 from dex import Value, WireKind
 
 from dex_agents import AgentMessage, session_codec_registry
-from dex_agents.decode_cache import DecodeCache
+from dex_agents.runner import DecodeCache
 from dex_agents.values import (
     SESSION_VALUE_DECODE_CACHE,
     STORED_MESSAGE_DECODE_CACHE,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from dex_agents.demo.script import DEMO_HELP, demo_model_reply
+from dex_agents._demo.script import DEMO_HELP, demo_model_reply
 from dex_agents.models import ModelRequest, ToolResultItem, UserTextItem
 from dex_agents.testing.mcp_server import read_calls
 
@@ -26,7 +26,7 @@ def run_demo(tmp_path: Path, *arguments: str) -> subprocess.CompletedProcess[str
         [
             sys.executable,
             "-m",
-            "dex_agents.cli",
+            "dex_agents",
             "demo",
             "--db",
             str(tmp_path / "demo.sqlite3"),
@@ -131,7 +131,7 @@ def test_a_durable_wait_survives_stopping_the_demo(tmp_path: Path) -> None:
     command = [
         sys.executable,
         "-m",
-        "dex_agents.cli",
+        "dex_agents",
         "demo",
         "--db",
         database,
@@ -188,7 +188,7 @@ def test_interactive_chat_rejects_with_a_reason_and_answers_by_number(tmp_path: 
     }
     typed = "refund order 43\nn\nToo early to refund\nhelp me choose\n3\n/quit\n"
     result = subprocess.run(
-        [sys.executable, "-m", "dex_agents.cli", "demo", "--db", str(tmp_path / "demo.sqlite3")],
+        [sys.executable, "-m", "dex_agents", "demo", "--db", str(tmp_path / "demo.sqlite3")],
         input=typed,
         capture_output=True,
         text=True,

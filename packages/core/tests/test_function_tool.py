@@ -10,9 +10,10 @@ from typing import Any, Literal
 import pydantic
 import pytest
 
-from dex_agents import ToolEffect, ToolExecutionError, ToolExecutionResult, ToolInputRequested
+from dex_agents import ToolEffect
+from dex_agents.runner import ToolExecutionError, ToolExecutionResult, ToolInputRequested
 from dex_agents.stepwise import FunctionTool, ToolCallContext, encode_tool_result, function_tool
-from dex_agents.testing.runner_driver import RecordingEventWriter
+from dex_agents.testing import RecordingEventWriter
 
 
 class NotCancelled:

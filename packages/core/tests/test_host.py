@@ -20,23 +20,26 @@ from dex_agents import (
     AgentHost,
     AgentSessionClient,
     AgentSessionFlow,
+    EmbeddedEngineOptions,
+    SessionWaitTimeoutError,
+    ToolEffect,
+    ToolPolicy,
+    WorkerTuning,
+    create_agent_session_flow,
+)
+from dex_agents._host_options import EmbeddedEngine, EmbeddedTransport
+from dex_agents.runner import (
     AgentTurnContext,
     DeferredToolCall,
     DeferredToolExecution,
-    FrameworkMessage,
-    SessionWaitTimeoutError,
     ToolCallsRequested,
-    ToolEffect,
     ToolExecutionError,
     ToolExecutionResult,
-    ToolPolicy,
     TurnCompleted,
-    create_agent_session_flow,
     describe_tool_call_outcome,
-    empty_agent_usage,
 )
-from dex_agents.host import EmbeddedEngine, EmbeddedTransport
 from dex_agents.testing import PrivateDexEngine
+from dex_agents.values import FrameworkMessage, empty_agent_usage
 
 TOOLS = ("check_stock", "refund_order")
 TOGETHER_WAIT_SECONDS = 20
@@ -130,7 +133,8 @@ async def test_the_embedded_engine_runs_on_the_hosts_loop_or_its_own_thread(
     placement: EmbeddedEngine,
 ) -> None:
     before = len(_engine_threads())
-    async with AgentHost(_build_flow(), embedded_engine=placement) as host:
+    engine = EmbeddedEngineOptions(placement=placement)
+    async with AgentHost(_build_flow(), engine_options=engine) as host:
         assert host.embedded_engine == placement
         assert len(_engine_threads()) - before == (1 if placement == "thread" else 0)
         assert await _run_turn(host.client(), f"placed-{placement}") == EXPECTED_REPLY
@@ -145,7 +149,8 @@ async def test_a_turn_runs_over_each_transport_and_the_grpc_port_stays_open(
     from dex_local_engine.in_process import InProcessChannel
 
     flow = _build_flow()
-    async with AgentHost(flow, embedded_engine=placement, embedded_transport=transport) as host:
+    engine = EmbeddedEngineOptions(placement=placement, transport=transport)
+    async with AgentHost(flow, engine_options=engine) as host:
         channel = vars(host.dex_client)["_channel"]
         assert isinstance(channel, InProcessChannel) == (transport == "in-process")
         assert await _run_turn(host.client(), f"over-{transport}") == EXPECTED_REPLY
@@ -262,7 +267,7 @@ async def test_an_unreachable_server_fails_start_with_its_address() -> None:
     host = AgentHost(
         _build_flow(),
         server_address="127.0.0.1:1",
-        registration_timeout=timedelta(seconds=2),
+        worker_tuning=WorkerTuning(registration_timeout=timedelta(seconds=2)),
     )
     with pytest.raises((ConnectionError, TimeoutError), match=r"127\.0\.0\.1:1"):
         await host.start()
@@ -271,11 +276,12 @@ async def test_an_unreachable_server_fails_start_with_its_address() -> None:
 MEMOIZE_SCRIPT = """
 import asyncio, sys
 import dex._server_protocol as server_protocol
-from dex_agents import AgentHost
+from dex_agents import AgentHost, SdkPatches
 from test_host import _build_flow
 
 async def main(memoize):
-    async with AgentHost(_build_flow(), memoize_sdk_version=memoize) as host:
+    patches = SdkPatches(memoize_sdk_version=memoize)
+    async with AgentHost(_build_flow(), sdk_patches=patches) as host:
         assert host.worker is not None
     print(getattr(server_protocol.sdk_version, "cache_info", None) is not None)
 
@@ -338,7 +344,7 @@ async def test_turn_waits_read_a_snapshot_only_at_the_start_and_after_the_turn_e
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # No safety re-check in this test: every snapshot read is one the events asked for.
-    monkeypatch.setattr("dex_agents.client._QUIET_RECHECK_SECONDS", 60.0)
+    monkeypatch.setattr("dex_agents._client._QUIET_RECHECK_SECONDS", 60.0)
     flow = create_agent_session_flow(
         ParallelToolsRunner(),
         "HostEventWaitAgent",
@@ -366,7 +372,7 @@ async def test_turn_waits_read_a_snapshot_only_at_the_start_and_after_the_turn_e
 STREAMS_SCRIPT = """
 import asyncio, sys
 import dex._pull_worker as pull_worker
-from dex_agents import AgentHost, ToolEffect, ToolPolicy, create_agent_session_flow
+from dex_agents import AgentHost, SdkPatches, ToolEffect, ToolPolicy, create_agent_session_flow
 from test_host import TOOLS, ParallelToolsRunner
 
 opened = 0
@@ -385,7 +391,7 @@ async def main(keep):
         "StreamsAgent",
         tool_policies={name: ToolPolicy(ToolEffect.READ) for name in TOOLS},
     )
-    async with AgentHost(flow, keep_pull_streams=keep) as host:
+    async with AgentHost(flow, sdk_patches=SdkPatches(keep_pull_streams=keep)) as host:
         sessions = host.client()
         await sessions.start_session("streams-1")
         ended = await sessions.send_user_message_and_wait("streams-1", "warm up")

@@ -15,6 +15,7 @@ from dex_agents import (
     AgentSessionFlow,
     AgentTurnContext,
     DeferredToolExecution,
+    EmbeddedEngineOptions,
     FrameworkMessage,
     ToolExecutionResult,
     TurnCompleted,
@@ -55,12 +56,8 @@ async def _run_turn(sessions: AgentSessionClient, session_id: str) -> str:
 @pytest.mark.parametrize("placement", ["loop", "thread"])
 async def test_power_loss_durability_syncs_every_commit(tmp_path: Path, placement: str) -> None:
     database = tmp_path / "dex.sqlite3"
-    async with AgentHost(
-        _build_flow(),
-        database=database,
-        durability="power-loss",
-        embedded_engine=placement,  # type: ignore[arg-type]
-    ) as host:
+    options = EmbeddedEngineOptions(placement=placement, durability="power-loss")  # type: ignore[arg-type]
+    async with AgentHost(_build_flow(), database=database, engine_options=options) as host:
         assert await _run_turn(host.client(), "synced-1") == EXPECTED_REPLY
         engine = host._engine_server or host._engine  # pyright: ignore[reportPrivateUsage]
         assert engine is not None
@@ -77,14 +74,12 @@ async def test_closed_sessions_past_the_retention_are_purged(tmp_path: Path) -> 
             "closed-1", dex.StopFlowOptions(dex.StopType.TERMINATE, "done")
         )
     # A week's retention keeps the session that just closed.
-    async with AgentHost(
-        _build_flow(), database=database, closed_session_retention=timedelta(days=7)
-    ) as host:
+    week = EmbeddedEngineOptions(closed_session_retention=timedelta(days=7))
+    async with AgentHost(_build_flow(), database=database, engine_options=week) as host:
         assert (await host.dex_client.describe_flow("closed-1")).flow_id == "closed-1"
     # A retention of zero purges it at start, with everything it stored; the open one stays.
-    async with AgentHost(
-        _build_flow(), database=database, closed_session_retention=timedelta(0)
-    ) as host:
+    now = EmbeddedEngineOptions(closed_session_retention=timedelta(0))
+    async with AgentHost(_build_flow(), database=database, engine_options=now) as host:
         with pytest.raises(dex.FlowNotFoundError):
             await host.dex_client.describe_flow("closed-1")
         snapshot = await host.client().snapshot("open-1")
@@ -96,7 +91,7 @@ async def test_closed_sessions_past_the_retention_are_purged(tmp_path: Path) -> 
 
 
 def test_bad_engine_settings_are_refused_at_once() -> None:
-    with pytest.raises(ValueError, match="durability must be"):
-        AgentHost(_build_flow(), durability="sometimes")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="must not be negative"):
-        AgentHost(_build_flow(), closed_session_retention=timedelta(seconds=-1))
+    with pytest.raises(ValueError, match="durability must be one of"):
+        EmbeddedEngineOptions(durability="sometimes")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="closed_session_retention must be a timedelta"):
+        EmbeddedEngineOptions(closed_session_retention=timedelta(seconds=-1))

@@ -20,7 +20,12 @@ from dex.dexpb import dex_pb2_grpc as pb_grpc
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dex_agents import (
+from dex_agents import AgentSessionFlow, AgentSessionOptions, create_agent_session_flow
+from dex_agents.models import ScriptedModelClient, ScriptedModelReply
+from dex_agents.session._read_rules import text_fits
+from dex_agents.stepwise import AgentDefinition, StepwiseRunner
+from dex_agents.testing import AgentSessionTestClient, AgentTestEnvironment
+from dex_agents.values import (
     AgentUserMessage,
     AnswerQuestionInput,
     CancelTurnInput,
@@ -32,11 +37,6 @@ from dex_agents import (
     UpdateSessionSettingsInput,
     session_settings_size,
 )
-from dex_agents.models import ScriptedModelClient, ScriptedModelReply
-from dex_agents.session import AgentSessionFlow, AgentSessionOptions, create_agent_session_flow
-from dex_agents.session.read_rules import text_fits
-from dex_agents.stepwise import AgentDefinition, StepwiseRunner
-from dex_agents.testing import AgentSessionTestClient, AgentTestEnvironment
 from dex_local_engine import LocalEngine
 
 T = TypeVar("T")

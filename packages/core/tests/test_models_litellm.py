@@ -26,7 +26,7 @@ from dex_agents.models import (
     ToolResultItem,
     UserTextItem,
 )
-from dex_agents.testing.http_endpoint import (
+from dex_agents.testing import (
     HttpAnswer,
     ScriptedHttpEndpoint,
     chat_completion_chunk,
@@ -332,9 +332,9 @@ def test_the_provider_name_defaults_to_the_models_prefix() -> None:
 
 def test_a_missing_sdk_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "litellm", None)  # makes `import litellm` fail
-    monkeypatch.delitem(sys.modules, "dex_agents.models.litellm", raising=False)
+    monkeypatch.delitem(sys.modules, "dex_agents.models._litellm", raising=False)
     with pytest.raises(ImportError, match=re.escape("dex-agents[litellm]")):
-        importlib.import_module("dex_agents.models.litellm")
+        importlib.import_module("dex_agents.models._litellm")
 
 
 def test_only_the_litellm_module_imports_litellm() -> None:

@@ -365,8 +365,8 @@ def test_empty_model_name_is_refused() -> None:
 @pytest.mark.parametrize(
     ("sdk", "module", "extra"),
     [
-        ("openai", "dex_agents.models.openai_responses", "dex-agents[openai]"),
-        ("anthropic", "dex_agents.models.anthropic_messages", "dex-agents[anthropic]"),
+        ("openai", "dex_agents.models._openai_responses", "dex-agents[openai]"),
+        ("anthropic", "dex_agents.models._anthropic_messages", "dex-agents[anthropic]"),
     ],
 )
 def test_a_missing_sdk_names_the_extra(

@@ -22,7 +22,7 @@ from dex_agents.models import (
     ToolResultItem,
     UserTextItem,
 )
-from dex_agents.testing.http_endpoint import chat_completion_chunk, sse_body
+from dex_agents.testing import chat_completion_chunk, sse_body
 
 BASE_URL = "https://api.groq.test/openai/v1"
 
@@ -377,6 +377,6 @@ def test_a_missing_sdk_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
     monkeypatch.setitem(sys.modules, "openai", None)  # makes `import openai` fail
-    monkeypatch.delitem(sys.modules, "dex_agents.models.openai_chat", raising=False)
+    monkeypatch.delitem(sys.modules, "dex_agents.models._openai_chat", raising=False)
     with pytest.raises(ImportError, match=re.escape("dex-agents[openai]")):
-        importlib.import_module("dex_agents.models.openai_chat")
+        importlib.import_module("dex_agents.models._openai_chat")

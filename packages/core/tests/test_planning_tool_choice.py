@@ -8,10 +8,14 @@ from typing import Any
 import pytest
 
 from dex_agents.models import AnthropicModelClient, ModelRequest, ModelSettings
-from dex_agents.models.scripted import ScriptedModelClient, ScriptedModelReply, ScriptedToolCall
 from dex_agents.runner import check_planning_tool_choice, forced_tool_choice_refusal
 from dex_agents.stepwise import AgentDefinition, StepwiseRunner
-from dex_agents.testing.runner_driver import RunnerDriver
+from dex_agents.testing import (
+    RunnerDriver,
+    ScriptedModelClient,
+    ScriptedModelReply,
+    ScriptedToolCall,
+)
 from dex_agents.values import InteractionMode
 
 THINKING = ModelSettings(provider_options={"thinking": {"type": "enabled", "budget_tokens": 2048}})
@@ -24,6 +28,10 @@ THINKING = ModelSettings(provider_options={"thinking": {"type": "enabled", "budg
         ("claude-sonnet-5-5-20261001", False, True),
         ("anthropic:claude-sonnet-5.5", False, True),
         ("anthropic/claude-opus-5-5@latest", False, True),
+        ("us.anthropic.claude-opus-5-5-v1:0", False, True),
+        ("bedrock/anthropic.claude-sonnet-5-5-20261001-v1:0", False, True),
+        ("claude-opus-5-5:thinking", False, True),
+        ("myclaude-opus-5-5", False, False),
         ("claude-sonnet-4-5", False, False),
         ("claude-sonnet-5-50", False, False),
         ("gpt-5-mini", False, False),

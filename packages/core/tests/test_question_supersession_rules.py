@@ -5,26 +5,23 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from dex_agents import (
-    AgentState,
-    AgentToolCallStatus,
-    AgentUsage,
+from dex_agents import AgentToolCallStatus, AgentUsage, InteractionMode, ToolEffect
+from dex_agents.runner import (
+    PLANNING_TURN_TOOL_REJECTED,
+    TOOL_CALL_SUPERSEDED_BY_QUESTION_RESULT,
     DeferredToolCall,
-    FrameworkMessage,
-    InteractionMode,
     ResolvedToolPolicy,
     ToolCallsRequested,
-    ToolEffect,
 )
-from dex_agents.session.changes import SessionChanges
-from dex_agents.session.question_supersession import (
+from dex_agents.session._changes import SessionChanges
+from dex_agents.session._question_supersession import (
     SUPERSEDED_BY_USER_INPUT,
     raises_question,
     supersede_call,
 )
-from dex_agents.session.routing import ToolStepKind, ToolStepMove, TurnRouting
-from dex_agents.session.turn_rules import request_tool_calls, start_turn
-from dex_agents.texts import PLANNING_TURN_TOOL_REJECTED, TOOL_CALL_SUPERSEDED_BY_QUESTION_RESULT
+from dex_agents.session._routing import ToolStepKind, ToolStepMove, TurnRouting
+from dex_agents.session._turn_rules import request_tool_calls, start_turn
+from dex_agents.values import AgentState, FrameworkMessage
 
 NOW = datetime(2026, 12, 1, 12, 0, 0, tzinfo=UTC)
 BUILT_IN = ("ask_user", "durable_wait", "write_todos")

@@ -10,23 +10,23 @@ import pytest
 from dex_agents import (
     AgentToolCall,
     AgentToolCallStatus,
-    AgentTurnContext,
     AgentUsage,
+    ToolEffect,
+    ToolPolicy,
+    create_agent_session_flow,
+)
+from dex_agents.runner import (
+    AgentTurnContext,
     DeferredToolExecution,
-    FrameworkMessage,
     ModelCallMetadata,
     ResolvedToolPolicy,
-    ToolEffect,
     ToolExecutionError,
     ToolExecutionResult,
-    ToolPolicy,
     TurnCompleted,
-    add_agent_usage,
-    create_agent_session_flow,
-    empty_agent_usage,
     model_call_metadata,
 )
-from dex_agents.session.tools import CallTool
+from dex_agents.session._tools import CallTool
+from dex_agents.values import FrameworkMessage, add_agent_usage, empty_agent_usage
 
 
 def test_model_call_metadata_keeps_what_the_framework_exposes() -> None:

@@ -9,39 +9,44 @@ import pytest
 
 from dex_agents import (
     AgentInterrupt,
-    AgentInterruptResolution,
-    AgentState,
     AgentToolCall,
     AgentToolCallStatus,
     AgentUsage,
-    AnswerQuestionInput,
-    DeferredToolCall,
-    FrameworkMessage,
     InterruptKind,
-    ResolvedToolPolicy,
-    ToolCallsRequested,
     ToolEffect,
+)
+from dex_agents._texts import QUESTION_DEADLINE_PASSED
+from dex_agents.runner import (
+    QUESTION_DECLINED,
+    DeferredToolCall,
+    ResolvedToolPolicy,
+    RunnerDefectError,
+    ToolCallsRequested,
     ToolInputRequested,
 )
-from dex_agents.runner import RunnerDefectError
-from dex_agents.session.builtin_rules import (
+from dex_agents.session._builtin_rules import (
     InvalidBuiltInArguments,
     decide_answer_question,
     parse_ask_user,
     parse_durable_wait,
 )
-from dex_agents.session.question_rules import (
+from dex_agents.session._question_rules import (
     apply_question_resolution,
     apply_question_timer,
     question_wait_seconds,
     record_tool_question,
 )
-from dex_agents.session.routing import ToolStepKind
-from dex_agents.session.turn_rules import (
+from dex_agents.session._routing import ToolStepKind
+from dex_agents.session._turn_rules import (
     request_tool_calls,
     start_turn,
 )
-from dex_agents.texts import QUESTION_DEADLINE_PASSED, QUESTION_DECLINED
+from dex_agents.values import (
+    AgentInterruptResolution,
+    AgentState,
+    AnswerQuestionInput,
+    FrameworkMessage,
+)
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
 YEAR = timedelta(days=365)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from dex_agents.session.events import (
+from dex_agents.session._events import (
     DELTA_FLUSH_CHARACTERS,
     DELTA_FLUSH_SECONDS,
     DeltaBuffer,

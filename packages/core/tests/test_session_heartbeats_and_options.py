@@ -9,16 +9,10 @@ from typing import Any
 import dex
 import pytest
 
-from dex_agents import (
-    FrameworkMessage,
-    ToolEffect,
-    ToolExecutionResult,
-    ToolPolicy,
-    TurnCompleted,
-    empty_agent_usage,
-)
-from dex_agents.session import AgentSessionOptions, create_agent_session_flow
-from dex_agents.session.heartbeats import BackgroundHeartbeats
+from dex_agents import AgentSessionOptions, ToolEffect, ToolPolicy, create_agent_session_flow
+from dex_agents.runner import ToolExecutionResult, TurnCompleted
+from dex_agents.session._heartbeats import BackgroundHeartbeats
+from dex_agents.values import FrameworkMessage, empty_agent_usage
 
 _NO_VALUE = object()
 

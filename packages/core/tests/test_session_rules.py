@@ -9,50 +9,55 @@ import pytest
 from dex import RecoveryErrorInfo
 
 from dex_agents import (
-    OUTCOME_UNKNOWN_TOOL_RESULT,
-    AgentInterruptResolution,
     AgentMessage,
-    AgentState,
     AgentStatus,
     AgentToolCall,
     AgentToolCallStatus,
     AgentUsage,
-    AgentUserMessage,
-    DeferredToolCall,
-    FrameworkMessage,
     InterruptKind,
-    ListAgentMessagesInput,
-    ResolvedToolPolicy,
-    ResolveInterruptInput,
-    ToolCallsRequested,
     ToolEffect,
     ToolPolicy,
+)
+from dex_agents.runner import (
+    APPROVAL_DEADLINE_PASSED,
+    DEFAULT_REJECTION_MESSAGE,
+    OUTCOME_UNKNOWN_TOOL_RESULT,
+    DeferredToolCall,
+    ResolvedToolPolicy,
+    RunnerDefectError,
+    ToolCallsRequested,
     TurnCompleted,
     build_turn_failure_note,
     describe_tool_call_outcome,
     resolve_tool_policy,
 )
-from dex_agents.runner import RunnerDefectError
-from dex_agents.session.approval_rules import (
+from dex_agents.session._approval_rules import (
     apply_approval_resolution,
     apply_approval_timer,
     approval_wait,
     decide_resolve_interrupt,
 )
-from dex_agents.session.read_rules import accepts_user_message, page_messages
-from dex_agents.session.routing import ToolStepKind
-from dex_agents.session.tool_rules import (
+from dex_agents.session._read_rules import accepts_user_message, page_messages
+from dex_agents.session._routing import ToolStepKind
+from dex_agents.session._tool_rules import (
     finish_tool_call,
     idempotency_key,
     open_record_count,
     record_failure_route,
 )
-from dex_agents.session.turn_rules import (
+from dex_agents.session._turn_rules import (
     apply_model_outcome,
     fail_turn,
     start_turn,
 )
-from dex_agents.texts import APPROVAL_DEADLINE_PASSED, DEFAULT_REJECTION_MESSAGE
+from dex_agents.values import (
+    AgentInterruptResolution,
+    AgentState,
+    AgentUserMessage,
+    FrameworkMessage,
+    ListAgentMessagesInput,
+    ResolveInterruptInput,
+)
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
 READ = ResolvedToolPolicy(ToolEffect.READ, False)
@@ -404,7 +409,7 @@ def test_failure_routes_record_by_effect() -> None:
 
 
 def test_a_tool_step_that_never_started_records_failed_safe_to_call_again() -> None:
-    from dex_agents import TOOL_CALL_NOT_RUN_ERROR_PREFIX
+    from dex_agents.runner import TOOL_CALL_NOT_RUN_ERROR_PREFIX
 
     error = RecoveryErrorInfo(detail="no Worker took the task", error_type="Timeout")
     for effect, always in ((ToolEffect.NON_IDEMPOTENT_WRITE, True), (ToolEffect.READ, False)):

@@ -12,29 +12,20 @@ from typing import Any
 import pytest
 from dex import StepDecision, StepDurability, StepMovement, StepOptions
 
-from dex_agents import (
-    AgentUsage,
-    FrameworkMessage,
-    ToolEffect,
-    ToolExecutionResult,
-    TurnCompleted,
-    create_agent_session_flow,
-)
-from dex_agents.session.approvals import AwaitToolApproval
-from dex_agents.session.questions import AwaitQuestionAnswer
-from dex_agents.session.routing import ToolStepKind, ToolStepMove, TurnRouting
-from dex_agents.session.timers import AwaitTimer
-from dex_agents.session.tools import (
-    CallSingleAttemptTool,
-    CallTool,
-    RecordToolFailure,
-    RecordToolOutcomeUnknown,
-)
-from dex_agents.session.turn import (
+from dex_agents import AgentUsage, ToolEffect, create_agent_session_flow
+from dex_agents.runner import ToolExecutionResult, TurnCompleted
+from dex_agents.session._approvals import AwaitToolApproval
+from dex_agents.session._failure_routes import RecordToolFailure, RecordToolOutcomeUnknown
+from dex_agents.session._questions import AwaitQuestionAnswer
+from dex_agents.session._routing import ToolStepKind, ToolStepMove, TurnRouting
+from dex_agents.session._timers import AwaitTimer
+from dex_agents.session._tools import CallSingleAttemptTool, CallTool
+from dex_agents.session._turn import (
     RecordTurnFailure,
     ResumeTurn,
     route,
 )
+from dex_agents.values import FrameworkMessage
 
 
 class Runner:
@@ -185,7 +176,7 @@ def test_waiting_steps_lock_pending_interrupts(flow: Any) -> None:
 
 
 def test_tool_step_kind_follows_the_effect() -> None:
-    from dex_agents.session.routing import tool_step_kind
+    from dex_agents.session._routing import tool_step_kind
 
     assert tool_step_kind(ToolEffect.READ) is ToolStepKind.CALL_TOOL
     assert tool_step_kind(ToolEffect.IDEMPOTENT_WRITE) is ToolStepKind.CALL_TOOL
@@ -207,7 +198,8 @@ def test_poll_tool_task_has_three_attempts_no_lock_and_the_effects_failure_route
 ) -> None:
     from dataclasses import replace
 
-    from dex_agents.session.tool_tasks import PollToolTask, poll_movement
+    from dex_agents.session._moves import poll_movement
+    from dex_agents.session._tool_tasks import PollToolTask
     from dex_agents.values import AgentToolCall, AgentToolCallStatus
 
     record = AgentToolCall(
@@ -233,7 +225,7 @@ def test_poll_tool_task_has_three_attempts_no_lock_and_the_effects_failure_route
 
 
 def test_cancel_tool_task_has_30_seconds_and_3_attempts_within_2_minutes(flow: Any) -> None:
-    from dex_agents.session.tool_tasks import CancelToolTask, cancel_task_movement
+    from dex_agents.session._tool_tasks import CancelToolTask, cancel_task_movement
 
     movement = cancel_task_movement(flow.session, "task-1")
     assert movement.step is CancelToolTask

@@ -6,35 +6,37 @@ import json
 
 import pytest
 
-from dex_agents.plans import (
+from dex_agents._plans import (
     InvalidTodos,
-    build_plan_note,
     interaction_mode_for_turn,
     next_plan,
     parse_todos,
     write_todos_output,
 )
-from dex_agents.session.plan_rules import (
+from dex_agents._texts import (
+    TURN_CANCELLED_NOTE_HEADER,
+    TURN_STEERED_NOTE_HEADER,
+    WRITE_TODOS_CALLED_TWICE,
+    build_turn_control_note,
+)
+from dex_agents.runner import (
+    PLANNING_TURN_TOOL_REJECTED,
+    TOOL_CALL_CANCELLED_BY_TURN_CANCELLATION_RESULT,
+    build_plan_note,
+)
+from dex_agents.session._plan_rules import (
     accepts_plan_execution,
     activate_plan,
     is_current_plan_execution,
     settle_model_call,
 )
-from dex_agents.session.turn_control_rules import (
+from dex_agents.session._turn_control_rules import (
     TurnControl,
     end_controlled_turn,
     finish_turn_cancellation,
     start_turn_with_messages,
     steer_wake,
     turn_control,
-)
-from dex_agents.texts import (
-    PLANNING_TURN_TOOL_REJECTED,
-    TOOL_CALL_CANCELLED_BY_TURN_CANCELLATION_RESULT,
-    TURN_CANCELLED_NOTE_HEADER,
-    TURN_STEERED_NOTE_HEADER,
-    WRITE_TODOS_CALLED_TWICE,
-    build_turn_control_note,
 )
 from dex_agents.values import (
     AgentInterrupt,

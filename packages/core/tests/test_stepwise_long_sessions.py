@@ -11,18 +11,13 @@ from typing import Any
 import dex
 import pytest
 
-from dex_agents import (
-    INVALID_START_SESSION_SETTINGS_REASON,
-    AgentSessionStartInput,
-    AgentSnapshot,
-    AgentStatus,
-    CompactionPolicy,
-)
+from dex_agents import AgentSnapshot, AgentStatus, CompactionPolicy
 from dex_agents.models import ModelRequest, ScriptedModelClient, UserTextItem
+from dex_agents.runner import CONTEXT_SUMMARY_INSTRUCTIONS, CONTEXT_SUMMARY_NOTE_HEADER
 from dex_agents.stepwise import AgentDefinition, create_stepwise_session_flow
 from dex_agents.stepwise._compaction import estimate_request_tokens
 from dex_agents.testing import AgentSessionTestClient, AgentTestEnvironment
-from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS, CONTEXT_SUMMARY_NOTE_HEADER
+from dex_agents.values import INVALID_START_SESSION_SETTINGS_REASON, AgentSessionStartInput
 from dex_local_engine import LocalEngine
 
 _numbers = itertools.count(1)
@@ -44,7 +39,7 @@ async def open_sessions(engine: LocalEngine) -> AsyncIterator[Any]:
         if options:
             from dataclasses import replace
 
-            from dex_agents.session import create_agent_session_flow
+            from dex_agents import create_agent_session_flow
 
             flow = create_agent_session_flow(
                 flow.runner, flow.get_flow_type(), replace(flow.options, **options)

@@ -17,9 +17,8 @@ import httpx2
 import openai
 import pytest
 
-from dex_agents import ToolEffect
+from dex_agents import AgentSessionFlow, ToolEffect
 from dex_agents.models import AnthropicModelClient, ModelClient, OpenAIResponsesModelClient
-from dex_agents.session import AgentSessionFlow
 from dex_agents.stepwise import AgentDefinition, create_stepwise_session_flow, function_tool
 from dex_agents.testing import AgentSessionTestClient, AgentTestEnvironment
 from dex_local_engine import LocalEngine

@@ -4,25 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
-from dex_agents import (
-    OUTCOME_UNKNOWN_TOOL_RESULT,
-    AgentToolCall,
-    AgentToolCallStatus,
-    AgentTurnContext,
-    DeferredToolCall,
-    DeferredToolExecution,
-    ResolvedToolPolicy,
-    ToolCallsRequested,
-    ToolEffect,
-    ToolExecutionResult,
-    ToolPolicy,
-    TurnCompleted,
-)
+from dex_agents import AgentToolCall, AgentToolCallStatus, ToolEffect, ToolPolicy
 from dex_agents.models import (
     ModelRequest,
     ModelToolCall,
@@ -30,6 +18,17 @@ from dex_agents.models import (
     ScriptedModelClient,
     ScriptedModelReply,
     ScriptedToolCall,
+)
+from dex_agents.runner import (
+    OUTCOME_UNKNOWN_TOOL_RESULT,
+    AgentTurnContext,
+    DeferredToolCall,
+    DeferredToolExecution,
+    ResolvedToolPolicy,
+    ToolCallsRequested,
+    ToolExecutionResult,
+    TurnCompleted,
+    model_call_limit_result,
 )
 from dex_agents.stepwise import (
     AgentDefinition,
@@ -39,8 +38,7 @@ from dex_agents.stepwise import (
     function_tool,
 )
 from dex_agents.stepwise._mcp import decode_source_reference
-from dex_agents.testing.runner_driver import RunnerDriver as Session
-from dex_agents.texts import model_call_limit_result
+from dex_agents.testing import RunnerDriver as Session
 
 ORDERS = {"42": "shipped", "7": "processing"}
 
@@ -419,6 +417,25 @@ async def test_tool_sources_are_listed_and_their_calls_carry_the_source_referenc
         "refund_order",
         "search_files",
     ]
+
+
+async def test_a_source_that_misses_its_listing_deadline_is_named_with_the_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A timeout has no message of its own: the warning names its type, never "()"."""
+    from datetime import timedelta
+
+    definition = agent(
+        lambda request: ScriptedModelReply(text="done"),
+        tool_sources=[Listing("slow", [], hang=True), Listing("down", [], fail=True)],
+        tool_source_listing_timeout=timedelta(milliseconds=50),
+    )
+    session = Session(StepwiseRunner(definition))
+    session.start_turn("find")
+    with caplog.at_level(logging.WARNING, logger="dex_agents"):
+        await session.run_model()
+    assert "'slow' offers no tools in this model call: listing failed (TimeoutError)" in caplog.text
+    assert "'down' offers no tools in this model call: listing failed (server down)" in caplog.text
 
 
 async def test_a_source_tool_clashing_with_a_function_tool_fails_the_step() -> None:

@@ -28,8 +28,8 @@ def test_the_scripted_model_has_one_public_import_path() -> None:
     import dex_agents.stepwise
     import dex_agents.testing
 
-    assert ScriptedModelClient.__module__ == "dex_agents.models.scripted"
-    assert not hasattr(dex_agents.testing, "ScriptedModelClient")
+    assert ScriptedModelClient.__module__ == "dex_agents.models._scripted"
+    assert dex_agents.testing.ScriptedModelClient is ScriptedModelClient  # the contract's export
     assert not hasattr(dex_agents.stepwise, "ScriptedModelClient")
 
 

@@ -10,20 +10,14 @@ from typing import Any
 
 import pytest
 
-from dex_agents import (
-    AgentSessionClient,
-    AgentSnapshot,
-    ResolveInterruptInput,
-    ToolEffect,
-    ToolPolicy,
-)
+from dex_agents import AgentSessionClient, AgentSessionFlow, AgentSnapshot, ToolEffect, ToolPolicy
 from dex_agents.models import (
     ModelRequest,
     ScriptedModelClient,
     ScriptedModelReply,
     ScriptedToolCall,
 )
-from dex_agents.session import AgentSessionFlow
+from dex_agents.runner import model_call_limit_result
 from dex_agents.stepwise import (
     AgentDefinition,
     ToolCallContext,
@@ -36,7 +30,7 @@ from dex_agents.testing import (
     executed_step_types,
     read_step_history,
 )
-from dex_agents.texts import model_call_limit_result
+from dex_agents.values import ResolveInterruptInput
 from dex_local_engine import LocalEngine
 
 _flow_numbers = itertools.count(1)
@@ -295,7 +289,7 @@ async def test_a_session_policy_wins_over_the_tools_own_approval(open_env: Any) 
 async def test_a_function_tool_shadowing_an_enabled_built_in_fails_the_turn_without_a_model_call(
     open_env: Any,
 ) -> None:
-    from dex_agents.session import create_agent_session_flow
+    from dex_agents import create_agent_session_flow
     from dex_agents.stepwise import StepwiseRunner
 
     @function_tool(effect=ToolEffect.READ)
@@ -326,7 +320,7 @@ async def _answer(env: Env, session_id: str, interrupt_id: str, answer: str) -> 
 
 
 async def test_ask_user_and_a_function_tools_own_question(open_env: Any) -> None:
-    from dex_agents import ToolInputRequested
+    from dex_agents.runner import ToolInputRequested
 
     asked: list[tuple[tuple[str, ...], str | None]] = []
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dex_agents.storage import (
+from dex_agents._storage import (
     MessageStorageSettings,
     apply_retention,
     assemble_messages,

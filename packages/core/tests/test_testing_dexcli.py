@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from dex_agents.testing import PrivateDexEngine
-from dex_agents.testing.engine import (
+from dex_agents.testing._engine import (
     PROCESS_CRASH_SAFE_ZD_CONFIG,
     PROCESS_CRASH_SAFE_ZD_CONFIG_NAME,
     SERVER_ZD_BINARY_VARIABLE,

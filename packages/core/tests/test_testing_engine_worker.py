@@ -17,6 +17,7 @@ import dex
 import pytest
 
 from dex_agents.testing import (
+    STATE_DIRECTORY_VARIABLE,
     FileGate,
     InvocationLog,
     KillableWorkerProcess,
@@ -26,14 +27,9 @@ from dex_agents.testing import (
     executed_step_types,
     read_step_history,
 )
-from dex_agents.testing.probe_flow import (
-    PROBE_GATE,
-    PROBE_RUNS_LOG,
-    STATE_DIRECTORY_VARIABLE,
-    ProbeFlow,
-)
+from dex_agents.testing._probe_flow import PROBE_GATE, PROBE_RUNS_LOG, ProbeFlow
 
-PROBE_FACTORY = "dex_agents.testing.probe_flow:build_probe_flow"
+PROBE_FACTORY = "dex_agents.testing._probe_flow:build_probe_flow"
 
 
 @pytest.fixture(scope="module")

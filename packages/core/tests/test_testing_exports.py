@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import inspect
 
-from dex_agents import AgentHost, testing
+from dex_agents import WorkerTuning, testing
 from dex_agents import models as stepwise_models
-from dex_agents.testing.worker_process import (
+from dex_agents.testing._worker_process import (
     TEST_WORKER_MAX_CONCURRENT_TASKS,
     serve_until_signalled,
 )
@@ -29,14 +29,14 @@ def test_test_workers_have_8_task_slots_and_the_host_keeps_16() -> None:
     assert _default(testing.run_agent_worker_process, "max_concurrent_tasks") == 8
     assert _default(serve_until_signalled, "max_concurrent_tasks") == 8
     assert _default(testing.AgentTestEnvironment.start, "max_concurrent_tasks") == 8
-    assert _default(AgentHost, "max_concurrent_tasks") == 16
+    assert WorkerTuning().max_concurrent_tasks == 16  # AgentHost(worker_tuning=...)
 
 
 async def test_an_environment_s_in_process_worker_runs_8_task_slots() -> None:
-    from dex_agents.testing.probe_flow import ProbeFlow
+    from dex_agents.testing._probe_flow import ProbeFlow
 
     environment = await testing.AgentTestEnvironment.start(
         flows=[ProbeFlow()], worker_in_process=True
     )
     async with environment:
-        assert environment.host.max_concurrent_tasks == 8
+        assert environment.host.worker_tuning.max_concurrent_tasks == 8

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from dex_agents.testing.processes import ChildProcess
+from dex_agents.testing._processes import ChildProcess
 
 
 def _alive(pid: int) -> bool:
@@ -97,7 +97,7 @@ def test_children_still_running_when_the_test_process_exits_are_killed(tmp_path:
         import sys
         from datetime import timedelta
         from pathlib import Path
-        from dex_agents.testing.processes import ChildProcess
+        from dex_agents.testing._processes import ChildProcess
         child = ChildProcess.spawn(
             [sys.executable, "-c", {SPAWN_GRANDCHILD!r}], log_path=Path({str(tmp_path)!r}) / "c.log"
         )
@@ -123,7 +123,7 @@ def test_children_die_with_a_test_process_that_is_killed(tmp_path: Path) -> None
         import sys, time
         from datetime import timedelta
         from pathlib import Path
-        from dex_agents.testing.processes import ChildProcess
+        from dex_agents.testing._processes import ChildProcess
         child = ChildProcess.spawn(
             [sys.executable, "-c", "import time; print('up', flush=True); time.sleep(300)"],
             log_path=Path({str(tmp_path)!r}) / "c.log",

@@ -1,4 +1,4 @@
-"""dex_agents.testing.runner_driver: the engine-free stand-in adapters drive their runners with."""
+"""dex_agents.testing._runner_driver: the engine-free stand-in adapters drive their runners with."""
 
 from __future__ import annotations
 
@@ -7,24 +7,21 @@ from dataclasses import replace
 
 import pytest
 
-from dex_agents import (
-    AgentToolCallStatus,
+from dex_agents import AgentToolCallStatus, AgentUsage, ToolEffect, ToolPolicy
+from dex_agents.runner import (
     AgentTurnContext,
-    AgentUsage,
     DeferredToolCall,
     DeferredToolExecution,
-    FrameworkMessage,
     ResolvedToolPolicy,
     ToolCallsRequested,
-    ToolEffect,
     ToolExecutionError,
     ToolExecutionResult,
     ToolInputRequested,
-    ToolPolicy,
     TurnCompleted,
     describe_tool_call_outcome,
 )
-from dex_agents.testing.runner_driver import RunnerDriver
+from dex_agents.testing import RunnerDriver
+from dex_agents.values import FrameworkMessage
 
 
 class EchoRunner:

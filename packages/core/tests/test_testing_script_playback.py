@@ -1,4 +1,4 @@
-"""dex_agents.testing.script_playback: the part every adapter's scripted model shares."""
+"""dex_agents.testing._script_playback: the part every adapter's scripted model shares."""
 
 from __future__ import annotations
 
@@ -9,16 +9,20 @@ from typing import Any
 
 import pytest
 
-from dex_agents.testing import FileGate, InvocationLog, ModelScript, ModelTurn, ToolCallSpec
-from dex_agents.testing.script_playback import (
+from dex_agents.testing import (
+    MODEL_CALLS_LOG,
+    FileGate,
+    InvocationLog,
+    ModelScript,
+    ModelTurn,
+    ScriptedModelFailure,
     TextWriter,
+    ToolCallSpec,
     play_scripted_model_call,
     scripted_answer_text,
     scripted_tool_call_id,
     scripted_turn_number,
 )
-from dex_agents.testing.scripted_runner import ScriptedModelFailure
-from dex_agents.testing.scripts import MODEL_CALLS_LOG
 
 SCRIPT = ModelScript(
     [

@@ -21,6 +21,8 @@ from dex_agents.runner import (
 )
 from dex_agents.testing import (
     ALWAYS,
+    MODEL_CALLS_LOG,
+    TOOL_RUNS_LOG,
     InvocationLog,
     ModelScript,
     ModelTurn,
@@ -33,7 +35,6 @@ from dex_agents.testing import (
     record_model_call,
     run_scenario_tool,
 )
-from dex_agents.testing.scripts import MODEL_CALLS_LOG, TOOL_RUNS_LOG
 from dex_agents.values import (
     AgentMessage,
     AgentToolCall,

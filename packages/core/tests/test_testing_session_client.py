@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from dex_agents.session import AgentSessionFlow, create_agent_session_flow
+from dex_agents import AgentSessionFlow, create_agent_session_flow
 from dex_agents.testing import (
     SCRIPTED_FLOW_FACTORY,
+    STATE_DIRECTORY_VARIABLE,
     AgentSessionTestClient,
     AgentTestEnvironment,
     ModelScript,
@@ -25,7 +26,6 @@ from dex_agents.testing import (
     build_scenario_flow,
     build_scripted_flow,
 )
-from dex_agents.testing.scenario_flow import STATE_DIRECTORY_VARIABLE
 from dex_agents.values import AgentToolCallStatus, ToolEffect
 
 CHARGE = ScenarioTool("charge_card", ToolEffect.NON_IDEMPOTENT_WRITE, text="charged")
@@ -125,7 +125,7 @@ async def test_an_environment_needs_a_flow() -> None:
 def test_scenario_flows_are_rebuilt_from_the_state_directory(tmp_path: Path) -> None:
     scenario = Scenario(SCRIPT, [CHARGE], ScenarioSession("Rebuilt"))
     scenario.write(tmp_path)
-    flow = build_scenario_flow("dex_agents.testing.scenario_flow:build_scripted_flow", tmp_path)
+    flow = build_scenario_flow("dex_agents.testing._scenario_flow:build_scripted_flow", tmp_path)
     assert flow.get_flow_type() == "Rebuilt"
     with pytest.raises(TypeError, match=r"returned NoneType, not a dex\.Flow"):
         build_scenario_flow("builtins:print", tmp_path)

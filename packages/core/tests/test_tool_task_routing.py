@@ -10,37 +10,33 @@ from typing import Any
 
 import pytest
 
-from dex_agents import (
-    AgentToolCall,
-    AgentToolCallStatus,
-    AgentTurnContext,
-    DeferredToolCall,
-    DeferredToolExecution,
-    ToolEffect,
-    ToolExecutionResult,
-    ToolTaskCancellation,
-    ToolTaskPending,
-    ToolTaskPoll,
-    ToolTaskPollOutcome,
-    ToolTaskStarted,
-)
+from dex_agents import AgentToolCall, AgentToolCallStatus, ToolEffect
 from dex_agents.models import (
     ModelToolCall,
     ModelToolDefinition,
     ScriptedModelClient,
     ScriptedModelReply,
 )
-from dex_agents.runner import supports_tool_task_polling
-from dex_agents.stepwise import AgentDefinition, StepwiseRunner, ToolCallContext, function_tool
-from dex_agents.stepwise._mcp import encode_source_reference
-from dex_agents.tool_task_routing import (
+from dex_agents.runner import (
+    AgentTurnContext,
+    DeferredToolCall,
+    DeferredToolExecution,
     StartedToolTask,
+    ToolExecutionResult,
+    ToolTaskCancellation,
     ToolTaskForwarding,
+    ToolTaskPending,
+    ToolTaskPoll,
     ToolTaskPollers,
+    ToolTaskPollOutcome,
+    ToolTaskStarted,
     returning_started_task,
     start_tool_task,
+    supports_tool_task_polling,
     tool_task_started_in,
 )
+from dex_agents.stepwise import AgentDefinition, StepwiseRunner, ToolCallContext, function_tool
+from dex_agents.stepwise._mcp import encode_source_reference
 
 
 class Recorder:

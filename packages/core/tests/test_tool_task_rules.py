@@ -11,21 +11,23 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from dex import RecoveryErrorInfo
 
-from dex_agents import (
+from dex_agents._texts import MISSING_TOOL_TASK_POLLER
+from dex_agents.runner import (
+    TOOL_CALL_NOT_RUN_ERROR_PREFIX,
     QuestionAnswer,
+    RunnerDefectError,
     ToolExecutionResult,
     ToolInputRequested,
     ToolTaskPending,
     ToolTaskStarted,
 )
-from dex_agents.runner import RunnerDefectError
-from dex_agents.session.question_rules import (
+from dex_agents.session._question_rules import (
     apply_question_resolution,
     apply_question_timer,
 )
-from dex_agents.session.routing import ToolStepKind
-from dex_agents.session.tool_rules import record_failure_route
-from dex_agents.session.tool_task_rules import (
+from dex_agents.session._routing import ToolStepKind
+from dex_agents.session._tool_rules import record_failure_route
+from dex_agents.session._tool_task_rules import (
     PollNext,
     abandon_task,
     apply_poll_outcome,
@@ -35,8 +37,7 @@ from dex_agents.session.tool_task_rules import (
     start_task,
     task_question_answer,
 )
-from dex_agents.session.turn_control_rules import finish_turn_cancellation, steer_wake
-from dex_agents.texts import MISSING_TOOL_TASK_POLLER, TOOL_CALL_NOT_RUN_ERROR_PREFIX
+from dex_agents.session._turn_control_rules import finish_turn_cancellation, steer_wake
 from dex_agents.values import (
     AgentInterrupt,
     AgentInterruptResolution,

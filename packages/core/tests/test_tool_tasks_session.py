@@ -16,19 +16,22 @@ import pytest
 
 from dex_agents import (
     AgentToolCallStatus,
+    AgentUsage,
+    ToolEffect,
+    ToolPolicy,
+    create_agent_session_flow,
+)
+from dex_agents._texts import MISSING_TOOL_TASK_POLLER
+from dex_agents.runner import (
+    OUTCOME_UNKNOWN_TOOL_RESULT,
     AgentTurnContext,
     AgentTurnOutcome,
-    AgentUsage,
     DeferredToolCall,
     DeferredToolExecution,
-    FrameworkMessage,
     ToolCallsRequested,
-    ToolEffect,
     ToolExecutionResult,
-    ToolPolicy,
     ToolTaskStarted,
     TurnCompleted,
-    create_agent_session_flow,
     describe_tool_call_outcome,
 )
 from dex_agents.testing import (
@@ -37,7 +40,7 @@ from dex_agents.testing import (
     executed_step_types,
     read_step_history,
 )
-from dex_agents.texts import MISSING_TOOL_TASK_POLLER, OUTCOME_UNKNOWN_TOOL_RESULT
+from dex_agents.values import FrameworkMessage
 
 FLOWS = Path(__file__).resolve().parent / "worker_flows"
 sys.path.insert(0, str(FLOWS))

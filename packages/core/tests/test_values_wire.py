@@ -13,22 +13,25 @@ from dex_agents import (
     AgentInterrupt,
     AgentMessage,
     AgentSnapshot,
-    AgentState,
     AgentToolCall,
     AgentToolCallStatus,
     AgentUsage,
     InterruptKind,
-    ListAgentMessagesOutput,
     ToolEffect,
+)
+from dex_agents.values import (
+    AgentState,
+    ListAgentMessagesOutput,
     add_agent_usage,
     empty_agent_usage,
+    format_timestamp,
     from_wire,
     from_wire_json,
     message_sequence_key,
+    parse_timestamp,
     to_wire,
     to_wire_json,
 )
-from dex_agents.values import format_timestamp, parse_timestamp
 
 
 def _record() -> AgentToolCall:
@@ -198,7 +201,7 @@ def _keys(value: object) -> set[str]:
 
 
 def test_rpc_inputs_and_outputs_have_the_contract_fields() -> None:
-    from dex_agents import (
+    from dex_agents.values import (
         AgentSessionStartInput,
         AgentUserMessage,
         AnswerQuestionInput,

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from dex_agents import __version__, cli
-from dex_agents.versions import installed_line_versions, line_mismatches
+from dex_agents import __version__
+from dex_agents import _cli as cli
+from dex_agents._versions import installed_line_versions, line_mismatches
 
 ADAPTERS = {
     "dex_agents_openai_agents": "dex-agents-openai-agents",
@@ -69,7 +70,7 @@ def import_adapters(modules: list[str], path: Path) -> list[str]:
     """
     script = (
         "import json, warnings\n"
-        "from dex_agents.versions import VersionMismatchWarning, warn_if_off_version_line\n"
+        "from dex_agents._versions import VersionMismatchWarning, warn_if_off_version_line\n"
         "with warnings.catch_warnings(record=True) as caught:\n"
         "    warnings.simplefilter('always')\n"
         + "".join(

@@ -23,6 +23,7 @@ from dex import CodecRegistry, Value, WireKind
 
 import dex_agents.values as values
 from dex_agents import session_codec_registry
+from dex_agents._wire import unknown_fields
 from dex_agents.values import (
     AgentEvent,
     AgentInterrupt,
@@ -66,8 +67,9 @@ from dex_agents.values import (
     UpdateSessionSettingsInput,
     decode_session_settings,
     encode_session_settings,
+    from_wire,
+    to_wire,
 )
-from dex_agents.wire import from_wire, to_wire, unknown_fields
 
 FIXTURES = Path(__file__).parent / "fixtures" / "wire"
 

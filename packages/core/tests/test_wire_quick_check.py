@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dex_agents.values as values
-from dex_agents.wire import WireValue, _coerce, _field_plan  # pyright: ignore[reportPrivateUsage]
+from dex_agents._wire import WireValue, _coerce, _field_plan  # pyright: ignore[reportPrivateUsage]
 
 WIRE_CLASSES = [
     cls

@@ -24,8 +24,7 @@ from typing import Any, get_args, get_origin
 import pytest
 from dex import Attribute, AttributeMap, Channel, ChannelMap, Stream, WireKind
 
-from dex_agents import create_agent_session_flow, session_codec_registry
-from dex_agents.session import AgentSessionFlow
+from dex_agents import AgentSessionFlow, create_agent_session_flow, session_codec_registry
 
 FIXTURES = Path(__file__).parent / "fixtures" / "wire"
 SPEC_README_VARIABLE = "DEX_AGENTS_SPEC_README"
@@ -276,9 +275,9 @@ def test_each_step_takes_the_contract_s_input(flow: AgentSessionFlow) -> None:
 
 
 def test_cancellation_reasons_are_the_contract_s_and_one_python_extension() -> None:
-    from dex_agents.session import AgentSessionOptions
-    from dex_agents.session.question_supersession import SUPERSEDED_BY_USER_INPUT
-    from dex_agents.session.turn_control_rules import CancellationReason
+    from dex_agents import AgentSessionOptions
+    from dex_agents.session._question_supersession import SUPERSEDED_BY_USER_INPUT
+    from dex_agents.session._turn_control_rules import CancellationReason
     from dex_agents.values import ToolCallCancellation
 
     contract = {"steered", "turn_cancelled"}

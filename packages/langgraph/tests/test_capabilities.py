@@ -19,16 +19,15 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.types import interrupt
 from pydantic import Field
 
-from dex_agents import (
+from dex_agents import ToolEffect
+from dex_agents.runner import (
     ToolCallsRequested,
-    ToolEffect,
     ToolExecutionResult,
     ToolInputRequested,
     TurnCompleted,
+    build_plan_note,
 )
-from dex_agents.plans import build_plan_note
-from dex_agents.testing.compaction import summary_request
-from dex_agents.testing.runner_driver import RunnerDriver
+from dex_agents.testing import RunnerDriver, summary_request
 from dex_agents.values import AgentPlan, AgentToolCallStatus, InteractionMode, PlanTask
 from dex_agents_langgraph import LangGraphRunner, create_langgraph_session_flow, declare_tool_effect
 from dex_agents_langgraph._tools import tool_input_requested

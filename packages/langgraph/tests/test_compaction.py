@@ -13,10 +13,13 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
 from pydantic import Field
 
-from dex_agents import ContextSummary, ToolCallsRequested
-from dex_agents.testing.compaction import summary_request
-from dex_agents.testing.runner_driver import RunnerDriver
-from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS, CONTEXT_SUMMARY_NOTE_HEADER
+from dex_agents.runner import (
+    CONTEXT_SUMMARY_INSTRUCTIONS,
+    CONTEXT_SUMMARY_NOTE_HEADER,
+    ToolCallsRequested,
+)
+from dex_agents.testing import RunnerDriver, summary_request
+from dex_agents.values import ContextSummary
 from dex_agents_langgraph import LangGraphRunner
 
 

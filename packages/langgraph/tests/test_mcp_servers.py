@@ -20,7 +20,7 @@ from langchain_core.tools import StructuredTool
 from dex_agents import AgentHost
 from dex_agents.mcp import McpTool, McpToolSource
 from dex_agents.testing import executed_step_types, read_step_history
-from dex_agents.testing.mcp_transports import StdioAndHttpMcpServers
+from dex_agents.testing.mcp_server import StdioAndHttpMcpServers
 from dex_agents_langgraph import create_langgraph_session_flow, idempotency_key_of
 
 

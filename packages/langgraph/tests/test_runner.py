@@ -25,18 +25,16 @@ from langchain_core.tools import BaseTool, ToolException, tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field
 
-from dex_agents import (
+from dex_agents import AgentToolCallStatus, ToolEffect, ToolPolicy
+from dex_agents.runner import (
+    DISPLAY_ONLY_FRAMEWORK_ITEM,
     OUTCOME_UNKNOWN_TOOL_RESULT,
-    AgentToolCallStatus,
     ResolvedToolPolicy,
     ToolCallsRequested,
-    ToolEffect,
-    ToolPolicy,
     TurnCompleted,
     get_deferred_tool_execution,
 )
-from dex_agents.adapter_support import DISPLAY_ONLY_FRAMEWORK_ITEM
-from dex_agents.testing.runner_driver import RunnerDriver as Session
+from dex_agents.testing import RunnerDriver as Session
 from dex_agents_langgraph import (
     LangGraphRunner,
     declare_tool_effect,

@@ -13,20 +13,19 @@ from agents import Agent, ModelSettings, RunConfig, function_tool
 from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
 from openai.types.shared import Reasoning
 
-from dex_agents import (
-    AgentToolCallStatus,
+from dex_agents import AgentToolCallStatus, ToolEffect
+from dex_agents.runner import (
+    PLANNING_TURN_TOOL_REJECTED,
+    ContextSummaryRequest,
     ResolvedToolPolicy,
     ToolCallsRequested,
-    ToolEffect,
     ToolExecutionError,
     ToolExecutionResult,
     ToolInputRequested,
     TurnCompleted,
     get_deferred_tool_execution,
 )
-from dex_agents.compaction import ContextSummaryRequest
-from dex_agents.testing.runner_driver import RunnerDriver
-from dex_agents.texts import PLANNING_TURN_TOOL_REJECTED
+from dex_agents.testing import RunnerDriver
 from dex_agents.values import AgentPlan, InteractionMode, PlanTask
 from dex_agents_openai_agents import (
     OpenAIAgentsRunner,

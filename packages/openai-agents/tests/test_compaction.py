@@ -8,10 +8,14 @@ from dataclasses import replace
 from agents import Agent, function_tool
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 
-from dex_agents import ContextSummary, ToolCallsRequested, ToolEffect
-from dex_agents.testing.compaction import summary_request
-from dex_agents.testing.runner_driver import RunnerDriver
-from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS, CONTEXT_SUMMARY_NOTE_HEADER
+from dex_agents import ToolEffect
+from dex_agents.runner import (
+    CONTEXT_SUMMARY_INSTRUCTIONS,
+    CONTEXT_SUMMARY_NOTE_HEADER,
+    ToolCallsRequested,
+)
+from dex_agents.testing import RunnerDriver, summary_request
+from dex_agents.values import ContextSummary
 from dex_agents_openai_agents import OpenAIAgentsRunner, declare_tool_effect
 
 

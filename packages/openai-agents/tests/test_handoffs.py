@@ -10,8 +10,8 @@ from agents import Agent, RunContextWrapper, function_tool, handoff
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 from pydantic import BaseModel
 
-from dex_agents import ToolCallsRequested, TurnCompleted
-from dex_agents.testing.runner_driver import RunnerDriver as Session
+from dex_agents.runner import ToolCallsRequested, TurnCompleted
+from dex_agents.testing import RunnerDriver as Session
 from dex_agents_openai_agents import OpenAIAgentsRunner
 
 charged: list[int] = []

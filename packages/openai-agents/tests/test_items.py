@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
-from dex_agents import AgentMessage, FrameworkMessage
-from dex_agents.texts import OUTCOME_UNKNOWN_TOOL_RESULT
+from dex_agents import AgentMessage
+from dex_agents.runner import OUTCOME_UNKNOWN_TOOL_RESULT
+from dex_agents.values import FrameworkMessage
 from dex_agents_openai_agents._messages import framework_message_of, replay_items, user_input_item
 
 

@@ -14,10 +14,11 @@ import pytest
 from agents import Agent, FunctionTool
 from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
 
-from dex_agents import AgentHost, get_deferred_tool_execution
+from dex_agents import AgentHost
 from dex_agents.mcp import McpTool, McpToolSource
+from dex_agents.runner import get_deferred_tool_execution
 from dex_agents.testing import executed_step_types, read_step_history
-from dex_agents.testing.mcp_transports import StdioAndHttpMcpServers
+from dex_agents.testing.mcp_server import StdioAndHttpMcpServers
 from dex_agents_openai_agents import create_openai_agents_session_flow
 
 

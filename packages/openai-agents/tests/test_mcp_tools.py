@@ -10,9 +10,10 @@ from agents import Agent, FunctionTool
 from agents.mcp import MCPServerStdio
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 
-from dex_agents import ResolvedToolPolicy, ToolCallsRequested, ToolEffect, TurnCompleted
+from dex_agents import ToolEffect
+from dex_agents.runner import ResolvedToolPolicy, ToolCallsRequested, TurnCompleted
+from dex_agents.testing import RunnerDriver as Session
 from dex_agents.testing.mcp_server import read_calls
-from dex_agents.testing.runner_driver import RunnerDriver as Session
 from dex_agents_openai_agents import OpenAIAgentsRunner
 
 SERVER = Path(__file__).parent / "mcp_orders_server.py"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from dex_agents.testing.readme import ReadmeExample, readme_examples, run_readme_example
+from dex_agents.testing import ReadmeExample, readme_examples, run_readme_example
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 EXAMPLES = readme_examples(README)

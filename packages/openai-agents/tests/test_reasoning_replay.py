@@ -9,8 +9,8 @@ import httpx2
 from agents import Agent, ModelSettings, OpenAIResponsesModel, function_tool
 from openai import AsyncOpenAI
 
-from dex_agents import ToolCallsRequested, TurnCompleted
-from dex_agents.testing.runner_driver import RunnerDriver as Session
+from dex_agents.runner import ToolCallsRequested, TurnCompleted
+from dex_agents.testing import RunnerDriver as Session
 from dex_agents_openai_agents import OpenAIAgentsRunner
 
 REASONING = {

@@ -21,21 +21,19 @@ from agents import (
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 from agents.usage import InputTokensDetails, OutputTokensDetails, Usage
 
-from dex_agents import (
-    AgentToolCallStatus,
-    AgentUsage,
+from dex_agents import AgentToolCallStatus, AgentUsage, ToolEffect, ToolPolicy
+from dex_agents.runner import (
+    DEFAULT_REJECTION_MESSAGE,
+    OUTCOME_UNKNOWN_TOOL_RESULT,
     ResolvedToolPolicy,
     ToolCallsRequested,
-    ToolEffect,
     ToolExecutionError,
     ToolExecutionResult,
     ToolInputRequested,
-    ToolPolicy,
     TurnCompleted,
     get_deferred_tool_execution,
 )
-from dex_agents.testing.runner_driver import RunnerDriver as Session
-from dex_agents.texts import DEFAULT_REJECTION_MESSAGE, OUTCOME_UNKNOWN_TOOL_RESULT
+from dex_agents.testing import RunnerDriver as Session
 from dex_agents_openai_agents import OpenAIAgentsRunner, declare_tool_effect
 
 ran: list[str] = []

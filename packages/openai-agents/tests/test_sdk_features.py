@@ -14,8 +14,8 @@ from agents import (
 )
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 
-from dex_agents import ToolCallsRequested, TurnCompleted
-from dex_agents.testing.runner_driver import RunnerDriver as Session
+from dex_agents.runner import ToolCallsRequested, TurnCompleted
+from dex_agents.testing import RunnerDriver as Session
 from dex_agents_openai_agents import OpenAIAgentsRunner
 
 events: list[str] = []

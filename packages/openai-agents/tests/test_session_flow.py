@@ -11,13 +11,8 @@ from typing import Any
 import pytest
 from agents import Agent, function_tool
 
-from dex_agents import (
-    AgentToolCallStatus,
-    ToolEffect,
-    get_deferred_tool_execution,
-    get_model_step_context,
-)
-from dex_agents.session import AgentSessionOptions
+from dex_agents import AgentSessionOptions, AgentToolCallStatus, ToolEffect
+from dex_agents.runner import get_deferred_tool_execution, get_model_step_context
 from dex_agents.testing import (
     AgentSessionTestClient,
     AgentTestEnvironment,

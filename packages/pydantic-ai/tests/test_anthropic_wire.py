@@ -15,8 +15,9 @@ from pydantic_ai import Agent
 from pydantic_ai.models.anthropic import AnthropicModel
 from pydantic_ai.providers.anthropic import AnthropicProvider
 
-from dex_agents import AgentToolCallStatus, ToolCallsRequested, ToolEffect, TurnCompleted
-from dex_agents.testing.runner_driver import RunnerDriver as Session
+from dex_agents import AgentToolCallStatus, ToolEffect
+from dex_agents.runner import ToolCallsRequested, TurnCompleted
+from dex_agents.testing import RunnerDriver as Session
 from dex_agents_pydantic_ai import PydanticAIRunner, dex_tool_metadata
 
 FIRST_RESPONSE: list[dict[str, Any]] = [

@@ -16,10 +16,14 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
-from dex_agents import ContextSummary, ToolCallsRequested, ToolEffect
-from dex_agents.testing.compaction import summary_request
-from dex_agents.testing.runner_driver import RunnerDriver
-from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS, CONTEXT_SUMMARY_NOTE_HEADER
+from dex_agents import ToolEffect
+from dex_agents.runner import (
+    CONTEXT_SUMMARY_INSTRUCTIONS,
+    CONTEXT_SUMMARY_NOTE_HEADER,
+    ToolCallsRequested,
+)
+from dex_agents.testing import RunnerDriver, summary_request
+from dex_agents.values import ContextSummary
 from dex_agents_pydantic_ai import PydanticAIRunner, dex_tool_metadata
 
 

@@ -12,9 +12,14 @@ def conformance_adapter() -> ConformanceAdapter:
     return ConformanceAdapter(
         factory=CONFORMANCE_FACTORY,
         name="Pydantic AI",
-        # No plan mode: see the README's "Steering, cancellation and plans".
-        capabilities=(ALL_CAPABILITIES - {Capability.PLAN_MODE})
-        | {Capability.TOOL_TASKS, Capability.COMPACTION},
+        capabilities=ALL_CAPABILITIES
+        | {
+            Capability.TOOL_TASKS,
+            Capability.COMPACTION,
+            Capability.TOOL_INPUT_REQUESTS,
+            Capability.PLANNING_TOOL_CHOICE,
+            Capability.SESSION_MODELS,
+        },
     )
 
 

@@ -15,10 +15,11 @@ from pydantic_ai import Agent, Tool
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from dex_agents import AgentHost, get_deferred_tool_execution
+from dex_agents import AgentHost
 from dex_agents.mcp import McpTool, McpToolSource
+from dex_agents.runner import get_deferred_tool_execution
 from dex_agents.testing import executed_step_types, read_step_history
-from dex_agents.testing.mcp_transports import StdioAndHttpMcpServers
+from dex_agents.testing.mcp_server import StdioAndHttpMcpServers
 from dex_agents_pydantic_ai import create_pydantic_ai_session_flow
 
 

@@ -23,9 +23,10 @@ from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 from pydantic_core import SchemaValidator, core_schema
 
-from dex_agents import ResolvedToolPolicy, ToolCallsRequested, ToolEffect
+from dex_agents import ToolEffect
+from dex_agents.runner import ResolvedToolPolicy, ToolCallsRequested
+from dex_agents.testing import RunnerDriver as Session
 from dex_agents.testing.mcp_server import read_calls
-from dex_agents.testing.runner_driver import RunnerDriver as Session
 from dex_agents_pydantic_ai import PydanticAIRunner
 
 _ANY = SchemaValidator(core_schema.dict_schema())

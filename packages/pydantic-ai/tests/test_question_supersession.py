@@ -19,8 +19,8 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from dex_agents import AgentStatus, AgentToolCallStatus
+from dex_agents.runner import TOOL_CALL_SUPERSEDED_BY_QUESTION_RESULT
 from dex_agents.testing import AgentSessionTestClient, AgentTestEnvironment, PrivateDexEngine
-from dex_agents.texts import TOOL_CALL_SUPERSEDED_BY_QUESTION_RESULT
 from dex_agents_pydantic_ai import create_pydantic_ai_session_flow
 
 

@@ -25,20 +25,17 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
-from dex_agents import (
+from dex_agents import AgentToolCallStatus, ToolEffect, ToolPolicy, current_deferred_tool_execution
+from dex_agents.runner import (
     OUTCOME_UNKNOWN_TOOL_RESULT,
-    AgentToolCallStatus,
     ResolvedToolPolicy,
     ToolCallsRequested,
-    ToolEffect,
     ToolExecutionError,
     ToolExecutionResult,
-    ToolPolicy,
     TurnCompleted,
-    current_deferred_tool_execution,
     get_deferred_tool_execution,
 )
-from dex_agents.testing.runner_driver import RunnerDriver as Session
+from dex_agents.testing import RunnerDriver as Session
 from dex_agents_pydantic_ai import IDEMPOTENCY_KEY_METADATA_KEY, PydanticAIRunner, dex_tool_metadata
 
 

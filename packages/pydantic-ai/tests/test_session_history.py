@@ -18,8 +18,9 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from dex_agents import OUTCOME_UNKNOWN_TOOL_RESULT, AgentMessage
-from dex_agents.testing.runner_driver import RunnerDriver
+from dex_agents import AgentMessage
+from dex_agents.runner import OUTCOME_UNKNOWN_TOOL_RESULT
+from dex_agents.testing import RunnerDriver
 from dex_agents_pydantic_ai import PydanticAIRunner
 from dex_agents_pydantic_ai import _messages as session_history
 from dex_agents_pydantic_ai._messages import (

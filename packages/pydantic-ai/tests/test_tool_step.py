@@ -18,8 +18,8 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import ToolDefinition
 
-from dex_agents import ToolExecutionError, ToolExecutionResult
-from dex_agents.testing.runner_driver import RunnerDriver as Session
+from dex_agents.runner import ToolExecutionError, ToolExecutionResult
+from dex_agents.testing import RunnerDriver as Session
 from dex_agents_pydantic_ai import IDEMPOTENCY_KEY_METADATA_KEY, PydanticAIRunner
 
 

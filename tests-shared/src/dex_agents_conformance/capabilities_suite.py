@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 import pytest
 
+from dex_agents.runner import QUESTION_DECLINED
 from dex_agents.testing import (
     DEFAULT_SCENARIO_MODEL,
     Invocation,
@@ -22,7 +23,6 @@ from dex_agents.testing import (
     ScenarioTool,
     ToolCallSpec,
 )
-from dex_agents.texts import QUESTION_DECLINED
 from dex_agents.values import AgentSnapshot, AgentToolCallStatus, InterruptKind, ToolEffect
 from dex_agents_conformance.adapter import Capability
 from dex_agents_conformance.checks import assert_turn_succeeded, final_answer, finished_statuses

@@ -14,7 +14,7 @@ from typing import ClassVar
 
 import pytest
 
-from dex_agents.runner import default_requires_approval
+from dex_agents.runner import TOOL_CALL_SUPERSEDED_BY_QUESTION_RESULT, default_requires_approval
 from dex_agents.testing import (
     ModelScript,
     ModelTurn,
@@ -23,7 +23,6 @@ from dex_agents.testing import (
     ToolBehaviour,
     ToolCallSpec,
 )
-from dex_agents.texts import TOOL_CALL_SUPERSEDED_BY_QUESTION_RESULT
 from dex_agents.values import AgentMessage, AgentSnapshot, AgentToolCallStatus, ToolEffect
 from dex_agents_conformance.adapter import Capability
 from dex_agents_conformance.checks import (

@@ -19,8 +19,13 @@ from typing import Any
 import dex
 import pytest
 
-from dex_agents.session import AgentSessionFlow
+from dex_agents import AgentSessionFlow
 from dex_agents.testing import (
+    MODEL_CALL_LOG_NAME,
+    MODEL_CALLS_LOG,
+    STATE_DIRECTORY_VARIABLE,
+    SUMMARY_CALL_LOG_NAME,
+    TOOL_RUNS_LOG,
     AgentSessionTestClient,
     AgentTestEnvironment,
     FileGate,
@@ -32,17 +37,10 @@ from dex_agents.testing import (
     Scenario,
     ScenarioSession,
     ScenarioTool,
+    StepOutcome,
     build_scenario_flow,
     executed_step_types,
     read_step_history,
-)
-from dex_agents.testing.history import StepOutcome
-from dex_agents.testing.scenario_flow import STATE_DIRECTORY_VARIABLE
-from dex_agents.testing.scripts import (
-    MODEL_CALL_LOG_NAME,
-    MODEL_CALLS_LOG,
-    SUMMARY_CALL_LOG_NAME,
-    TOOL_RUNS_LOG,
 )
 from dex_agents_conformance.adapter import Capability, ConformanceAdapter
 from dex_agents_conformance.diagnosis import defect_rule, failure_summary, last_traceback

@@ -3,9 +3,14 @@ SIGKILL before a rollover commit or during ``CompactContext`` loses no message."
 
 from __future__ import annotations
 
-from dex_agents.storage import DEFAULT_MESSAGE_WINDOW_SIZE
-from dex_agents.testing import ModelScript, ModelTurn, ScenarioSession, ToolCallSpec
-from dex_agents.testing.attributes import read_stored_attributes
+from dex_agents import AgentSessionOptions
+from dex_agents.testing import (
+    ModelScript,
+    ModelTurn,
+    ScenarioSession,
+    ToolCallSpec,
+    read_stored_attributes,
+)
 from dex_agents.values import AgentMessageIndex, from_wire_json
 from dex_agents_conformance.adapter import Capability
 from dex_agents_conformance.checks import assert_sequences_without_gaps, final_answer
@@ -15,6 +20,7 @@ from dex_agents_conformance.tools import LOOKUP_ORDER
 
 COMPACTION_WINDOW_TOKENS = 600
 """A context window that a few short turns fill (Stepwise counts four characters a token)."""
+DEFAULT_MESSAGE_WINDOW_SIZE = AgentSessionOptions().message_window_size
 PLAIN_TURNS = DEFAULT_MESSAGE_WINDOW_SIZE // 2 - 1
 """Turns of two messages each that fill the window to just below its size."""
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from dex_agents import AgentSessionFlow, create_agent_session_flow
 from dex_agents.runner import (
     AgentTurnContext,
     AgentTurnOutcome,
@@ -29,13 +30,13 @@ from dex_agents.runner import (
     ToolExecutionError,
     ToolExecutionResult,
 )
-from dex_agents.session import AgentSessionFlow, create_agent_session_flow
 from dex_agents.testing import (
     ModelScript,
     ModelTurn,
     ScenarioSession,
     ScenarioTool,
     ScriptedRunner,
+    ToolChoice,
     run_scenario_tool,
 )
 from dex_agents.values import (
@@ -49,7 +50,7 @@ from dex_agents_conformance.rules import ContractRule
 
 __all__ = ["MUTANTS", "IncrementalScriptedRunner", "Mutant"]
 
-RunnerClass = Callable[[ModelScript, Sequence[ScenarioTool], Path], ScriptedRunner]
+RunnerClass = Callable[..., ScriptedRunner]
 
 
 def _flow_of(
@@ -64,7 +65,13 @@ def _flow_of(
         session: ScenarioSession,
     ) -> AgentSessionFlow:
         return create_agent_session_flow(
-            runner_class(script, tools, Path(state_directory)),
+            runner_class(
+                script,
+                tools,
+                Path(state_directory),
+                planning_tool_choice=session.planning_tool_choice,
+                session_models=session.session_models,
+            ),
             session.flow_type,
             interrupt_deadline=session.interrupt_deadline,
             built_in_tools=session.built_in_tools,
@@ -193,9 +200,13 @@ class KeepsStateInMemory(ScriptedRunner):
     """Counts the turn's model calls in process memory instead of the run state."""
 
     def __init__(
-        self, script: ModelScript, tools: Sequence[ScenarioTool], state_directory: Path
+        self,
+        script: ModelScript,
+        tools: Sequence[ScenarioTool],
+        state_directory: Path,
+        **options: Any,
     ) -> None:
-        super().__init__(script, tools, state_directory)
+        super().__init__(script, tools, state_directory, **options)
         self._model_calls: dict[str, int] = {}
 
     def _restore(  # pyright: ignore[reportIncompatibleMethodOverride]
@@ -268,6 +279,20 @@ class IgnoresInputAnswers(ScriptedRunner):
         return await super().execute_deferred_tool_call(replace(call, input_answers=()))
 
 
+class IgnoresSessionSettings(ScriptedRunner):
+    """Always uses its default model, whatever the turn's session settings choose."""
+
+    async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
+        return await super().run_model_step(replace(turn, session_settings={}))
+
+
+class NeverForcesPlanningToolChoice(ScriptedRunner):
+    """Takes ``planning_tool_choice`` but never forces a planning turn's first call."""
+
+    def _tool_choice(self, turn: AgentTurnContext, position: int) -> ToolChoice:
+        return "auto"
+
+
 # --- messages stored as the turn goes ---------------------------------------------------
 
 
@@ -315,6 +340,8 @@ build_drops_built_in_tool_calls = _flow_of(DropsBuiltInToolCalls)
 build_swallows_tool_errors = _flow_of(SwallowsToolErrors)
 build_invents_idempotency_keys = _flow_of(InventsIdempotencyKeys)
 build_ignores_input_answers = _flow_of(IgnoresInputAnswers)
+build_ignores_session_settings = _flow_of(IgnoresSessionSettings)
+build_never_forces_planning_tool_choice = _flow_of(NeverForcesPlanningToolChoice)
 build_forgets_unfinished_turn_messages = _flow_of(ForgetsUnfinishedTurnMessages)
 build_incremental_scripted_flow = _flow_of(IncrementalScriptedRunner)
 
@@ -394,6 +421,16 @@ MUTANTS: tuple[Mutant, ...] = (
         "ignores_input_answers",
         ContractRule.TOOL_INPUT_REQUESTED,
         "test_a_tool_input_request_asks_the_user_and_reruns_with_the_answer",
+    ),
+    Mutant(
+        "ignores_session_settings",
+        ContractRule.SESSION_SETTINGS,
+        "test_session_settings_choose_the_model_and_an_update_applies_at_the_next_turn",
+    ),
+    Mutant(
+        "never_forces_planning_tool_choice",
+        ContractRule.PLANS,
+        "test_planning_tool_choice_required_forces_write_todos_until_a_draft_exists",
     ),
     Mutant(
         "forgets_unfinished_turn_messages",

@@ -17,13 +17,21 @@ from typing import ClassVar
 import dex
 import pytest
 
-from dex_agents.session.options import DEFAULT_MAX_USER_MESSAGE_BYTES
-from dex_agents.testing import ALWAYS, ModelScript, ModelTurn, ToolBehaviour, ToolCallSpec
-from dex_agents.testing.history import StepMethod, StepOutcome, read_step_history
-from dex_agents.texts import (
+from dex_agents import AgentSessionOptions
+from dex_agents.runner import (
     APPROVAL_DEADLINE_PASSED,
     OUTCOME_UNKNOWN_TOOL_RESULT,
     TURN_FAILURE_NOTE_HEADER,
+)
+from dex_agents.testing import (
+    ALWAYS,
+    ModelScript,
+    ModelTurn,
+    StepMethod,
+    StepOutcome,
+    ToolBehaviour,
+    ToolCallSpec,
+    read_step_history,
 )
 from dex_agents.values import AgentToolCallStatus
 from dex_agents_conformance.adapter import Capability
@@ -309,7 +317,7 @@ class ConformanceSuite(
         """A message too large to store gets ``False`` (or the engine's clear error), is
         never queued, and neither its session nor one beside it on the Worker stalls."""
         script = ModelScript([ModelTurn(text=f"answer {n}") for n in range(1, 4)])
-        limit = DEFAULT_MAX_USER_MESSAGE_BYTES
+        limit = AgentSessionOptions().max_user_message_bytes
         async with conformance_harness.run(script) as run:
             other = f"{run.session_id}-beside"
             await run.start_session("question 1")

@@ -12,6 +12,7 @@ from typing import ClassVar
 
 import pytest
 
+from dex_agents.runner import OUTCOME_UNKNOWN_TOOL_RESULT
 from dex_agents.testing import (
     TASK_CANCEL_LOG_NAME,
     TASK_DONE_GATE,
@@ -23,7 +24,6 @@ from dex_agents.testing import (
     ToolCallSpec,
     poll_until,
 )
-from dex_agents.texts import OUTCOME_UNKNOWN_TOOL_RESULT
 from dex_agents.values import AgentToolCallStatus, ToolEffect
 from dex_agents_conformance.adapter import Capability
 from dex_agents_conformance.checks import final_answer, finished_statuses

@@ -11,12 +11,12 @@ from typing import ClassVar
 
 import pytest
 
-from dex_agents.testing import ModelScript, ModelTurn, ToolCallSpec
-from dex_agents.texts import (
+from dex_agents.runner import (
     TOOL_CALL_CANCELLED_BY_STEERING_RESULT,
     TOOL_CALL_CANCELLED_BY_TURN_CANCELLATION_RESULT,
     plan_execution_user_text,
 )
+from dex_agents.testing import ModelScript, ModelTurn, ToolCallSpec
 from dex_agents.values import AgentSnapshot, AgentToolCallStatus
 from dex_agents_conformance.adapter import Capability
 from dex_agents_conformance.checks import (

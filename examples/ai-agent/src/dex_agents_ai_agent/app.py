@@ -41,7 +41,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from dex_agents import AgentHost, AgentSessionClient, AgentSnapshot
-from dex_agents.texts import APPROVAL_DEADLINE_PASSED, DEFAULT_REJECTION_MESSAGE
+from dex_agents.runner import APPROVAL_DEADLINE_PASSED, DEFAULT_REJECTION_MESSAGE
 from dex_agents.ui_stream import (
     ResumeTokenRejectedError,
     agent_event_sse_response,

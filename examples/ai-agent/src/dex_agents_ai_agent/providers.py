@@ -156,7 +156,7 @@ def create_model_client(
         return OpenAIResponsesModelClient(
             name, client=openai.AsyncOpenAI(api_key=_key(provider, values), http_client=http_client)
         )
-    from dex_agents.models.litellm import LiteLLMModelClient
+    from dex_agents.models import LiteLLMModelClient
 
     if provider.id == "custom":
         base_url = values.get(CUSTOM_BASE_URL_VARIABLE, "").strip()

@@ -22,18 +22,18 @@ from typing import TYPE_CHECKING, Any, cast
 
 import yaml
 
-from dex_agents import (
+from dex_agents import ToolEffect
+from dex_agents.models import ModelToolCall, ModelToolDefinition
+from dex_agents.runner import (
     AgentTurnContext,
     DeferredToolCall,
     DeferredToolExecution,
     DeferredToolOutcome,
-    ToolEffect,
     ToolExecutionError,
     ToolTaskCancellation,
     ToolTaskPoll,
     ToolTaskPollOutcome,
 )
-from dex_agents.models import ModelToolCall, ModelToolDefinition
 
 # The ban names the module dex_agents.stepwise.function_tool; this is the public function.
 from dex_agents.stepwise import FunctionTool, ToolSource, function_tool  # noqa: TID251
@@ -200,7 +200,7 @@ class SelectedServersToolSource:
         self, turn: AgentTurnContext, call: ModelToolCall, listed_tool: ModelToolDefinition
     ) -> DeferredToolCall:
         deferred = self.inner.deferred_tool_call(turn, call, listed_tool)
-        from dex_agents.mcp.resource_tools import RESOURCE_AND_PROMPT_TOOL_NAMES
+        from dex_agents.mcp import RESOURCE_AND_PROMPT_TOOL_NAMES
 
         if deferred.tool_name not in RESOURCE_AND_PROMPT_TOOL_NAMES:
             return deferred

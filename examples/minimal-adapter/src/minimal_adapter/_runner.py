@@ -15,35 +15,33 @@ from typing import Any
 
 import httpx
 
-from dex_agents import (
+from dex_agents import ToolEffect
+from dex_agents.runner import (
+    WRITE_TODOS,
     AgentTurnContext,
     AgentTurnOutcome,
     DeferredToolCall,
     DeferredToolExecution,
-    FrameworkMessage,
     ResolvedToolPolicy,
+    ToolCallDisplay,
     ToolCallsRequested,
-    ToolEffect,
     ToolExecutionResult,
     ToolInputRequested,
     TurnCompleted,
-    model_call_metadata,
-)
-from dex_agents.adapter_support import (
-    ToolCallDisplay,
     answer_tool_call,
+    call_policy,
     check_model_tool_call_id,
+    enabled_builtin_tool_definitions,
     is_display_only,
     known_tool,
+    model_call_metadata,
     response_messages,
     serving_deferred_tool_execution,
     serving_model_step,
     single_response_usage,
     tool_arguments_object,
 )
-from dex_agents.builtin_tools import WRITE_TODOS, enabled_builtin_tool_definitions
-from dex_agents.runner import call_policy
-from dex_agents.values import InteractionMode
+from dex_agents.values import FrameworkMessage, InteractionMode
 
 Json = dict[str, Any]
 

@@ -17,27 +17,36 @@ from typing import Any
 
 import httpx
 
-from dex_agents import (
-    AgentSessionFlow,
+from dex_agents import AgentSessionFlow, create_agent_session_flow
+from dex_agents.runner import (
     ToolInputRequested,
-    create_agent_session_flow,
     get_deferred_tool_execution,
     get_model_step_context,
 )
-from dex_agents.testing import ModelScript, ScenarioSession, ScenarioTool, scenario_tool_outcome
-from dex_agents.testing.script_playback import (
+from dex_agents.testing import (
+    ModelScript,
+    ScenarioSession,
+    ScenarioTool,
     play_scripted_model_call,
+    scenario_tool_outcome,
     scripted_answer_text,
     scripted_tool_call_id,
 )
 from dex_agents_conformance import ALL_CAPABILITIES, Capability
 from minimal_adapter._runner import ChatRunner, ChatTool
 
-__all__ = ["CAPABILITIES", "build_flow"]
+__all__ = ["CAPABILITIES", "UNSUPPORTED", "build_flow"]
 
 CAPABILITIES = ALL_CAPABILITIES | {Capability.TOOL_INPUT_REQUESTS}
 """What this runner does: not the opt-in compaction and tool tasks, which it does not
 implement; named one by one, so a capability added to the suite later is not claimed."""
+UNSUPPORTED = {
+    Capability.PLANNING_TOOL_CHOICE: "the example sends no tool_choice; a planning turn"
+    " offers only write_todos and the model decides",
+    Capability.SESSION_MODELS: "the example runs one model name; an adapter would map"
+    " turn.session_settings to the model of each request",
+}
+"""Why the example leaves these out, for the suite's skip reasons."""
 
 
 def _this_turn(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -119,6 +128,7 @@ def _chat_tool(tool: ScenarioTool, state_directory: Path) -> ChatTool:
             idempotency_key=call.idempotency_key,
             attempt=call.attempt,
             input_answers=call.input_answers,
+            input_continuation=call.tool_call.input_continuation,
         )
 
     return ChatTool(

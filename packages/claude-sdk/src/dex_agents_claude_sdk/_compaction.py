@@ -13,12 +13,12 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from dex_agents import AgentTurnContext
-from dex_agents.adapter_support import is_display_only
-from dex_agents.compaction import ContextSummaryRequest
-from dex_agents.compaction_support import (
+from dex_agents.runner import (
+    AgentTurnContext,
+    ContextSummaryRequest,
     CutItem,
     estimate_text_tokens,
+    is_display_only,
     select_cut,
     summary_input_text,
 )

@@ -6,13 +6,13 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Unpack
 
-from dex_agents.session import (
+from dex_agents import (
     AgentSessionFlow,
     AgentSessionOptions,
     AgentSessionOptionValues,
     create_agent_session_flow,
 )
-from dex_agents.tool_task_routing import ToolTaskPollers, ToolTasksOption
+from dex_agents.runner import ToolTaskPollers, ToolTasksOption
 from dex_agents_claude_sdk._runner import (
     DEFAULT_MAX_TOKENS,
     ClaudeRunner,

@@ -21,40 +21,38 @@ from typing import Any, Literal, cast
 import anthropic
 from anthropic.types import Message, Usage
 
-from dex_agents import (
+from dex_agents import AgentUsage
+from dex_agents.runner import (
+    CONTEXT_SUMMARY_INSTRUCTIONS,
+    WRITE_TODOS,
     AgentTurnContext,
     AgentTurnOutcome,
-    AgentUsage,
+    ContextSummaryRequest,
+    ContextSummaryResult,
     DeferredToolCall,
     DeferredToolExecution,
     DeferredToolOutcome,
-    FrameworkMessage,
     ModelCallMetadata,
     ToolExecutionResult,
     ToolInputRequested,
-    model_call_metadata,
-)
-from dex_agents.adapter_support import (
+    ToolTaskForwarding,
+    build_plan_note,
     check_model_tool_call_id,
+    check_planning_tool_choice,
+    context_summary_note,
     counted_model_step_outcome,
     decode_model_call_count,
+    enabled_builtin_tool_definitions,
+    forced_tool_choice_refusal,
     known_tool,
+    model_call_metadata,
+    returning_started_task,
     serving_model_step,
     single_response_usage,
+    thinking_enabled,
     tool_arguments_object,
 )
-from dex_agents.builtin_tools import WRITE_TODOS, enabled_builtin_tool_definitions
-from dex_agents.compaction import ContextSummaryRequest, ContextSummaryResult
-from dex_agents.compaction_support import context_summary_note
-from dex_agents.plans import build_plan_note
-from dex_agents.runner import (
-    check_planning_tool_choice,
-    forced_tool_choice_refusal,
-    thinking_enabled,
-)
-from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS
-from dex_agents.tool_task_routing import ToolTaskForwarding, returning_started_task
-from dex_agents.values import InteractionMode
+from dex_agents.values import FrameworkMessage, InteractionMode
 from dex_agents_claude_sdk._compaction import (
     compaction_cutoff,
     counted_request,

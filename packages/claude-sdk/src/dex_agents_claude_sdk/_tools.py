@@ -31,16 +31,16 @@ from anthropic.lib.tools import (
     beta_tool,
 )
 
-from dex_agents import (
+from dex_agents import ToolEffect
+from dex_agents.runner import (
     AgentTurnContext,
     DeferredToolExecution,
     ResolvedToolPolicy,
-    ToolEffect,
     ToolExecutionError,
     ToolInputRequested,
+    call_policy,
+    serving_deferred_tool_execution,
 )
-from dex_agents.adapter_support import serving_deferred_tool_execution
-from dex_agents.runner import call_policy
 
 __all__ = [
     "ClaudeTool",

@@ -18,14 +18,15 @@ from typing import Any, cast
 
 import httpx2
 
-from dex_agents.adapter_support import (
-    current_model_step_context,
+from dex_agents import AgentSessionFlow
+from dex_agents.runner import (
+    CONTEXT_SUMMARY_INSTRUCTIONS,
+    ToolInputRequested,
     decode_model_call_count,
+    estimate_text_tokens,
     get_deferred_tool_execution,
+    get_model_step_context,
 )
-from dex_agents.compaction_support import estimate_text_tokens
-from dex_agents.runner import ToolInputRequested
-from dex_agents.session import AgentSessionFlow
 from dex_agents.testing import (
     DEFAULT_SCENARIO_MODEL,
     ModelScript,
@@ -35,16 +36,13 @@ from dex_agents.testing import (
     ScenarioTool,
     ScriptedModelFailure,
     ToolChoice,
-    scenario_model_name,
-    scenario_tool_outcome,
-)
-from dex_agents.testing.script_playback import (
     play_scripted_model_call,
     play_scripted_summary,
+    scenario_model_name,
+    scenario_tool_outcome,
     scripted_answer_text,
     scripted_tool_call_id,
 )
-from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS
 from dex_agents_claude_sdk import ClaudeTool, claude_tool, create_claude_session_flow
 from dex_agents_claude_sdk.testing import (
     SCRIPTED_MODEL,
@@ -141,9 +139,12 @@ class ScriptedMessagesEndpoint:
                 self.state_directory, self.summary_gate, lines, model=_scenario_model(body)
             )
             return httpx2.Response(200, json=response_message([{"type": "text", "text": text}]))
-        turn = current_model_step_context()
-        if turn is None:
-            raise RuntimeError("ScriptedMessagesEndpoint answers only requests of ClaudeRunner")
+        try:
+            turn = get_model_step_context()
+        except LookupError:
+            raise RuntimeError(
+                "ScriptedMessagesEndpoint answers only requests of ClaudeRunner"
+            ) from None
         position = decode_model_call_count(turn.framework_run_state)
         messages = cast(list[JsonObject], body["messages"])
         try:

@@ -19,11 +19,9 @@ with ``call_policy``, in this order:
 
 from __future__ import annotations
 
-# ``dex_agents.runner`` exports ``call_policy``, and ``builtin_tools`` builds on the
-# runner contract: the module is imported whole, so either may be imported first.
-import dex_agents.builtin_tools as _builtin_tools
-from dex_agents.runner import AgentTurnContext, ResolvedToolPolicy
-from dex_agents.values import ToolEffect
+from dex_agents._builtin_tools import BUILT_IN_TOOL_POLICY
+from dex_agents._contract import AgentTurnContext, ResolvedToolPolicy
+from dex_agents._values import ToolEffect
 
 __all__ = ["call_policy"]
 
@@ -53,7 +51,7 @@ def call_policy(
     if declared_approval is not None and not isinstance(declared_approval, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise TypeError(f"declared_approval of tool {tool_name!r} must be a bool or None")
     if tool_name in turn.enabled_built_in_tools:
-        return _builtin_tools.BUILT_IN_TOOL_POLICY
+        return BUILT_IN_TOOL_POLICY
     if tool_name in turn.tool_policies:
         return turn.resolve_tool_policy(tool_name)
     # The declared effect, else the default effect; approval by that effect.

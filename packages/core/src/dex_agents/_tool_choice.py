@@ -10,6 +10,7 @@ a provider error on every attempt.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,6 +24,12 @@ __all__ = [
 
 FORCED_TOOL_CHOICE_REFUSING_MODELS = ("claude-opus-5-5", "claude-sonnet-5-5")
 """Model ID prefixes (dots read as hyphens) of models that refuse a forced tool choice."""
+
+_REFUSING_MODEL = re.compile(
+    r"(?:^|[^a-z0-9])(?:"
+    + "|".join(re.escape(prefix) for prefix in FORCED_TOOL_CHOICE_REFUSING_MODELS)
+    + r")(?:$|[-@:])"
+)
 
 
 _THINKING_OFF = frozenset({"disabled", "off", "none", "false"})
@@ -66,10 +73,12 @@ def forced_tool_choice_refusal(model: str | None, *, extended_thinking: bool = F
         return "Anthropic extended thinking refuses a forced tool choice"
     if not model:
         return None
-    name = model.rsplit(":", 1)[-1].rsplit("/", 1)[-1].strip().lower().replace(".", "-")
-    for prefix in FORCED_TOOL_CHOICE_REFUSING_MODELS:
-        if name == prefix or name.startswith((f"{prefix}-", f"{prefix}@")):
-            return f"model {model} refuses a forced tool choice"
+    # Provider prefixes ("anthropic:", "anthropic/"), a cloud's region and vendor parts
+    # ("us.anthropic.", Bedrock) and version suffixes ("-v1:0", "@latest", a date) may
+    # surround the model's own name, so it is found as a whole hyphenated part.
+    name = model.strip().lower().replace(".", "-")
+    if _REFUSING_MODEL.search(name):
+        return f"model {model} refuses a forced tool choice"
     return None
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from dex_agents.mcp import McpHttpServer, McpStdioServer
+from dex_agents.testing.mcp_reference import EverythingHttpServer, ReferenceServers
 from dex_agents.testing.mcp_server import McpHttpTestServer
 
 FLOWS = Path(__file__).resolve().parent.parent / "worker_flows"
@@ -24,6 +25,18 @@ def mcp_agent() -> Iterator[Any]:
         import mcp_agent  # pyright: ignore[reportMissingImports]
 
         yield mcp_agent
+    finally:
+        sys.path.remove(str(FLOWS))
+
+
+@pytest.fixture(scope="module")
+def mcp_reference_agent() -> Iterator[Any]:
+    """``worker_flows/mcp_reference_agent.py``: a Stepwise agent on server-everything."""
+    sys.path.insert(0, str(FLOWS))
+    try:
+        import mcp_reference_agent  # pyright: ignore[reportMissingImports]
+
+        yield mcp_reference_agent
     finally:
         sys.path.remove(str(FLOWS))
 
@@ -81,3 +94,19 @@ def http_process(calls: Path, release: Path, tmp_path: Path) -> Iterator[McpHttp
 @pytest.fixture
 def http_server(http_process: McpHttpTestServer) -> McpHttpServer:
     return McpHttpServer(name="tickets", url=http_process.url, headers={"X-Test": "yes"})
+
+
+@pytest.fixture(scope="session")
+def reference() -> ReferenceServers:
+    """The npm reference servers, installed once from the pinned lock (skips without npm)."""
+    servers, reason = ReferenceServers.install()
+    if servers is None:
+        pytest.skip(reason)
+    return servers
+
+
+@pytest.fixture
+def everything_http(reference: ReferenceServers, tmp_path: Path) -> Iterator[EverythingHttpServer]:
+    """server-everything over Streamable HTTP, in a child process."""
+    with reference.everything_http(tmp_path / "everything-http.log") as server:
+        yield server

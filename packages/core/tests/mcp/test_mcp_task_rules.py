@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from dex_agents.mcp.tasks import TaskContinuation, TaskQuestion, next_poll_interval
+from dex_agents.mcp._tasks import TaskContinuation, TaskQuestion, next_poll_interval
 from dex_agents.runner import QuestionAnswer
 
 

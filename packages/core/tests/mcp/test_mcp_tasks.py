@@ -35,12 +35,12 @@ from dex_agents.runner import (
 from dex_agents.testing import (
     AgentSessionTestClient,
     AgentTestEnvironment,
+    RecordingEventWriter,
     executed_step_types,
     poll_until,
     read_step_history,
 )
 from dex_agents.testing.mcp_server import McpHttpTestServer, read_calls
-from dex_agents.testing.runner_driver import RecordingEventWriter
 
 
 def _flow(mcp_agent: Any, calls: Path, release: Path, url: str, flow_type: str) -> Any:
@@ -210,7 +210,7 @@ async def test_tools_whose_names_collide_keep_the_first_with_a_warning(
         args=("-m", "dex_agents.testing.mcp_server", "--log", str(calls), "--colliding-tools"),
     )
     source = McpToolSource([server])
-    with caplog.at_level(logging.WARNING, logger="dex_agents.mcp.source"):
+    with caplog.at_level(logging.WARNING, logger="dex_agents.mcp"):
         tools = await source.list_tools()
 
     (kept,) = [tool for tool in tools if tool.name == "files__report_status"]

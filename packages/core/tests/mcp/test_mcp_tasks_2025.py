@@ -1,6 +1,6 @@
 """MCP tasks on a server that speaks only protocol 2025-11-25 (its experimental tasks).
 
-The server (``dex_agents.testing.mcp_server_2025``) advertises the ``tasks`` capability
+The server (``dex_agents.testing._mcp_server_2025``) advertises the ``tasks`` capability
 and lists both tools with ``execution.taskSupport: "required"``, so the source sends a
 task-augmented ``tools/call``; ``PollToolTask`` reads the task with ``tasks/get`` and its
 result with ``tasks/result``, during which the server also asks for input. A Stepwise
@@ -25,8 +25,8 @@ from dex_agents.testing import (
     executed_step_types,
     read_step_history,
 )
+from dex_agents.testing._mcp_server_2025 import McpLegacyTaskTestServer
 from dex_agents.testing.mcp_server import read_calls
-from dex_agents.testing.mcp_server_2025 import McpLegacyTaskTestServer
 
 
 @pytest.fixture

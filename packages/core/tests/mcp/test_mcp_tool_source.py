@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dex_agents import ToolEffect, ToolExecutionError, ToolPolicy
+from dex_agents import ToolEffect, ToolPolicy
 from dex_agents.mcp import (
     McpHttpServer,
     McpStdioServer,
@@ -19,9 +19,9 @@ from dex_agents.mcp import (
     load_mcp_server_configs,
     mcp_tool_name,
 )
-from dex_agents.testing import poll_until
+from dex_agents.runner import ToolExecutionError
+from dex_agents.testing import RecordingEventWriter, poll_until
 from dex_agents.testing.mcp_server import McpHttpTestServer, read_calls
-from dex_agents.testing.runner_driver import RecordingEventWriter
 
 
 def test_names_are_sanitized_and_long_names_shortened_with_a_hash() -> None:

@@ -13,23 +13,20 @@ from typing import Any
 
 import dex
 
-from dex_agents import (
-    AgentEvent,
-    AgentHost,
-    AgentSessionClient,
-    AgentSnapshot,
+from dex_agents import AgentEvent, AgentHost, AgentSessionClient, AgentSnapshot, AgentUsage
+from dex_agents.runner import (
     AgentTurnContext,
     AgentTurnOutcome,
-    AgentUsage,
+    ContextSummaryRequest,
+    ContextSummaryResult,
     DeferredToolCall,
     DeferredToolExecution,
-    FrameworkMessage,
     ToolCallsRequested,
     ToolExecutionResult,
     TurnCompleted,
     describe_tool_call_outcome,
 )
-from dex_agents.compaction import ContextSummaryRequest, ContextSummaryResult
+from dex_agents.values import FrameworkMessage
 
 
 def user_message(text: str) -> FrameworkMessage:

@@ -10,17 +10,15 @@ from core_session_support import ScriptRunner, calls_then_answer, session_id
 
 from dex_agents import (
     AgentToolCallStatus,
-    AnswerQuestionInput,
     InterruptKind,
-    ResolveInterruptInput,
     ToolEffect,
-    ToolExecutionResult,
-    ToolInputRequested,
     ToolPolicy,
+    create_agent_session_flow,
 )
-from dex_agents.session import create_agent_session_flow
+from dex_agents._texts import QUESTION_DEADLINE_PASSED
+from dex_agents.runner import QUESTION_DECLINED, ToolExecutionResult, ToolInputRequested
 from dex_agents.testing import read_step_history
-from dex_agents.texts import QUESTION_DEADLINE_PASSED, QUESTION_DECLINED
+from dex_agents.values import AnswerQuestionInput, ResolveInterruptInput
 
 
 async def test_ask_user_answered_with_refused_and_duplicate_answers(harness_factory) -> None:

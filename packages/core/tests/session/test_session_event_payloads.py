@@ -19,17 +19,19 @@ from core_session_support import CompactingRunner, assistant_text, session_id, u
 
 from dex_agents import (
     AgentEvent,
-    AgentTurnContext,
-    AgentTurnOutcome,
     CompactionPolicy,
-    DeferredToolCall,
-    FrameworkMessage,
-    ToolCallsRequested,
     ToolEffect,
     ToolPolicy,
-    TurnCompleted,
     create_agent_session_flow,
 )
+from dex_agents.runner import (
+    AgentTurnContext,
+    AgentTurnOutcome,
+    DeferredToolCall,
+    ToolCallsRequested,
+    TurnCompleted,
+)
+from dex_agents.values import FrameworkMessage
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "wire" / "AgentEvent.json"
 

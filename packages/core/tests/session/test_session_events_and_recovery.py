@@ -15,17 +15,15 @@ from core_session_support import (
     user_message,
 )
 
-from dex_agents import (
+from dex_agents import ToolEffect, ToolPolicy, create_agent_session_flow
+from dex_agents.runner import (
     AgentTurnContext,
-    AgentUserMessage,
     DeferredToolCall,
     ToolCallsRequested,
-    ToolEffect,
-    ToolPolicy,
     TurnCompleted,
     describe_tool_call_outcome,
 )
-from dex_agents.session import create_agent_session_flow
+from dex_agents.values import AgentUserMessage
 
 
 async def test_deltas_are_coalesced_and_a_retried_model_call_gets_a_new_attempt(

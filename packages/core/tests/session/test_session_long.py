@@ -10,9 +10,10 @@ from __future__ import annotations
 import pytest
 from core_session_support import CompactingRunner, assistant_text, session_id, usage
 
-from dex_agents import AgentTurnContext, AgentUserMessage, CompactionPolicy, TurnCompleted
-from dex_agents.session import create_agent_session_flow
-from dex_agents.testing.attributes import read_stored_attributes, stored_attribute_bytes
+from dex_agents import CompactionPolicy, create_agent_session_flow
+from dex_agents.runner import AgentTurnContext, TurnCompleted
+from dex_agents.testing import read_stored_attributes, stored_attribute_bytes
+from dex_agents.values import AgentUserMessage
 
 TURNS = 800
 TEXT = "a question of a realistic length about an order, " * 3

@@ -6,10 +6,9 @@ import json
 
 from core_session_support import ScriptRunner, calls_then_answer, session_id
 
-from dex_agents import AgentStatus, AgentToolCallStatus
-from dex_agents.session import create_agent_session_flow
+from dex_agents import AgentStatus, AgentToolCallStatus, create_agent_session_flow
+from dex_agents.runner import TOOL_CALL_SUPERSEDED_BY_QUESTION_RESULT
 from dex_agents.testing import read_step_history
-from dex_agents.texts import TOOL_CALL_SUPERSEDED_BY_QUESTION_RESULT
 
 BUILT_IN = ("ask_user", "durable_wait")
 QUESTION_THEN_WAIT = (

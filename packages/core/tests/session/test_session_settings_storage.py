@@ -11,15 +11,11 @@ import dex
 import pytest
 from core_session_support import ScriptRunner, assistant_text, session_id, usage
 
-from dex_agents import (
-    AgentSessionStartInput,
-    AgentTurnContext,
-    TurnCompleted,
-    UpdateSessionSettingsInput,
-    create_agent_session_flow,
-)
-from dex_agents.session_settings import SESSION_SETTINGS_NEED_SESSION_CODECS
-from dex_agents.testing.attributes import read_stored_attributes
+from dex_agents import create_agent_session_flow
+from dex_agents._session_settings import SESSION_SETTINGS_NEED_SESSION_CODECS
+from dex_agents.runner import AgentTurnContext, TurnCompleted
+from dex_agents.testing import read_stored_attributes
+from dex_agents.values import AgentSessionStartInput, UpdateSessionSettingsInput
 
 
 def _answer_with_settings(turn: AgentTurnContext) -> TurnCompleted:

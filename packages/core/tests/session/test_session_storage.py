@@ -12,12 +12,10 @@ from core_session_support import (
     usage,
 )
 
-from dex_agents import AgentTurnContext, ListAgentMessagesInput, TurnCompleted
-from dex_agents.compaction import CompactionPolicy
-from dex_agents.session import create_agent_session_flow
-from dex_agents.testing import read_step_history
-from dex_agents.testing.attributes import read_stored_attributes
-from dex_agents.values import AgentMessageIndex, from_wire_json
+from dex_agents import CompactionPolicy, create_agent_session_flow
+from dex_agents.runner import AgentTurnContext, TurnCompleted
+from dex_agents.testing import read_step_history, read_stored_attributes
+from dex_agents.values import AgentMessageIndex, ListAgentMessagesInput, from_wire_json
 
 
 def echo(turn: AgentTurnContext) -> TurnCompleted:
@@ -49,7 +47,7 @@ async def _pages_of_three(harness, flow, sid: str) -> list:
 
 
 def _message(text: str):
-    from dex_agents import AgentUserMessage
+    from dex_agents.values import AgentUserMessage
 
     return AgentUserMessage(text=text)
 
@@ -170,7 +168,7 @@ async def test_a_runner_without_compaction_after_retention_warns_and_reads_what_
 
     plain_runner = ScriptRunner(echo)
     plain = create_agent_session_flow(plain_runner, "RedeployedAgent", **options)
-    with caplog.at_level("WARNING", logger="dex_agents.session.turn"):
+    with caplog.at_level("WARNING", logger="dex_agents.session._turn"):
         async with harness_factory(plain) as harness:
             await harness.client.invoke_rpc(plain.send_user_message, sid, _message("m13"))
             await harness.wait_for_turns(plain, sid, 13)

@@ -15,22 +15,20 @@ from core_session_support import (
 )
 from core_session_support import calls_then_answer as answer_after_calls
 
-from dex_agents import (
+from dex_agents import AgentToolCallStatus, ToolEffect, ToolPolicy, create_agent_session_flow
+from dex_agents.runner import (
+    APPROVAL_DEADLINE_PASSED,
+    DEFAULT_REJECTION_MESSAGE,
     OUTCOME_UNKNOWN_TOOL_RESULT,
-    AgentToolCallStatus,
     AgentTurnContext,
     DeferredToolCall,
-    ResolveInterruptInput,
     ToolCallsRequested,
-    ToolEffect,
     ToolExecutionError,
-    ToolPolicy,
     TurnCompleted,
     describe_tool_call_outcome,
 )
-from dex_agents.session import create_agent_session_flow
 from dex_agents.testing import read_step_history
-from dex_agents.texts import APPROVAL_DEADLINE_PASSED, DEFAULT_REJECTION_MESSAGE
+from dex_agents.values import ResolveInterruptInput
 
 
 def calls_then_answer(*calls: tuple[str, str]) -> ModelScript:

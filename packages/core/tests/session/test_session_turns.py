@@ -15,19 +15,22 @@ from core_session_support import (
 )
 
 from dex_agents import (
+    AgentSessionOptions,
     AgentStatus,
     AgentToolCallStatus,
-    AgentTurnContext,
-    DeferredToolCall,
-    ListAgentMessagesInput,
-    ToolCallsRequested,
     ToolEffect,
     ToolPolicy,
+    create_agent_session_flow,
+)
+from dex_agents.runner import (
+    AgentTurnContext,
+    DeferredToolCall,
+    ToolCallsRequested,
     TurnCompleted,
     describe_tool_call_outcome,
 )
-from dex_agents.session import AgentSessionOptions, create_agent_session_flow
 from dex_agents.testing import read_step_history
+from dex_agents.values import ListAgentMessagesInput
 
 
 def one_tool_then_answer(tool_name: str, arguments: str = '{"order_id":"42"}'):
@@ -152,7 +155,7 @@ async def test_message_sent_during_a_turn_starts_the_next_turn(harness_factory) 
 
 
 def _message(text: str):
-    from dex_agents import AgentUserMessage
+    from dex_agents.values import AgentUserMessage
 
     return AgentUserMessage(text=text)
 
@@ -193,11 +196,7 @@ async def _lookup(call) -> str:
 
 
 async def test_bad_rpc_inputs_return_false_or_raise_and_change_nothing(harness_factory) -> None:
-    from dex_agents import (
-        AgentUserMessage,
-        AnswerQuestionInput,
-        ResolveInterruptInput,
-    )
+    from dex_agents.values import AgentUserMessage, AnswerQuestionInput, ResolveInterruptInput
 
     def script(turn: AgentTurnContext):
         return TurnCompleted(new_messages=[assistant_text("done")], usage=usage())

@@ -153,8 +153,8 @@ async def test_a_failed_model_attempt_is_an_error_span_and_the_retry_its_own(eng
 async def test_the_compaction_summary_call_is_a_chat_span_of_compact_context(engine) -> None:
     from dex_agents import CompactionPolicy
     from dex_agents.models import ModelRequest, ScriptedModelClient
+    from dex_agents.runner import CONTEXT_SUMMARY_INSTRUCTIONS
     from dex_agents.stepwise import AgentDefinition, StepwiseRunner, session_options_of
-    from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS
 
     def script(request: ModelRequest) -> str:
         if request.instructions == CONTEXT_SUMMARY_INSTRUCTIONS:

@@ -19,23 +19,25 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, Sp
 from ui_support import framework_message
 
 from dex_agents import (
+    AgentSessionFlow,
     AgentSessionOptions,
-    AgentTurnContext,
-    AgentTurnOutcome,
     AgentUsage,
-    DeferredToolCall,
-    DeferredToolExecution,
-    FrameworkMessage,
-    ModelCallMetadata,
-    ToolCallsRequested,
     ToolEffect,
-    ToolExecutionResult,
     ToolPolicy,
-    TurnCompleted,
     create_agent_session_flow,
 )
-from dex_agents.session import AgentSessionFlow
+from dex_agents.runner import (
+    AgentTurnContext,
+    AgentTurnOutcome,
+    DeferredToolCall,
+    DeferredToolExecution,
+    ModelCallMetadata,
+    ToolCallsRequested,
+    ToolExecutionResult,
+    TurnCompleted,
+)
 from dex_agents.tracing import TracingOptions
+from dex_agents.values import FrameworkMessage
 
 FLOW_TYPE = "TracedParallelAgent"
 USAGE = AgentUsage(model_calls=1, input_tokens=7, output_tokens=3, total_tokens=10)

@@ -8,9 +8,9 @@ from typing import Any
 
 from ui_support import new_session_id, serve_ui_session
 
-from dex_agents import AgentSessionStartInput
 from dex_agents.testing import AgentSessionTestClient
 from dex_agents.ui_stream import open_agent_ui_message_stream, resolve_agent_tool_approval
+from dex_agents.values import AgentSessionStartInput
 
 
 async def test_one_approval_from_an_own_endpoint_reaches_the_open_stream(engine) -> None:

@@ -11,7 +11,7 @@ from dex_agents.ui_stream import (
     convert_agent_snapshot_to_json,
     convert_agent_snapshot_to_ui_messages,
 )
-from dex_agents.ui_stream.tokens import decode_ui_resume_token
+from dex_agents.ui_stream._tokens import decode_ui_resume_token
 from dex_agents.values import (
     AgentEvent,
     AgentInterrupt,
@@ -187,7 +187,7 @@ def test_a_new_attempt_resets_the_step_and_tool_step_text_is_an_event() -> None:
 
 
 def test_tool_outcomes_map_to_their_part_types() -> None:
-    from dex_agents.ui_stream.parts import ToolDetails
+    from dex_agents.ui_stream._parts import ToolDetails
 
     mapper = UIPartMapper.for_turn("turn-1")
     mapper.map(_event("turn_started", {}))

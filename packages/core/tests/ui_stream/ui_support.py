@@ -18,25 +18,26 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from dex_agents import (
-    AgentSessionStartInput,
+    AgentSessionClient,
+    AgentSessionFlow,
+    AgentUsage,
+    ToolEffect,
+    ToolPolicy,
+    create_agent_session_flow,
+)
+from dex_agents.runner import (
     AgentTurnContext,
     AgentTurnOutcome,
-    AgentUsage,
     DeferredToolCall,
     DeferredToolExecution,
-    FrameworkMessage,
     ToolCallsRequested,
-    ToolEffect,
     ToolExecutionResult,
-    ToolPolicy,
     TurnCompleted,
-    create_agent_session_flow,
     describe_tool_call_outcome,
 )
-from dex_agents.client import AgentSessionClient
-from dex_agents.session import AgentSessionFlow
 from dex_agents.testing import AgentTestEnvironment, find_free_loopback_ports
 from dex_agents.ui_stream import SessionAccess, agent_chat_routes, agent_event_routes
+from dex_agents.values import AgentSessionStartInput, FrameworkMessage
 
 USAGE = AgentUsage(model_calls=1, input_tokens=3, output_tokens=2, total_tokens=5)
 

@@ -19,7 +19,13 @@ from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from dex_agents import (
+from dex_agents.models import (
+    ModelRequest,
+    ScriptedModelClient,
+    ScriptedModelReply,
+    ScriptedToolCall,
+)
+from dex_agents.runner import (
     ToolExecutionError,
     ToolExecutionResult,
     ToolInputRequested,
@@ -28,12 +34,6 @@ from dex_agents import (
     ToolTaskPoll,
     ToolTaskPollOutcome,
     ToolTaskStarted,
-)
-from dex_agents.models import (
-    ModelRequest,
-    ScriptedModelClient,
-    ScriptedModelReply,
-    ScriptedToolCall,
 )
 from dex_agents.stepwise import (
     AgentDefinition,

@@ -56,6 +56,8 @@ def build_source(calls: str, release: str, url: str) -> McpToolSource:
     return McpToolSource(
         [files, McpHttpServer(name="tickets", url=url)],
         resource_and_prompt_tools_enabled=True,
+        # A loaded test machine can take seconds to start the stdio server's Python.
+        listing_timeout_seconds=60,
         # The test's clock: a task is polled at least every 2 seconds, not every minute.
         task_poll_max_interval_seconds=2,
     )

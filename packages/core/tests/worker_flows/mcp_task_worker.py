@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from mcp_agent import build_flows  # pyright: ignore[reportMissingImports]
 
-from dex_agents.testing.worker_process import run_agent_worker_process
+from dex_agents.testing import run_agent_worker_process
 
 if __name__ == "__main__":
     run_agent_worker_process(

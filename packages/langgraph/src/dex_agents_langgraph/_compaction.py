@@ -12,16 +12,16 @@ from __future__ import annotations
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
-from dex_agents import AgentTurnContext
-from dex_agents.compaction import ContextSummaryRequest
-from dex_agents.compaction_support import (
+from dex_agents.runner import (
+    CONTEXT_SUMMARY_INSTRUCTIONS,
+    AgentTurnContext,
+    ContextSummaryRequest,
     CutItem,
     context_summary_note,
     select_cut,
     summarized_through,
     summary_input_text,
 )
-from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS
 from dex_agents_langgraph._messages import stored_messages
 
 __all__ = ["compaction_cutoff", "estimate_stored_tokens", "summary_request_messages"]

@@ -10,13 +10,13 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 from langgraph.pregel import Pregel
 
-from dex_agents.session import (
+from dex_agents import (
     AgentSessionFlow,
     AgentSessionOptions,
     AgentSessionOptionValues,
     create_agent_session_flow,
 )
-from dex_agents.tool_task_routing import ToolTaskPollers, ToolTasksOption
+from dex_agents.runner import ToolTaskPollers, ToolTasksOption
 from dex_agents_langgraph._runner import GraphResolver, LangGraphRunner, ModelResolver
 
 __all__ = ["create_langgraph_agent_session_flow", "create_langgraph_session_flow"]

@@ -21,10 +21,16 @@ from langchain_core.messages import (
     messages_to_dict,
 )
 
-from dex_agents import AgentMessage, AgentToolCall, AgentToolCallStatus, FrameworkMessage
-from dex_agents.adapter_support import ToolCallDisplay, is_display_only, response_messages
-from dex_agents.decode_cache import DecodeCache
-from dex_agents.texts import OUTCOME_UNKNOWN_TOOL_RESULT, describe_tool_call_outcome
+from dex_agents import AgentMessage, AgentToolCall, AgentToolCallStatus
+from dex_agents.runner import (
+    OUTCOME_UNKNOWN_TOOL_RESULT,
+    DecodeCache,
+    ToolCallDisplay,
+    describe_tool_call_outcome,
+    is_display_only,
+    response_messages,
+)
+from dex_agents.values import FrameworkMessage
 
 __all__ = [
     "RequestedToolCall",

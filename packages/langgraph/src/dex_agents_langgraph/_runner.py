@@ -39,32 +39,31 @@ from langchain_core.tools import BaseTool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.pregel import Pregel
 
-from dex_agents import (
+from dex_agents import AgentUsage
+from dex_agents.runner import (
+    WRITE_TODOS,
     AgentEventWriter,
     AgentTurnContext,
     AgentTurnOutcome,
-    AgentUsage,
+    ContextSummaryRequest,
+    ContextSummaryResult,
     DeferredToolCall,
     DeferredToolExecution,
     DeferredToolOutcome,
-    FrameworkMessage,
     ModelCallMetadata,
-    model_call_metadata,
-)
-from dex_agents.adapter_support import (
+    ToolTaskForwarding,
+    build_plan_note,
     check_model_tool_call_id,
+    check_planning_tool_choice,
+    context_summary_note,
     counted_model_step_outcome,
     decode_model_call_count,
+    model_call_metadata,
+    returning_started_task,
     serving_model_step,
     single_response_usage,
 )
-from dex_agents.builtin_tools import WRITE_TODOS
-from dex_agents.compaction import ContextSummaryRequest, ContextSummaryResult
-from dex_agents.compaction_support import context_summary_note
-from dex_agents.plans import build_plan_note
-from dex_agents.runner import check_planning_tool_choice
-from dex_agents.tool_task_routing import ToolTaskForwarding, returning_started_task
-from dex_agents.values import InteractionMode
+from dex_agents.values import FrameworkMessage, InteractionMode
 from dex_agents_langgraph._compaction import (
     compaction_cutoff,
     estimate_stored_tokens,

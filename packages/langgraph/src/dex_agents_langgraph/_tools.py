@@ -39,33 +39,29 @@ from langgraph.pregel import Pregel
 from langgraph.types import Command, Interrupt
 from pydantic import BaseModel, ValidationError
 
-from dex_agents import (
+from dex_agents import ToolEffect
+from dex_agents.runner import (
+    DEX_EFFECT_METADATA_KEY,
+    DEX_IDEMPOTENCY_KEY,
+    DEX_REQUIRES_APPROVAL_METADATA_KEY,
     AgentTurnContext,
     DeferredToolExecution,
     DeferredToolOutcome,
     ResolvedToolPolicy,
-    ToolEffect,
     ToolExecutionError,
     ToolExecutionResult,
     ToolInputRequested,
-)
-from dex_agents.adapter_support import (
-    DEX_EFFECT_METADATA_KEY,
-    DEX_IDEMPOTENCY_KEY,
-    DEX_REQUIRES_APPROVAL_METADATA_KEY,
+    call_policy,
     declared_approval_in,
     declared_effect_in,
-    known_tool,
-    serving_deferred_tool_execution,
-    tool_arguments_object,
-    tool_declaration_metadata,
-)
-from dex_agents.builtin_tools import enabled_builtin_tool_definitions
-from dex_agents.runner import (
-    call_policy,
+    enabled_builtin_tool_definitions,
     forced_tool_choice_refusal,
     is_anthropic_model,
+    known_tool,
+    serving_deferred_tool_execution,
     thinking_enabled,
+    tool_arguments_object,
+    tool_declaration_metadata,
 )
 from dex_agents_langgraph._messages import message_text
 

@@ -42,7 +42,8 @@ from langgraph.pregel import Pregel
 from langgraph.types import interrupt
 from pydantic import ConfigDict
 
-from dex_agents.session import AgentSessionFlow
+from dex_agents import AgentSessionFlow
+from dex_agents.runner import CONTEXT_SUMMARY_INSTRUCTIONS
 from dex_agents.testing import (
     DEFAULT_SCENARIO_MODEL,
     ModelScript,
@@ -51,17 +52,14 @@ from dex_agents.testing import (
     ScenarioTaskPoller,
     ScenarioTool,
     ToolChoice,
+    play_scripted_model_call,
+    play_scripted_summary,
     run_scenario_tool,
     scenario_model_name,
     scenario_tool_outcome,
-)
-from dex_agents.testing.script_playback import (
-    play_scripted_model_call,
-    play_scripted_summary,
     scripted_answer_text,
     scripted_tool_call_id,
 )
-from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS
 from dex_agents_langgraph import (
     create_langgraph_session_flow,
     declare_tool_effect,

@@ -7,9 +7,9 @@ function tool runs; each tool call runs in its own Step.
 
 from importlib.metadata import version as _version
 
-from dex_agents.adapter_support import MOVED_TO_DEX_AGENTS as _MOVED_TO_DEX_AGENTS
-from dex_agents.adapter_support import deprecated_aliases as _deprecated_aliases
-from dex_agents.versions import warn_if_off_version_line
+from dex_agents.runner import MOVED_TO_DEX_AGENTS as _MOVED_TO_DEX_AGENTS
+from dex_agents.runner import deprecated_aliases as _deprecated_aliases
+from dex_agents.runner import warn_if_off_version_line
 from dex_agents_openai_agents._flow import create_openai_agents_session_flow
 from dex_agents_openai_agents._runner import (
     ContextFactory,

@@ -15,15 +15,15 @@ from typing import Any
 
 from agents import Agent
 
-from dex_agents import AgentTurnContext
-from dex_agents.compaction import ContextSummaryRequest
-from dex_agents.compaction_support import (
+from dex_agents.runner import (
+    CONTEXT_SUMMARY_INSTRUCTIONS,
+    AgentTurnContext,
+    ContextSummaryRequest,
     CutItem,
     estimate_text_tokens,
     select_cut,
     summary_input_text,
 )
-from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS
 from dex_agents_openai_agents._messages import stored_item
 
 __all__ = ["compaction_cutoff", "summarizer_of", "summary_input"]

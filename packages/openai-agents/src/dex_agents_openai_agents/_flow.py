@@ -7,14 +7,14 @@ from typing import Any, Unpack
 
 from agents import Agent, RunConfig
 
-from dex_agents.session import (
+from dex_agents import (
     AgentSessionFlow,
     AgentSessionOptions,
     AgentSessionOptionValues,
     create_agent_session_flow,
 )
+from dex_agents.runner import ToolTaskPollers, ToolTasksOption
 from dex_agents.stepwise import DEFAULT_MAX_MODEL_CALLS_PER_TURN
-from dex_agents.tool_task_routing import ToolTaskPollers, ToolTasksOption
 from dex_agents_openai_agents._runner import (
     ContextFactory,
     OpenAIAgentsRunner,

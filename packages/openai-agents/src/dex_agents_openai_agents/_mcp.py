@@ -19,7 +19,7 @@ from typing import Any
 from agents import Agent, FunctionTool
 
 from dex_agents import ToolEffect
-from dex_agents.adapter_support import mcp_idempotency_meta
+from dex_agents.runner import mcp_idempotency_meta
 
 __all__ = ["mcp_annotation_effect", "stamp_mcp_idempotency_keys"]
 

@@ -16,10 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from dex_agents import FrameworkMessage
-from dex_agents.decode_cache import DecodeCache
-from dex_agents.texts import OUTCOME_UNKNOWN_TOOL_RESULT
-from dex_agents.values import AgentMessage
+from dex_agents.runner import OUTCOME_UNKNOWN_TOOL_RESULT, DecodeCache
+from dex_agents.values import AgentMessage, FrameworkMessage
 
 __all__ = [
     "RUN_STATE_FORMAT",

@@ -38,43 +38,45 @@ from agents.tool_context import ToolContext
 from agents.usage import Usage
 from openai.types.responses import ResponseFunctionToolCall
 
-from dex_agents import (
+from dex_agents import AgentUsage
+from dex_agents.runner import (
     AgentTurnContext,
-    AgentUsage,
+    AgentTurnOutcome,
+    ContextSummaryRequest,
+    ContextSummaryResult,
     DeferredToolCall,
     DeferredToolExecution,
-    FrameworkMessage,
+    DeferredToolOutcome,
     ToolCallsRequested,
     ToolExecutionError,
     ToolExecutionResult,
     ToolInputRequested,
+    ToolTaskForwarding,
     TurnCompleted,
-    add_agent_usage,
-    describe_tool_call_outcome,
-    empty_agent_usage,
-)
-from dex_agents.adapter_support import (
     check_model_tool_call_id,
-    serving_deferred_tool_execution,
-    serving_model_step,
-    single_response_usage,
-)
-from dex_agents.builtin_tools import enabled_builtin_tool_definitions
-from dex_agents.compaction import ContextSummaryRequest, ContextSummaryResult
-from dex_agents.compaction_support import context_summary_note, estimate_stored_tokens
-from dex_agents.runner import (
-    AgentTurnOutcome,
-    DeferredToolOutcome,
     check_planning_tool_choice,
+    context_summary_note,
+    describe_tool_call_outcome,
+    enabled_builtin_tool_definitions,
+    estimate_stored_tokens,
     forced_tool_choice_refusal,
     is_anthropic_model,
     model_call_metadata,
+    returning_started_task,
+    serving_deferred_tool_execution,
+    serving_model_step,
+    single_response_usage,
     thinking_enabled,
+    unknown_tool_error,
 )
 from dex_agents.stepwise import DEFAULT_MAX_MODEL_CALLS_PER_TURN
-from dex_agents.texts import unknown_tool_error
-from dex_agents.tool_task_routing import ToolTaskForwarding, returning_started_task
-from dex_agents.values import AgentToolCallStatus, InteractionMode
+from dex_agents.values import (
+    AgentToolCallStatus,
+    FrameworkMessage,
+    InteractionMode,
+    add_agent_usage,
+    empty_agent_usage,
+)
 from dex_agents_openai_agents._compaction import compaction_cutoff, summarizer_of, summary_input
 from dex_agents_openai_agents._mcp import stamp_mcp_idempotency_keys
 from dex_agents_openai_agents._messages import (

@@ -44,16 +44,18 @@ from agents.tool_guardrails import ToolInputGuardrailData, ToolOutputGuardrailDa
 from openai.types.responses import ResponseCompletedEvent, ResponseFunctionToolCall
 from openai.types.responses.response_prompt_param import ResponsePromptParam
 
-from dex_agents import (
+from dex_agents import ToolEffect
+from dex_agents.runner import (
+    WRITE_TODOS,
     AgentTurnContext,
+    BuiltInToolDefinition,
     ResolvedToolPolicy,
-    ToolEffect,
     ToolExecutionError,
+    call_policy,
+    declared_effect_in,
     describe_tool_call_outcome,
+    tool_declaration_metadata,
 )
-from dex_agents.adapter_support import declared_effect_in, tool_declaration_metadata
-from dex_agents.builtin_tools import WRITE_TODOS, BuiltInToolDefinition
-from dex_agents.runner import call_policy
 from dex_agents_openai_agents._mcp import mcp_annotation_effect
 
 __all__ = [

@@ -23,8 +23,13 @@ from agents.tool_context import ToolContext
 from agents.usage import Usage
 from openai.types.responses.response_prompt_param import ResponsePromptParam
 
-from dex_agents import ToolInputRequested, get_deferred_tool_execution, get_model_step_context
-from dex_agents.session import AgentSessionFlow, AgentSessionOptions
+from dex_agents import AgentSessionFlow, AgentSessionOptions
+from dex_agents.runner import (
+    CONTEXT_SUMMARY_INSTRUCTIONS,
+    ToolInputRequested,
+    get_deferred_tool_execution,
+    get_model_step_context,
+)
 from dex_agents.testing import (
     DEFAULT_SCENARIO_MODEL,
     ModelScript,
@@ -32,16 +37,13 @@ from dex_agents.testing import (
     ScenarioTaskPoller,
     ScenarioTool,
     ToolChoice,
-    scenario_model_name,
-    scenario_tool_outcome,
-)
-from dex_agents.testing.script_playback import (
     play_scripted_model_call,
     play_scripted_summary,
+    scenario_model_name,
+    scenario_tool_outcome,
     scripted_answer_text,
     scripted_tool_call_id,
 )
-from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS
 from dex_agents_openai_agents import create_openai_agents_session_flow, declare_tool_effect
 from dex_agents_openai_agents._messages import message_text
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from dex_agents.adapter_support import deprecated_aliases
+from dex_agents.runner import deprecated_aliases
 from dex_agents_openai_agents import _tools
 
 if TYPE_CHECKING:

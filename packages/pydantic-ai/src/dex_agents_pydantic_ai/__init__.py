@@ -7,15 +7,16 @@ tool call then runs in its own Dex Step. See the package README.
 
 from importlib.metadata import version as _version
 
-from dex_agents.adapter_support import MOVED_TO_DEX_AGENTS as _MOVED_TO_DEX_AGENTS
-from dex_agents.adapter_support import deprecated_aliases as _deprecated_aliases
-from dex_agents.versions import warn_if_off_version_line
+from dex_agents.runner import MOVED_TO_DEX_AGENTS as _MOVED_TO_DEX_AGENTS
+from dex_agents.runner import deprecated_aliases as _deprecated_aliases
+from dex_agents.runner import warn_if_off_version_line
 from dex_agents_pydantic_ai._flow import create_pydantic_ai_session_flow
-from dex_agents_pydantic_ai._runner import DepsFactory, PydanticAIRunner
+from dex_agents_pydantic_ai._runner import DepsFactory, ModelResolver, PydanticAIRunner
 from dex_agents_pydantic_ai._tools import (
     DEX_EFFECT_METADATA_KEY,
     DEX_REQUIRES_APPROVAL_METADATA_KEY,
     IDEMPOTENCY_KEY_METADATA_KEY,
+    ask_user,
     declare_tool_effect,
     dex_tool_metadata,
 )
@@ -28,8 +29,10 @@ __all__ = [
     "DEX_REQUIRES_APPROVAL_METADATA_KEY",
     "IDEMPOTENCY_KEY_METADATA_KEY",
     "DepsFactory",
+    "ModelResolver",
     "PydanticAIRunner",
     "__version__",
+    "ask_user",
     "create_pydantic_ai_session_flow",
     "declare_tool_effect",
     "dex_tool_metadata",

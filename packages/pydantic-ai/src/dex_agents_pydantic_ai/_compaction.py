@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from pydantic_ai.messages import ModelResponse, ToolReturnPart
 
-from dex_agents import AgentTurnContext
-from dex_agents.compaction import ContextSummaryRequest
-from dex_agents.compaction_support import (
+from dex_agents.runner import (
+    AgentTurnContext,
+    ContextSummaryRequest,
     CutItem,
     estimate_text_tokens,
     select_cut,

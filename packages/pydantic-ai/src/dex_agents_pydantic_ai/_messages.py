@@ -35,9 +35,9 @@ from pydantic_ai.messages import (
 )
 from pydantic_core import to_json
 
-from dex_agents import AgentMessage, FrameworkMessage
-from dex_agents.decode_cache import DecodeCache
-from dex_agents.texts import OUTCOME_UNKNOWN_TOOL_RESULT
+from dex_agents import AgentMessage
+from dex_agents.runner import OUTCOME_UNKNOWN_TOOL_RESULT, DecodeCache
+from dex_agents.values import FrameworkMessage
 
 __all__ = [
     "DEFAULT_KEPT_SESSIONS",
@@ -45,6 +45,7 @@ __all__ = [
     "SessionHistories",
     "answer_orphaned_tool_calls",
     "decode_history",
+    "decoded_message_count",
     "encode_framework_item",
     "project_message",
     "project_messages",
@@ -85,6 +86,15 @@ def decode_history(messages: Iterable[AgentMessage]) -> list[ModelMessage]:
             ) from error
         history.extend(_own_copy(item) for item in decoded)
     return history
+
+
+def decoded_message_count(messages: Iterable[AgentMessage]) -> int:
+    """How many Pydantic AI messages ``messages`` decode to (each item decoded once per
+    process, none copied)."""
+    return sum(
+        len(_DECODED_ITEMS.get_or_decode(message.framework_item, _decode_item))
+        for message in messages
+    )
 
 
 def _decode_item(framework_item: str) -> tuple[ModelMessage, ...]:

@@ -16,6 +16,12 @@ its own, whose tool hooks only a run applies, gets a run instead: its history
 ends in the one call, approved, and the run stops before the model request that
 would follow. Either way the tool return Pydantic AI produces becomes the outcome.
 
+A planning turn offers only ``write_todos`` (a capability's ``prepare_tools``), forced
+on its first request with ``planning_tool_choice="required"`` (its ``get_model_settings``),
+and every request shows the plan note before the turn's messages. ``resolve_model``
+chooses the model of each turn's requests, summary requests included, from
+``turn.session_settings`` (``agent.iter(model=...)``).
+
 The runner keeps no session state between calls, only a per-Worker cache of each
 session's decoded history (``SessionHistories``, checked against the stored items on
 every Step); deps come from the factory's ``deps`` or ``deps_factory``, never from
@@ -26,12 +32,13 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, replace
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, Generic, Literal, TypeVar, cast
 
-from pydantic_ai import Agent, AgentRun, CallToolsNode, ModelRequestNode, UserPromptNode
+from pydantic_ai import Agent, AgentRun, CallToolsNode, ModelRequestNode, RunContext, UserPromptNode
+from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import ToolFailed, UnexpectedModelBehavior
 from pydantic_ai.messages import (
     ModelMessage,
@@ -46,7 +53,8 @@ from pydantic_ai.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from pydantic_ai.models import Model
+from pydantic_ai.models import KnownModelName, Model
+from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import (
     DeferredToolRequests,
     DeferredToolResults,
@@ -56,43 +64,48 @@ from pydantic_ai.tools import (
 )
 from pydantic_ai.toolsets import AbstractToolset, ExternalToolset
 
-from dex_agents import (
-    AgentToolCallStatus,
+from dex_agents import AgentToolCallStatus, AgentUsage
+from dex_agents.runner import (
+    CONTEXT_SUMMARY_INSTRUCTIONS,
+    WRITE_TODOS,
     AgentTurnContext,
     AgentTurnOutcome,
-    AgentUsage,
+    ContextSummaryRequest,
+    ContextSummaryResult,
     DeferredToolCall,
     DeferredToolExecution,
     DeferredToolOutcome,
-    FrameworkMessage,
     ModelCallMetadata,
     ToolCallsRequested,
     ToolExecutionError,
     ToolExecutionResult,
+    ToolTaskForwarding,
     TurnCompleted,
-    add_agent_usage,
-    describe_tool_call_outcome,
-    empty_agent_usage,
-    model_call_metadata,
-)
-from dex_agents.adapter_support import (
     answer_tool_call,
+    build_plan_note,
     check_model_tool_call_id,
+    check_planning_tool_choice,
+    context_summary_note,
+    describe_tool_call_outcome,
+    enabled_builtin_tool_definitions,
+    estimate_stored_tokens,
+    forced_tool_choice_refusal,
+    is_anthropic_model,
+    model_call_metadata,
+    returning_started_task,
     serving_deferred_tool_execution,
     serving_model_step,
     single_response_usage,
+    thinking_enabled,
 )
-from dex_agents.builtin_tools import enabled_builtin_tool_definitions
-from dex_agents.compaction import ContextSummaryRequest, ContextSummaryResult
-from dex_agents.compaction_support import context_summary_note, estimate_stored_tokens
-from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS
-from dex_agents.tool_task_routing import ToolTaskForwarding, returning_started_task
+from dex_agents.values import FrameworkMessage, InteractionMode, add_agent_usage, empty_agent_usage
 from dex_agents_pydantic_ai._compaction import compaction_cutoff, summary_prompt
 from dex_agents_pydantic_ai._mcp import stamp_mcp_idempotency_keys
 from dex_agents_pydantic_ai._messages import (
     SessionHistories,
     ToolReturnOutcome,
     decode_history,
+    decoded_message_count,
     project_message,
     project_messages,
     tool_results_request,
@@ -102,6 +115,8 @@ from dex_agents_pydantic_ai._tools import (
     IDEMPOTENCY_KEY_METADATA_KEY,
     DeferEveryToolCall,
     RefuseToolDeferral,
+    ToolAskedTheUser,
+    counting_questions,
     resolve_call_policy,
     resolve_model,
     run_tool_directly,
@@ -117,6 +132,10 @@ DepsFactory = Callable[[str], DepsT | Awaitable[DepsT] | AbstractAsyncContextMan
 """Builds a Step's deps from the session ID: a value, an awaitable, or an async context
 manager that the Step enters and exits (``@asynccontextmanager`` functions qualify)."""
 
+AgentModel = Model | KnownModelName | str
+ModelResolver = Callable[[Mapping[str, Any]], AgentModel]
+"""Maps a turn's session settings to the model of its requests (a ``Model`` or a name)."""
+
 
 class PydanticAIRunner(ToolTaskForwarding, Generic[DepsT]):
     """Runs ``agent`` under the session Flow; see the module docstring.
@@ -131,7 +150,17 @@ class PydanticAIRunner(ToolTaskForwarding, Generic[DepsT]):
     With ``stream_text``, model requests are streamed and text reaches the
     session's live events as it arrives (the model must support streaming);
     otherwise each response's text is written once it is complete.
+
+    ``resolve_model`` maps a turn's session settings to the model of its requests,
+    summary requests included (the agent's model when it is ``None``); choose only
+    among models the Worker built. ``planning_tool_choice="required"`` forces
+    ``write_todos`` on a planning turn's first request while no draft exists; it is
+    refused here for a model that refuses a forced tool choice, and checked for a
+    resolved model when a turn forces the request.
     """
+
+    supports_plan_mode = True
+    """A planning turn offers the model only ``write_todos``."""
 
     def __init__(
         self,
@@ -140,9 +169,18 @@ class PydanticAIRunner(ToolTaskForwarding, Generic[DepsT]):
         deps: DepsT | None = None,
         deps_factory: DepsFactory[DepsT] | None = None,
         stream_text: bool = False,
+        resolve_model: ModelResolver | None = None,
+        planning_tool_choice: Literal["auto", "required"] = "auto",
     ) -> None:
         if not isinstance(agent, Agent):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"agent must be a pydantic_ai.Agent, got {type(agent).__name__}")
+        if resolve_model is not None and not callable(resolve_model):
+            raise TypeError("resolve_model must be a function of the session settings")
+        check_planning_tool_choice(
+            planning_tool_choice,
+            _model_refusal(agent.model, agent.model_settings),
+            where=f"PydanticAIRunner of agent {agent.name or 'agent'!r}",
+        )
         if deps is not None and deps_factory is not None:
             raise ValueError("give deps or deps_factory, not both")
         if deps_factory is not None and not callable(deps_factory):
@@ -150,6 +188,8 @@ class PydanticAIRunner(ToolTaskForwarding, Generic[DepsT]):
         if not isinstance(stream_text, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"stream_text must be a bool, got {stream_text!r}")
         self.agent = agent
+        self.resolve_model = resolve_model
+        self.planning_tool_choice: Literal["auto", "required"] = planning_tool_choice
         self._deps = deps
         self._deps_factory = deps_factory
         self._stream_text = stream_text
@@ -188,6 +228,12 @@ class PydanticAIRunner(ToolTaskForwarding, Generic[DepsT]):
 
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
         history = self._histories.history(turn.flow_id, turn.messages)
+        note = build_plan_note(turn.plan, turn.interaction_mode)
+        if note is not None:
+            # The plan note goes before the turn's messages, in every model request.
+            this_turn = decoded_message_count(m for m in turn.messages if m.turn_id == turn.turn_id)
+            at = max(0, len(history) - this_turn)
+            history.insert(at, ModelRequest(parts=[UserPromptPart(content=note)]))
         if turn.context_summary is not None:
             # The summary of the earlier messages leads the input as a user prompt.
             note = UserPromptPart(content=context_summary_note(turn.context_summary))
@@ -209,7 +255,7 @@ class PydanticAIRunner(ToolTaskForwarding, Generic[DepsT]):
         if not responses:
             raise RuntimeError("the Pydantic AI run made no model request")
         usage = _usage_of(responses)
-        metadata = self._metadata_of(responses[-1])
+        metadata = self._metadata_of(responses[-1], self._model_for(turn.session_settings))
         text = _response_text(responses[-1])
         if text and not self._stream_text:
             turn.events.write_text_delta(text)
@@ -247,14 +293,28 @@ class PydanticAIRunner(ToolTaskForwarding, Generic[DepsT]):
     async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
         """One run of a tool-less agent on the same model, with
         ``CONTEXT_SUMMARY_INSTRUCTIONS``, over the earlier summary and the messages."""
-        summarizer = Agent(self.agent.model, instructions=CONTEXT_SUMMARY_INSTRUCTIONS)
+        model = self._model_for(request.session_settings)
+        summarizer = Agent(model, instructions=CONTEXT_SUMMARY_INSTRUCTIONS)
         result = await summarizer.run(summary_prompt(request))
         responses = [m for m in result.new_messages() if isinstance(m, ModelResponse)]
         return ContextSummaryResult(
             summary=str(result.output),
             usage=_usage_of(responses),
-            model_call_metadata=self._metadata_of(responses[-1]) if responses else None,
+            model_call_metadata=self._metadata_of(responses[-1], model) if responses else None,
         )
+
+    def _model_for(self, session_settings: Mapping[str, Any]) -> AgentModel | None:
+        """The model of a request under ``session_settings``: ``resolve_model``'s choice,
+        else the agent's."""
+        if self.resolve_model is None:
+            return self.agent.model
+        model = self.resolve_model(session_settings)
+        if not isinstance(model, Model | str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(
+                f"resolve_model must return a pydantic_ai Model or a model name,"
+                f" got {type(model).__name__}"
+            )
+        return model
 
     async def _run_one_request(
         self,
@@ -285,13 +345,29 @@ class PydanticAIRunner(ToolTaskForwarding, Generic[DepsT]):
         turn: AgentTurnContext,
         deferral: DeferEveryToolCall,
     ) -> _StepRun:
+        capabilities: list[AbstractCapability[Any]] = [deferral]
+        forced = False
+        if turn.interaction_mode is InteractionMode.PLANNING:
+            forced = self._forced_planning_call(turn)
+            capabilities.append(_PlanningTurn(forced=forced))
+        model = None
+        if self.resolve_model is not None:
+            model = self._model_for(turn.session_settings)
+            if forced:
+                # The agent's own model was checked when the runner was built.
+                check_planning_tool_choice(
+                    "required",
+                    _model_refusal(model, self.agent.model_settings),
+                    where="the model resolve_model chose",
+                )
         async with self.agent.iter(
             message_history=history,
             deferred_tool_results=results,
             deps=cast(DepsT, deps),
-            capabilities=[deferral],
+            capabilities=capabilities,
             toolsets=self._built_in_toolsets(turn),
             conversation_id=turn.flow_id,
+            model=model,
         ) as run:
             node = run.next_node
             requested = False
@@ -314,6 +390,11 @@ class PydanticAIRunner(ToolTaskForwarding, Generic[DepsT]):
                 calls = _deferred_calls_in_model_order(last, output)
                 return _StepRun(new, calls, dict(deferral.declared))
             return _StepRun(new, [], dict(deferral.declared))
+
+    def _forced_planning_call(self, turn: AgentTurnContext) -> bool:
+        """``required`` on a planning turn's first request while no draft exists."""
+        draft = turn.plan is not None and turn.plan.status == "draft"
+        return self.planning_tool_choice == "required" and not turn.is_resuming and not draft
 
     def _deferred_call(
         self, turn: AgentTurnContext, declared: dict[str, ToolDefinition], call: ToolCallPart
@@ -364,8 +445,7 @@ class PydanticAIRunner(ToolTaskForwarding, Generic[DepsT]):
         prompted = replace(request, parts=[*parts, *request.parts])
         return [*history[:first], prompted, *history[first + 1 :]]
 
-    def _metadata_of(self, response: ModelResponse) -> ModelCallMetadata:
-        model = self.agent.model
+    def _metadata_of(self, response: ModelResponse, model: AgentModel | None) -> ModelCallMetadata:
         request_model: str | None
         if isinstance(model, Model):
             request_model = model.model_name
@@ -396,12 +476,15 @@ class PydanticAIRunner(ToolTaskForwarding, Generic[DepsT]):
         # the model again, which is where the run stops.
         stamp_mcp_idempotency_keys(self.agent)
         async with self._step_deps(call.flow_id) as deps:
-            with serving_deferred_tool_execution(call):
+            with serving_deferred_tool_execution(call), counting_questions():
                 try:
                     tool_return = await self._run_tool(tool_call, deps, call)
                 except UnexpectedModelBehavior as error:
                     # Pydantic AI gave up on the call, e.g. a retry past the tool's max_retries.
                     raise ToolExecutionError(str(error)) from error
+                except ToolAskedTheUser as asked:
+                    # The tool's question (ask_user, CallDeferred(kind="question")).
+                    return asked.question
         text = tool_return.model_response_str(wrap_if_error=False)
         if tool_return.outcome == "success":
             return ToolExecutionResult(text)
@@ -483,6 +566,41 @@ class PydanticAIRunner(ToolTaskForwarding, Generic[DepsT]):
         if inspect.isawaitable(produced):
             produced = await produced
         yield produced
+
+
+@dataclass
+class _PlanningTurn(AbstractCapability[Any]):
+    """Capability for a planning turn's model step: offer only ``write_todos``, and force a
+    call of it (``tool_choice``) when ``forced``."""
+
+    forced: bool = False
+
+    async def prepare_tools(
+        self, ctx: RunContext[Any], tool_defs: list[ToolDefinition]
+    ) -> list[ToolDefinition]:
+        return [tool for tool in tool_defs if tool.name == WRITE_TODOS]
+
+    def get_model_settings(self) -> Callable[[RunContext[Any]], ModelSettings] | None:
+        if not self.forced:
+            return None
+        # A callable, which Pydantic AI trusts to vary per request: this step makes one.
+        return lambda ctx: ModelSettings(tool_choice=[WRITE_TODOS])
+
+
+def _model_refusal(model: AgentModel | None, settings: object) -> str | None:
+    """Why ``model`` (with the agent's ``settings``, when they are a dict rather than a
+    function of the run) refuses a forced tool choice, or ``None``."""
+    if isinstance(model, Model):
+        name: str | None = model.model_name
+        provider: str | None = model.system
+    else:
+        name, provider = model, None
+    options: Mapping[str, Any] = {}
+    if isinstance(settings, Mapping):
+        options = cast(Mapping[str, Any], settings)
+    thinking = thinking_enabled(options)
+    anthropic = is_anthropic_model(name, provider)
+    return forced_tool_choice_refusal(name, extended_thinking=thinking and anthropic)
 
 
 @dataclass(frozen=True)

@@ -18,14 +18,21 @@ declares its effect through its annotations (``dex_agents_pydantic_ai._mcp``).
 While a tool runs, its ``RunContext.metadata`` holds the call's idempotency key under
 ``IDEMPOTENCY_KEY_METADATA_KEY``, and ``get_deferred_tool_execution()`` (from
 ``dex_agents``) returns the whole call.
+
+A tool asks the user a question with Pydantic AI's own
+``CallDeferred(metadata={"question": ...}, kind="question")``, or with ``ask_user(...)``,
+which returns the answer on the rerun and raises that ``CallDeferred`` until there is
+one; the tool Step turns the question into ``ToolInputRequested``.
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from functools import cache
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from pydantic_ai import Agent, RunContext, Tool
 from pydantic_ai.capabilities import AbstractCapability
@@ -55,16 +62,21 @@ from pydantic_ai.toolsets.abstract import ToolsetTool
 from pydantic_ai.usage import RunUsage
 from pydantic_core import SchemaValidator, core_schema
 
-from dex_agents import AgentTurnContext, ResolvedToolPolicy, ToolEffect, ToolExecutionError
-from dex_agents.adapter_support import (
+from dex_agents import ToolEffect
+from dex_agents.runner import (
     DEX_EFFECT_METADATA_KEY,
     DEX_IDEMPOTENCY_KEY,
     DEX_REQUIRES_APPROVAL_METADATA_KEY,
+    AgentTurnContext,
+    ResolvedToolPolicy,
+    ToolExecutionError,
+    ToolInputRequested,
+    call_policy,
     declared_approval_in,
     declared_effect_in,
+    get_deferred_tool_execution,
     tool_declaration_metadata,
 )
-from dex_agents.runner import call_policy
 from dex_agents_pydantic_ai._mcp import mcp_annotation_effect
 
 __all__ = [
@@ -74,6 +86,9 @@ __all__ = [
     "DeferEveryToolCall",
     "RefuseToolDeferral",
     "RunSettingsSeen",
+    "ToolAskedTheUser",
+    "ask_user",
+    "counting_questions",
     "declare_tool_effect",
     "declared_effect",
     "dex_tool_metadata",
@@ -81,6 +96,7 @@ __all__ = [
     "resolve_model",
     "run_tool_directly",
     "tool_deferred_its_call",
+    "tool_question_of",
 ]
 
 IDEMPOTENCY_KEY_METADATA_KEY = DEX_IDEMPOTENCY_KEY
@@ -267,14 +283,117 @@ class RefuseToolDeferral(AbstractCapability[Any]):
     The session already asked for approval when the call's policy needs one, and a
     session tool call has nowhere to wait for an external result, so a tool that
     raises ``CallDeferred`` (or ``ApprovalRequired`` although approved) fails with
-    a message the model sees.
+    a message the model sees. A question (``CallDeferred(kind="question")``) goes to
+    the session's user instead (``ToolAskedTheUser``).
     """
 
     async def handle_deferred_tool_calls(
         self, ctx: RunContext[Any], *, requests: DeferredToolRequests
     ) -> DeferredToolResults | None:
+        for call in requests.calls:
+            if requests.kind(call.tool_call_id) == "question":
+                raise ToolAskedTheUser(
+                    _question(call.tool_name, requests.metadata.get(call.tool_call_id))
+                )
         names = ", ".join(call.tool_name for call in [*requests.calls, *requests.approvals])
         raise tool_deferred_its_call(names)
+
+
+# --- a tool asks the user -------------------------------------------------------------
+
+_QUESTION_KEYS = frozenset({"question", "choices", "allows_free_text", "continuation"})
+_questions_asked: ContextVar[list[int] | None] = ContextVar(
+    "dex_agents_pydantic_ai_questions_asked", default=None
+)
+
+
+class ToolAskedTheUser(Exception):
+    """A tool's question, on its way out of an agent run to the tool Step."""
+
+    def __init__(self, question: ToolInputRequested) -> None:
+        super().__init__(question.question)
+        self.question = question
+
+
+def ask_user(
+    question: str,
+    *,
+    choices: Sequence[str] | None = None,
+    allows_free_text: bool = True,
+    continuation: str | None = None,
+) -> str:
+    """Ask the session's user ``question`` from inside a tool, before it takes any effect.
+
+    The first run of the call raises Pydantic AI's ``CallDeferred(kind="question")``,
+    which the tool Step hands to the session; the session asks the user and runs the
+    call again, and then each ``ask_user`` of the run returns its answer, in order (the
+    call's ``input_answers``). A declined question never reruns the call. ``continuation``
+    is text the rerun reads in ``get_deferred_tool_execution().tool_call.input_continuation``.
+    """
+    execution = get_deferred_tool_execution()
+    counter = _questions_asked.get()
+    index = counter[0] if counter is not None else 0
+    if counter is not None:
+        counter[0] += 1
+    if index < len(execution.input_answers):
+        return execution.input_answers[index]
+    metadata: dict[str, Any] = {"question": question, "allows_free_text": allows_free_text}
+    if choices is not None:
+        metadata["choices"] = list(choices)
+    if continuation is not None:
+        metadata["continuation"] = continuation
+    raise CallDeferred(metadata=metadata, kind="question")
+
+
+class counting_questions:
+    """Count the ``ask_user`` calls of one tool run, so each gets the next answer."""
+
+    def __enter__(self) -> None:
+        self._token = _questions_asked.set([0])
+
+    def __exit__(self, *exc: object) -> None:
+        _questions_asked.reset(self._token)
+
+
+def tool_question_of(tool_name: str, deferral: CallDeferred) -> ToolInputRequested | None:
+    """The question of a ``CallDeferred(kind="question")``, or ``None`` for another deferral."""
+    if deferral.kind != "question":
+        return None
+    return _question(tool_name, deferral.metadata)
+
+
+def _question(tool_name: str, metadata: Mapping[str, Any] | None) -> ToolInputRequested:
+    fields: Mapping[str, Any] = metadata or {}
+    question = fields.get("question")
+    choices = fields.get("choices")
+    allows_free_text = fields.get("allows_free_text", True)
+    continuation = fields.get("continuation")
+    if (
+        isinstance(question, str)
+        and question.strip()
+        and set(fields) <= _QUESTION_KEYS
+        and (choices is None or _is_text_list(choices))
+        and isinstance(allows_free_text, bool)
+        and (continuation is None or isinstance(continuation, str))
+    ):
+        return ToolInputRequested(
+            question,
+            choices=tuple(cast(Sequence[str], choices)) if choices is not None else None,
+            allows_free_text=allows_free_text,
+            continuation=continuation,
+        )
+    # Not a ToolExecutionError: a tool that asks wrongly is a defect, retried by effect.
+    raise TypeError(
+        f"tool {tool_name} raised CallDeferred(kind='question') with metadata {metadata!r};"
+        " the session asks the user a question: give 'question' (text) and optional 'choices'"
+        " (a list of texts), 'allows_free_text' (a bool) and 'continuation' (text)"
+    )
+
+
+def _is_text_list(value: object) -> bool:
+    return isinstance(value, list | tuple) and all(
+        isinstance(item, str) for item in cast(Sequence[object], value)
+    )
 
 
 def tool_deferred_its_call(names: str) -> ToolExecutionError:
@@ -335,7 +454,8 @@ async def run_tool_directly(
     agent run reproduces it (see the comment above).
 
     Raises ``UnexpectedModelBehavior`` as a run does when a retry is past the tool's
-    ``max_retries``, and ``ToolExecutionError`` when the tool defers its own call.
+    ``max_retries``, ``ToolExecutionError`` when the tool defers its own call, and
+    ``ToolAskedTheUser`` when it asks a question (``CallDeferred(kind="question")``).
     """
     if tool_retries is None or _needs_an_agent_run(agent):
         return None
@@ -366,7 +486,12 @@ async def run_tool_directly(
             raise ToolExecutionError(part.model_response()) from retry
         except ToolFailedError as failed:
             return failed.tool_failed
-        except (CallDeferred, ApprovalRequired) as deferral:
+        except CallDeferred as deferral:
+            question = tool_question_of(tool_call.tool_name, deferral)
+            if question is not None:
+                raise ToolAskedTheUser(question) from deferral
+            raise tool_deferred_its_call(tool_call.tool_name) from deferral
+        except ApprovalRequired as deferral:
             raise tool_deferred_its_call(tool_call.tool_name) from deferral
     return _return_part(tool_call, result)
 

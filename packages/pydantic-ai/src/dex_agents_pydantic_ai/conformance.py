@@ -15,7 +15,7 @@ so a model call that reruns after a crash gives the same answer.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,23 +35,29 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
-from dex_agents import AgentTurnContext, get_deferred_tool_execution, get_model_step_context
-from dex_agents.session import AgentSessionFlow
+from dex_agents import AgentSessionFlow
+from dex_agents.runner import (
+    CONTEXT_SUMMARY_INSTRUCTIONS,
+    AgentTurnContext,
+    get_deferred_tool_execution,
+    get_model_step_context,
+)
 from dex_agents.testing import (
+    DEFAULT_SCENARIO_MODEL,
     ModelScript,
     ScenarioSession,
     ScenarioTaskPoller,
     ScenarioTool,
-    run_scenario_tool,
-)
-from dex_agents.testing.script_playback import (
+    ToolChoice,
     play_scripted_model_call,
     play_scripted_summary,
+    run_scenario_tool,
+    scenario_model_name,
+    scenario_tool_outcome,
     scripted_answer_text,
     scripted_tool_call_id,
 )
-from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS
-from dex_agents_pydantic_ai import create_pydantic_ai_session_flow, dex_tool_metadata
+from dex_agents_pydantic_ai import ask_user, create_pydantic_ai_session_flow, dex_tool_metadata
 
 __all__ = ["CONFORMANCE_FACTORY", "build_conformance_flow"]
 
@@ -62,20 +68,27 @@ _SCRIPTED_USAGE = RequestUsage(input_tokens=10, output_tokens=5)
 
 
 class _ScriptedModel:
-    """Plays the script's response for the current turn and position."""
+    """Plays the script's response for the current turn and position; records ``name``."""
 
     def __init__(
-        self, script: ModelScript, state_directory: Path, summary_gate: str | None = None
+        self,
+        script: ModelScript,
+        state_directory: Path,
+        summary_gate: str | None = None,
+        name: str = DEFAULT_SCENARIO_MODEL,
     ) -> None:
         self.script = script
         self.state_directory = state_directory
         self.summary_gate = summary_gate
+        self.name = name
 
     async def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         if info.instructions == CONTEXT_SUMMARY_INSTRUCTIONS:
             # The summarizer agent of summarize_context, which runs outside a model step.
             lines = [line.removeprefix("user: ") for line in _readable_history(messages)]
-            text = await play_scripted_summary(self.state_directory, self.summary_gate, lines)
+            text = await play_scripted_summary(
+                self.state_directory, self.summary_gate, lines, model=self.name
+            )
             return ModelResponse(
                 parts=[TextPart(text)], usage=_SCRIPTED_USAGE, model_name="conformance-script"
             )
@@ -91,6 +104,9 @@ class _ScriptedModel:
             history=_readable_history(messages),
             tool_results={part.tool_call_id: _text(part) for part in received},
             write_text=turn.events.write_text_delta,
+            model=self.name,
+            offered_tools=[tool.name for tool in info.function_tools],
+            tool_choice=_tool_choice(info.model_settings),
         )
         if response.tool_calls:
             return ModelResponse(
@@ -122,8 +138,14 @@ def build_conformance_flow(
 ) -> AgentSessionFlow:
     """The suite's scenario factory over ``PydanticAIRunner``; see the module docstring."""
     state_directory = Path(state_directory)
+    models = {
+        name: FunctionModel(
+            _ScriptedModel(script, state_directory, session.summary_gate, name), model_name=name
+        )
+        for name in (DEFAULT_SCENARIO_MODEL, *session.session_models)
+    }
     agent = Agent(
-        FunctionModel(_ScriptedModel(script, state_directory, session.summary_gate)),
+        models[DEFAULT_SCENARIO_MODEL],
         tools=[_pydantic_ai_tool(tool, state_directory) for tool in tools],
         name="conformance",
     )
@@ -131,23 +153,55 @@ def build_conformance_flow(
         agent,
         session.flow_type,
         tool_tasks=ScenarioTaskPoller(tools, Path(state_directory)),
+        # The application's way to choose the model per session, here by name.
+        resolve_model=lambda settings: models[
+            scenario_model_name(settings, session.session_models)
+        ],
+        planning_tool_choice=session.planning_tool_choice,
         interrupt_deadline=session.interrupt_deadline,
         built_in_tools=session.built_in_tools,
+        plan_mode_enabled=session.plan_mode_enabled,
         question_supersedes_later_calls=session.question_supersedes_later_calls,
         **session.storage_options(),
     )
 
 
+def _tool_choice(settings: Mapping[str, Any] | None) -> ToolChoice:
+    """Pydantic AI's ``tool_choice`` setting in the suite's terms: ``required`` or a list of
+    tool names make a tool call required."""
+    choice = (settings or {}).get("tool_choice")
+    if choice is None or choice == "auto":
+        return "auto"
+    if choice == "none":
+        return "none"
+    return "required"
+
+
 def _pydantic_ai_tool(tool: ScenarioTool, state_directory: Path) -> Tool[Any]:
     async def run(**arguments: Any) -> str:
         call = get_deferred_tool_execution()
-        return await run_scenario_tool(
+        if tool.question is None:
+            return await run_scenario_tool(
+                tool,
+                json.dumps(arguments),
+                state_directory=state_directory,
+                idempotency_key=call.idempotency_key,
+                attempt=call.attempt,
+            )
+        # This package's way to ask: the session asks the user, and the rerun returns
+        # the answer from ask_user.
+        answer = ask_user(tool.question, choices=tool.choices, continuation=tool.continuation)
+        outcome = await scenario_tool_outcome(
             tool,
             json.dumps(arguments),
             state_directory=state_directory,
             idempotency_key=call.idempotency_key,
             attempt=call.attempt,
+            input_answers=(answer,),
+            input_continuation=call.tool_call.input_continuation,
         )
+        assert isinstance(outcome, str)
+        return outcome
 
     pydantic_tool = Tool[Any].from_schema(
         run,

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from dex_agents.models.scripted import (
+from dex_agents._contract import ModelCallMetadata
+from dex_agents.models._scripted import (
     ScriptedModelClient,
     ScriptedModelReply,
     ScriptedModelScript,
     ScriptedToolCall,
 )
-from dex_agents.models.types import (
+from dex_agents.models._types import (
     DiscardingStreamSink,
     ModelClient,
     ModelClientError,
@@ -34,13 +35,12 @@ from dex_agents.models.types import (
     transcript_item_from_json,
     transcript_item_to_text,
 )
-from dex_agents.runner import ModelCallMetadata
 
 if TYPE_CHECKING:
-    from dex_agents.models.anthropic_messages import AnthropicModelClient
-    from dex_agents.models.litellm import LiteLLMModelClient
-    from dex_agents.models.openai_chat import OpenAIChatModelClient
-    from dex_agents.models.openai_responses import OpenAIResponsesModelClient
+    from dex_agents.models._anthropic_messages import AnthropicModelClient
+    from dex_agents.models._litellm import LiteLLMModelClient
+    from dex_agents.models._openai_chat import OpenAIChatModelClient
+    from dex_agents.models._openai_responses import OpenAIResponsesModelClient
 
 __all__ = [
     "AnthropicModelClient",
@@ -74,19 +74,19 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     # Provider SDKs are optional extras: import them only when asked for.
     if name == "OpenAIResponsesModelClient":
-        from dex_agents.models.openai_responses import OpenAIResponsesModelClient
+        from dex_agents.models._openai_responses import OpenAIResponsesModelClient
 
         return OpenAIResponsesModelClient
     if name == "OpenAIChatModelClient":
-        from dex_agents.models.openai_chat import OpenAIChatModelClient
+        from dex_agents.models._openai_chat import OpenAIChatModelClient
 
         return OpenAIChatModelClient
     if name == "AnthropicModelClient":
-        from dex_agents.models.anthropic_messages import AnthropicModelClient
+        from dex_agents.models._anthropic_messages import AnthropicModelClient
 
         return AnthropicModelClient
     if name == "LiteLLMModelClient":
-        from dex_agents.models.litellm import LiteLLMModelClient
+        from dex_agents.models._litellm import LiteLLMModelClient
 
         return LiteLLMModelClient
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

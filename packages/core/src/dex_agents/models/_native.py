@@ -6,9 +6,9 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
-from dex_agents.models.types import JsonObject, ModelOutputItem, ModelResponse, ModelToolCall
-from dex_agents.runner import ModelCallMetadata
-from dex_agents.values import AgentUsage
+from dex_agents._contract import ModelCallMetadata
+from dex_agents._values import AgentUsage
+from dex_agents.models._types import JsonObject, ModelOutputItem, ModelResponse, ModelToolCall
 
 
 def check_model_name(model: str) -> None:

@@ -8,7 +8,7 @@ runs in its own Step.
 
 from __future__ import annotations
 
-from dex_agents.adapter_support import deprecated_aliases
+from dex_agents.runner import deprecated_aliases
 from dex_agents.stepwise._flow import create_stepwise_session_flow, session_options_of
 from dex_agents.stepwise._mcp import ToolSource
 from dex_agents.stepwise._runner import (

@@ -11,21 +11,17 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 
-from dex_agents.compaction_support import (
-    CutItem,
-    context_summary_note,
-    estimate_text_tokens,
-)
-from dex_agents.compaction_support import cut_points as shared_cut_points
-from dex_agents.compaction_support import select_cut as shared_select_cut
-from dex_agents.models.types import (
+from dex_agents._texts import build_context_summary_omission_note
+from dex_agents.models import (
     ModelOutputItem,
     ModelRequest,
     ToolResultItem,
     TranscriptItem,
     UserTextItem,
 )
-from dex_agents.texts import build_context_summary_omission_note
+from dex_agents.runner import CutItem, context_summary_note, estimate_text_tokens
+from dex_agents.runner import cut_points as shared_cut_points
+from dex_agents.runner import select_cut as shared_select_cut
 from dex_agents.values import ContextSummary
 
 __all__ = [

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Unpack
 
-from dex_agents.session import AgentSessionFlow, create_agent_session_flow
-from dex_agents.session.options import AgentSessionOptions, AgentSessionOptionValues
+from dex_agents.session._flow import AgentSessionFlow, create_agent_session_flow
+from dex_agents.session._options import AgentSessionOptions, AgentSessionOptionValues
 from dex_agents.stepwise._runner import AgentDefinition, StepwiseRunner
 
 __all__ = ["create_stepwise_session_flow", "session_options_of"]

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from dex_agents.models.types import ModelToolCall, ModelToolDefinition
+from dex_agents.models import ModelToolCall, ModelToolDefinition
 from dex_agents.runner import (
     AgentTurnContext,
     DeferredToolCall,

@@ -12,9 +12,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import cast
 
-from dex_agents.adapter_support import ToolCallDisplay, is_display_only, response_messages
-from dex_agents.decode_cache import DecodeCache
-from dex_agents.models.types import (
+from dex_agents.models import (
     ModelOutputItem,
     ToolResultItem,
     TranscriptItem,
@@ -22,7 +20,13 @@ from dex_agents.models.types import (
     transcript_item_from_json,
     transcript_item_to_text,
 )
-from dex_agents.texts import OUTCOME_UNKNOWN_TOOL_RESULT
+from dex_agents.runner import (
+    OUTCOME_UNKNOWN_TOOL_RESULT,
+    DecodeCache,
+    ToolCallDisplay,
+    is_display_only,
+    response_messages,
+)
 from dex_agents.values import AgentMessage, FrameworkMessage
 
 __all__ = [

@@ -19,15 +19,8 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Literal
 
-from dex_agents.adapter_support import known_tool
-from dex_agents.builtin_tools import (
-    WRITE_TODOS,
-    enabled_builtin_tool_definitions,
-    validate_built_in_tool_names,
-)
-from dex_agents.compaction import CompactionPolicy, ContextSummaryRequest, ContextSummaryResult
-from dex_agents.compaction_support import summarized_through
-from dex_agents.models.types import (
+from dex_agents._compaction import CompactionPolicy
+from dex_agents.models import (
     ModelClient,
     ModelRequest,
     ModelSettings,
@@ -36,13 +29,16 @@ from dex_agents.models.types import (
     ToolResultItem,
     TranscriptItem,
     UserTextItem,
-    model_forced_tool_choice_refusal,
 )
-from dex_agents.plans import build_plan_note
+from dex_agents.models._types import model_forced_tool_choice_refusal
 from dex_agents.runner import (
+    CONTEXT_SUMMARY_INSTRUCTIONS,
+    WRITE_TODOS,
     AgentEventWriter,
     AgentTurnContext,
     AgentTurnOutcome,
+    ContextSummaryRequest,
+    ContextSummaryResult,
     DeferredToolCall,
     DeferredToolExecution,
     DeferredToolOutcome,
@@ -53,8 +49,15 @@ from dex_agents.runner import (
     ToolTaskPoll,
     ToolTaskPollOutcome,
     TurnCompleted,
+    build_plan_note,
     call_policy,
     check_planning_tool_choice,
+    describe_tool_call_outcome,
+    enabled_builtin_tool_definitions,
+    known_tool,
+    model_call_limit_result,
+    summarized_through,
+    validate_built_in_tool_names,
 )
 from dex_agents.stepwise._compaction import (
     estimate_request_tokens,
@@ -78,11 +81,6 @@ from dex_agents.stepwise._messages import (
     user_text_message,
 )
 from dex_agents.stepwise._tools import FunctionTool, ToolCallContext
-from dex_agents.texts import (
-    CONTEXT_SUMMARY_INSTRUCTIONS,
-    describe_tool_call_outcome,
-    model_call_limit_result,
-)
 from dex_agents.values import (
     AgentPlan,
     AgentToolCall,
@@ -542,7 +540,7 @@ class StepwiseRunner:
             logger.warning(
                 "tool source %r offers no tools in this model call: listing failed (%s)",
                 source.source_name,
-                error or type(error).__name__,
+                str(error) or type(error).__name__,
             )
             return []
 

@@ -21,18 +21,19 @@ import jsonschema.validators
 import pydantic
 import pydantic_core
 
-from dex_agents.adapter_support import declared_effect_in, tool_declaration_metadata
 from dex_agents.runner import (
     AgentEventWriter,
     CancellationSignal,
     DeferredToolOutcome,
+    StartedToolTask,
     SupportsToolTasks,
     ToolExecutionError,
     ToolExecutionResult,
     ToolInputRequested,
     ToolTaskStarted,
+    declared_effect_in,
+    tool_declaration_metadata,
 )
-from dex_agents.tool_task_routing import StartedToolTask
 from dex_agents.values import ToolEffect
 
 __all__ = [

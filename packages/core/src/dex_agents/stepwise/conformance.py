@@ -19,39 +19,45 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from dex_agents.compaction import CompactionPolicy, ContextSummaryRequest, ContextSummaryResult
-from dex_agents.models.scripted import ScriptedModelClient, ScriptedModelReply, ScriptedToolCall
-from dex_agents.models.types import (
+from dex_agents._compaction import CompactionPolicy
+from dex_agents.models import (
     ModelOutputItem,
     ModelRequest,
+    ScriptedModelClient,
+    ScriptedModelReply,
+    ScriptedToolCall,
     ToolResultItem,
     TranscriptItem,
     UserTextItem,
 )
-from dex_agents.runner import AgentTurnContext, AgentTurnOutcome, ToolInputRequested
-from dex_agents.session import AgentSessionFlow, create_agent_session_flow
+from dex_agents.runner import (
+    CONTEXT_SUMMARY_INSTRUCTIONS,
+    AgentTurnContext,
+    AgentTurnOutcome,
+    ContextSummaryRequest,
+    ContextSummaryResult,
+    ToolInputRequested,
+)
+from dex_agents.session._flow import AgentSessionFlow, create_agent_session_flow
 from dex_agents.stepwise._flow import session_options_of
 from dex_agents.stepwise._messages import decode_transcript
 from dex_agents.stepwise._runner import AgentDefinition, StepwiseRunner
 from dex_agents.stepwise._tools import FunctionTool, ToolCallContext, function_tool
-from dex_agents.testing.gates import FileGate
-from dex_agents.testing.scenario_tasks import ScenarioTaskPoller
-from dex_agents.testing.script_playback import (
-    play_scripted_model_call,
-    scripted_answer_text,
-    scripted_tool_call_id,
-)
-from dex_agents.testing.scripts import (
+from dex_agents.testing import (
     DEFAULT_SCENARIO_MODEL,
+    FileGate,
     ModelScript,
     ScenarioSession,
+    ScenarioTaskPoller,
     ScenarioTool,
     ToolBehaviour,
+    play_scripted_model_call,
     record_summary_call,
     scenario_model_name,
     scenario_tool_outcome,
+    scripted_answer_text,
+    scripted_tool_call_id,
 )
-from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTIONS
 
 __all__ = ["STEPWISE_FLOW_FACTORY", "build_stepwise_flow"]
 

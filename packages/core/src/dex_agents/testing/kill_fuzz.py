@@ -48,13 +48,13 @@ from typing import Any
 
 import dex
 
-from dex_agents.session import AgentSessionFlow
-from dex_agents.stepwise.conformance import STEPWISE_FLOW_FACTORY
-from dex_agents.testing.engine import PrivateDexEngine
-from dex_agents.testing.environment import AgentTestEnvironment
-from dex_agents.testing.gates import InvocationLog
-from dex_agents.testing.scenario_flow import build_scenario_flow
-from dex_agents.testing.scripts import (
+from dex_agents._values import AgentMessage, AgentSnapshot, AgentStatus, ToolEffect
+from dex_agents.session._flow import AgentSessionFlow
+from dex_agents.testing._engine import PrivateDexEngine
+from dex_agents.testing._environment import AgentTestEnvironment
+from dex_agents.testing._gates import InvocationLog
+from dex_agents.testing._scenario_flow import build_scenario_flow
+from dex_agents.testing._scripts import (
     TOOL_RUNS_LOG,
     ModelScript,
     ModelTurn,
@@ -63,14 +63,14 @@ from dex_agents.testing.scripts import (
     ScenarioTool,
     ToolCallSpec,
 )
-from dex_agents.testing.session_client import AgentSessionTestClient
-from dex_agents.testing.worker_fork_server import ForkedWorker, WorkerForkServer, serve_forks
-from dex_agents.values import AgentMessage, AgentSnapshot, AgentStatus, ToolEffect
+from dex_agents.testing._session_client import AgentSessionTestClient
+from dex_agents.testing._worker_fork_server import ForkedWorker, WorkerForkServer, serve_forks
 
 __all__ = ["RUNNER_FACTORIES", "FuzzReport", "available_runners", "main", "run_kill_fuzz"]
 
 RUNNER_FACTORIES: dict[str, str] = {
-    "stepwise": STEPWISE_FLOW_FACTORY,
+    # By name, like the adapters': the testing kit sits below the runners it fuzzes.
+    "stepwise": "dex_agents.stepwise.conformance:build_stepwise_flow",
     "openai-agents": "dex_agents_openai_agents.conformance:build_conformance_flow",
     "langgraph": "dex_agents_langgraph.conformance:build_conformance_flow",
     "pydantic-ai": "dex_agents_pydantic_ai.conformance:build_conformance_flow",

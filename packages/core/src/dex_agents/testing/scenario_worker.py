@@ -10,8 +10,8 @@ import os
 import sys
 from pathlib import Path
 
-from dex_agents.testing.scenario_flow import STATE_DIRECTORY_VARIABLE, build_scenario_flow
-from dex_agents.testing.worker_process import run_agent_worker_process
+from dex_agents.testing._scenario_flow import STATE_DIRECTORY_VARIABLE, build_scenario_flow
+from dex_agents.testing._worker_process import run_agent_worker_process
 
 
 def main(argv: list[str]) -> int:

@@ -12,7 +12,7 @@ from typing import Any
 
 import dex
 
-from dex_agents.testing.worker_process import load_flows, run_agent_worker_process
+from dex_agents.testing._worker_process import load_flows, run_agent_worker_process
 
 
 def main(argv: list[str]) -> int:

@@ -5,12 +5,12 @@ Importing this package never imports OpenTelemetry; the spans load it when the
 first one is emitted, and without ``opentelemetry-api`` nothing is emitted.
 """
 
-from dex_agents.tracing.options import (
+from dex_agents.tracing._options import (
     GEN_AI_SEMANTIC_CONVENTIONS_SCHEMA_URLS,
     SemanticConventionsVersion,
     TracingOptions,
 )
-from dex_agents.tracing.spans import INSTRUMENTATION_SCOPE, SessionTracer, StepIdentity
+from dex_agents.tracing._spans import INSTRUMENTATION_SCOPE, SessionTracer, StepIdentity
 
 __all__ = [
     "GEN_AI_SEMANTIC_CONVENTIONS_SCHEMA_URLS",

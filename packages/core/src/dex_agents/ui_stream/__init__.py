@@ -4,7 +4,7 @@ Server-Sent Events whose ``id`` is the Dex resume token, and browser-safe snapsh
 Needs the ``ui`` extra (``pip install 'dex-agents[ui]'``), for Starlette.
 
 **Authorize every route**: the session ID, approval decisions and resume tokens
-come from the browser; see ``dex_agents.ui_stream.starlette``.
+come from the browser; see ``Authorize`` and ``agent_chat_routes``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ except ImportError as error:  # pragma: no cover - exercised in a subprocess tes
         "dex_agents.ui_stream needs the 'ui' extra: pip install 'dex-agents[ui]'"
     ) from error
 
-from dex_agents.ui_stream.chunks import (
+from dex_agents.ui_stream._chunks import (
     AGENT_RESUME_TOKEN_HEADER_NAME,
     MAX_APPROVAL_DECISIONS,
     AgentSessionUIMessages,
@@ -29,9 +29,9 @@ from dex_agents.ui_stream.chunks import (
     resolve_agent_tool_approvals_with_ui_message_stream,
     send_agent_user_message_with_ui_message_stream,
 )
-from dex_agents.ui_stream.parts import FinishReason, UIPartMapper
-from dex_agents.ui_stream.reader import ResumeTokenRejectedError
-from dex_agents.ui_stream.snapshots import (
+from dex_agents.ui_stream._parts import FinishReason, UIPartMapper
+from dex_agents.ui_stream._reader import ResumeTokenRejectedError
+from dex_agents.ui_stream._snapshots import (
     STEP_ONLY_MESSAGE_FIELDS,
     STEP_ONLY_TOOL_CALL_FIELDS,
     AgentEventStreamSnapshot,
@@ -40,8 +40,8 @@ from dex_agents.ui_stream.snapshots import (
     convert_agent_snapshot_to_ui_messages,
     read_agent_event_stream_snapshot,
 )
-from dex_agents.ui_stream.sse import open_agent_event_sse_stream
-from dex_agents.ui_stream.starlette import (
+from dex_agents.ui_stream._sse import open_agent_event_sse_stream
+from dex_agents.ui_stream._starlette import (
     UI_MESSAGE_STREAM_HEADERS,
     Authorize,
     SessionAccess,
@@ -51,7 +51,7 @@ from dex_agents.ui_stream.starlette import (
     agent_event_sse_response,
     agent_ui_message_stream_response,
 )
-from dex_agents.ui_stream.tokens import encode_ui_resume_token_for_tests
+from dex_agents.ui_stream._tokens import encode_ui_resume_token_for_tests
 
 __all__ = [
     "AGENT_RESUME_TOKEN_HEADER_NAME",
