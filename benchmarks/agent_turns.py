@@ -860,7 +860,7 @@ def disable_decode_caches() -> None:
     STORED_MESSAGE_DECODE_CACHE.max_characters = 0
     SESSION_VALUE_DECODE_CACHE.max_characters = 0
     try:
-        from dex_agents_pydantic_ai import messages
+        from dex_agents_pydantic_ai import _messages as messages
     except ImportError:
         return
     messages._DECODED_ITEMS.max_characters = 0  # pyright: ignore[reportPrivateUsage]

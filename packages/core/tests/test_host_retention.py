@@ -13,15 +13,16 @@ from dex_agents import (
     AgentHost,
     AgentSessionClient,
     AgentSessionFlow,
+    EmbeddedEngineOptions,
+    create_agent_session_flow,
+)
+from dex_agents.runner import (
     AgentTurnContext,
     DeferredToolExecution,
-    EmbeddedEngineOptions,
-    FrameworkMessage,
     ToolExecutionResult,
     TurnCompleted,
-    create_agent_session_flow,
-    empty_agent_usage,
 )
+from dex_agents.values import FrameworkMessage, empty_agent_usage
 
 EXPECTED_REPLY = "noted"
 
