@@ -82,12 +82,13 @@ def test_declare_tool_effect_sets_the_tool_metadata_on_a_copy() -> None:
 
 
 def test_the_old_names_warn() -> None:
-    import dex_agents
+    import dex_agents.runner
     import dex_agents_pydantic_ai
 
     with pytest.warns(DeprecationWarning, match="create_pydantic_ai_session_flow"):
         old = dex_agents_pydantic_ai.create_pydantic_ai_agent_session_flow  # pyright: ignore[reportAttributeAccessIssue]
     assert old is create_pydantic_ai_session_flow
-    with pytest.warns(DeprecationWarning, match=r"dex_agents\.get_deferred_tool_execution"):
+    # The name's home is the runner contract now (it left dex_agents too).
+    with pytest.warns(DeprecationWarning, match=r"dex_agents\.runner\.get_deferred_tool_execution"):
         moved = dex_agents_pydantic_ai.get_deferred_tool_execution  # pyright: ignore[reportAttributeAccessIssue]
-    assert moved is dex_agents.get_deferred_tool_execution
+    assert moved is dex_agents.runner.get_deferred_tool_execution

@@ -25,7 +25,8 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
-from dex_agents import AgentToolCallStatus, ToolEffect, ToolPolicy, current_deferred_tool_execution
+import dex_agents
+from dex_agents import AgentToolCallStatus, ToolEffect, ToolPolicy
 from dex_agents.runner import (
     OUTCOME_UNKNOWN_TOOL_RESULT,
     ResolvedToolPolicy,
@@ -312,7 +313,8 @@ async def test_a_tool_reads_the_session_call_it_serves() -> None:
     await session.run_tools()
 
     assert seen == ["s-1/turn-1/c1"]
-    assert current_deferred_tool_execution() is None
+    with pytest.warns(DeprecationWarning, match="current_deferred_tool_execution"):
+        assert dex_agents.current_deferred_tool_execution() is None  # pyright: ignore[reportAttributeAccessIssue]
     with pytest.raises(LookupError, match="only available inside a tool"):
         get_deferred_tool_execution()
 
