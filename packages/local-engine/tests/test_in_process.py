@@ -36,9 +36,9 @@ from dex.dexpb import dex_pb2_grpc as pb_grpc
 from dex.worker_options import PullWorkerOptions
 from google.protobuf import empty_pb2
 
+from dex_agents._sdk_patches import route_in_process_channels
 from dex_local_engine import EngineLimits, EngineServer
 from dex_local_engine.in_process import InProcessChannel, InProcessServer, server_at
-from dex_local_engine.sdk_patches import route_in_process_channels
 
 TRANSPORTS = ["grpc", "in-process"]
 KIB = 1024
