@@ -1,4 +1,5 @@
-"""Every Python example of this package's README runs as written, offline and without keys."""
+"""Every Python example of this package's README and of its documentation page
+(``docs/runners/claude-sdk.md``) runs as written, offline and without keys."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ import pytest
 
 from dex_agents.testing import ReadmeExample, readme_examples, run_readme_example
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-EXAMPLES = readme_examples(README)
+ROOT = Path(__file__).resolve().parents[3]
+README = ROOT / "packages/claude-sdk/README.md"
+PAGE = ROOT / "docs/runners/claude-sdk.md"
+EXAMPLES = readme_examples(README) + readme_examples(PAGE)
 
 
-def test_the_readme_has_a_usage_example_and_a_testing_recipe() -> None:
+def test_the_readme_has_a_usage_example_and_the_page_a_testing_recipe() -> None:
     sections = [example.name.split(" #")[0] for example in EXAMPLES]
     assert sections[0].startswith("Usage")
     assert "Testing your agent" in sections
