@@ -23,4 +23,3 @@ async def test_every_call_is_answered_by_reply_with_no_queue_to_run_out() -> Non
     async for _ in streamed.stream_events():
         pass
     assert streamed.final_output == "echo: streamed"
-
