@@ -1,10 +1,11 @@
 """Every Python block of every README and documentation page runs, or says why not.
 
-Each block runs in its own interpreter, in a fresh directory, without API keys, so an
-example that drifts from the API (or needs a name it never defines) fails here. This
-module runs the blocks of the core's README, the root README and every page of ``docs/``
-but the ones listed in ``RUN_ELSEWHERE``, whose tests run them with their own checks; a
-block that cannot run carries a ``<!-- not-run: reason -->`` marker, and
+Each block runs in its own interpreter, in a fresh directory, without API keys and with
+dex-agents' DeprecationWarnings as errors, so an example that drifts from the API (or
+needs a name it never defines, or an old import path) fails here. This module runs the
+blocks of every README (the core's, each adapter's, the engine's, ...) and of every page
+of ``docs/`` but the ones in ``RUN_ELSEWHERE``, whose tests serve or trace them; a block
+that cannot run carries a ``<!-- not-run: reason -->`` marker, and
 ``test_every_python_block_runs_or_says_why`` fails for a file whose blocks nothing runs.
 """
 
@@ -29,12 +30,8 @@ DOCUMENTED = ("README.md", "*/README.md", "*/*/README.md", "docs/**/*.md")
 RUN_ELSEWHERE = {
     "docs/concepts/tracing.md": "packages/core/tests/tracing/test_tracing_readme.py",
     "docs/concepts/ui-streams.md": "packages/core/tests/ui_stream/test_ui_stream_readme.py",
-    **{
-        path: f"packages/{adapter}/tests/test_readme_examples.py"
-        for adapter in ("pydantic-ai", "openai-agents", "langgraph", "claude-sdk")
-        for path in (f"packages/{adapter}/README.md", f"docs/runners/{adapter}.md")
-    },
 }
+ADAPTERS = ("pydantic-ai", "openai-agents", "langgraph", "claude-sdk")
 
 
 def documented_files() -> list[str]:
@@ -62,6 +59,29 @@ def test_the_docs_have_the_examples_this_test_runs() -> None:
         ("docs/concepts/mcp.md", "MCP"),
         ("docs/testing.md", "Testing"),
     }
+
+
+@pytest.mark.parametrize("adapter", ADAPTERS)
+def test_an_adapter_s_readme_has_a_usage_example_and_its_page_a_testing_recipe(
+    adapter: str,
+) -> None:
+    readme = readme_examples(ROOT / f"packages/{adapter}/README.md")
+    page = readme_examples(ROOT / f"docs/runners/{adapter}.md")
+    assert readme[0].name.startswith("Usage")
+    assert "Testing your agent" in [example.name.split(" #")[0] for example in page]
+
+
+def test_no_readme_is_over_400_lines_and_a_package_s_has_one_example() -> None:
+    """A README is an overview, the install and one example; the guide is in ``docs/``."""
+    readmes = [path for path in documented_files() if path.endswith("README.md")]
+    lengths = {
+        path: len((ROOT / path).read_text(encoding="utf-8").splitlines()) for path in readmes
+    }
+    assert {path: n for path, n in lengths.items() if n > 400} == {}
+    examples = {path: len(markdown_examples(ROOT / path)) for path in readmes}
+    assert {
+        path: n for path, n in examples.items() if path.startswith("packages/") and n != 1
+    } == {}
 
 
 def test_every_python_block_runs_or_says_why() -> None:
@@ -129,6 +149,13 @@ def test_example_runs(path: str, example: ReadmeExample, tmp_path: Path) -> None
             "turn_completed",
             "['hello', 'You said: hello', 'again', 'You said: again']",
         ]
+    if path in {f"packages/{adapter}/README.md" for adapter in ADAPTERS}:
+        assert example.name.startswith("Usage")  # the README's one example
+        assert "Done: refunded order 42" in result.stdout  # runs a session to its answer
+    if path == "packages/pydantic-ai/README.md":
+        # deps_factory is an async context manager: it is exited once per Step
+        # (the model step, the tool call, the model step after it).
+        assert result.stdout.count("connection closed") == 3
     if (path, example.name) == ("docs/testing.md", "Testing #1"):
         assert "charge_card ran 1 time(s)" in result.stdout
         assert "'RecordToolOutcomeUnknown'" in result.stdout
