@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, cast
 
@@ -93,6 +94,7 @@ from dex_agents_openai_agents._messages import (
 from dex_agents_openai_agents._tools import (
     DeferringGraph,
     ModelCallGuard,
+    RecordedResultReplay,
     build_deferring_graph,
     check_tool_input,
     check_tool_output,
@@ -130,7 +132,12 @@ class UnsupportedInterruptionError(RuntimeError):
 
 
 class OpenAIAgentsRunner(ToolTaskForwarding):
-    """Runs ``agent`` under the session Flow; keeps no state between calls.
+    """Runs ``agent`` under the session Flow.
+
+    What it keeps between calls is only a shortcut: the live ``RunState`` a model step
+    stopped with, which the turn's next model step in this Worker resumes instead of
+    restoring the same state from its committed JSON (``_ResumeCache``); a restart or
+    another Worker restores from the JSON, with the same result.
 
     ``run_config`` is the base ``RunConfig`` of every run (model provider, model
     settings, ...). Tracing is off unless ``tracing=True``: the SDK would
@@ -199,6 +206,7 @@ class OpenAIAgentsRunner(ToolTaskForwarding):
         self.context_factory = context_factory
         self.planning_tool_choice: PlanningToolChoice = planning_tool_choice
         self.resolve_model = resolve_model
+        self._resume_cache = _ResumeCache()
         if planning_tool_choice == "required":
             check_forced_tool_choice(agent, self.handoff_agents, self.run_config)
 
@@ -266,16 +274,16 @@ class OpenAIAgentsRunner(ToolTaskForwarding):
     ) -> AgentTurnOutcome:
         context_value = self.context_factory() if self.context_factory is not None else None
         run_context = RunContextWrapper(context=context_value)
+        replay = replay_recorded_result(turn)
         graph = await build_deferring_graph(
             self.agent,
             run_context,
-            replay_recorded_result(turn),
+            replay,
             enabled_builtin_tool_definitions(turn.enabled_built_in_tools),
             handoff_agents=self.handoff_agents,
             planning=turn.interaction_mode is InteractionMode.PLANNING,
             unoffered_names=unoffered_names,
         )
-        guarded_config = guard.install(run_config, graph.agents)
         if turn.framework_run_state is None:
             items = replay_items(turn.messages)
             if turn.context_summary is not None:
@@ -287,14 +295,26 @@ class OpenAIAgentsRunner(ToolTaskForwarding):
             stored_count = len(items)
             earlier_responses = 0
         else:
-            saved = decode_run_state(turn.framework_run_state)
-            state = await RunState.from_json(
-                graph.root, saved.run_state, context_override=run_context
-            )
+            kept = self._resume_cache.take(turn.flow_id, turn.turn_id, turn.framework_run_state)
+            if kept is not None and kept.graph.same_sources(graph):
+                # The live state this Worker wrote that very text from, on its own graph,
+                # now replaying this step's records (see _ResumeCache).
+                graph = kept.graph
+                kept.replay.turn = turn
+                replay = kept.replay
+                state = kept.state
+                stored_count = kept.stored_item_count
+                earlier_responses = kept.model_response_count
+            else:
+                saved = decode_run_state(turn.framework_run_state)
+                state = await RunState.from_json(
+                    graph.root, saved.run_state, context_override=run_context
+                )
+                stored_count = saved.stored_item_count
+                earlier_responses = saved.model_response_count
             _apply_records(state, turn)
             run_input = state
-            stored_count = saved.stored_item_count
-            earlier_responses = saved.model_response_count
+        guarded_config = guard.install(run_config, graph.agents)
 
         result = Runner.run_streamed(
             graph.root,
@@ -325,16 +345,32 @@ class OpenAIAgentsRunner(ToolTaskForwarding):
             return TurnCompleted(
                 new_messages=new_messages, usage=usage, model_call_metadata=metadata
             )
+        # A resumed run's wrapper is the restored one (the JSON's or the kept state's).
+        policy_context = run_context if isinstance(run_input, list) else result.context_wrapper
         calls = await self._deferred_calls(
-            turn, graph, run_context, result.interruptions, all_items
+            turn, graph, policy_context, result.interruptions, all_items
         )
+        state_now = result.to_state()
         saved_state = StepRunState(
-            run_state=result.to_state().to_json(),
+            run_state=state_now.to_json(),
             stored_item_count=len(all_items),
             model_response_count=len(result.raw_responses),
         )
+        encoded = encode_run_state(saved_state)
+        self._resume_cache.put(
+            turn.flow_id,
+            turn.turn_id,
+            encoded,
+            _ResumedState(
+                state=state_now,
+                graph=graph,
+                replay=replay,
+                stored_item_count=saved_state.stored_item_count,
+                model_response_count=saved_state.model_response_count,
+            ),
+        )
         return ToolCallsRequested(
-            framework_run_state=encode_run_state(saved_state),
+            framework_run_state=encoded,
             tool_calls=calls,
             usage=usage,
             new_messages=new_messages,
@@ -506,6 +542,74 @@ class OpenAIAgentsRunner(ToolTaskForwarding):
                     stamp_mcp_idempotency_keys(agent)
                     return agent, tool
         raise ToolExecutionError(unknown_tool_error(tool_name))
+
+
+# --- the live run state kept for the next model step ---------------------------------
+#
+# The live ``RunState`` a model step leaves for the turn's next model step, in this Worker.
+#
+# A model step that stops at tool calls stores its ``RunState`` as JSON (the turn's
+# ``framework_run_state``), and the next model step restores it with ``RunState.from_json``,
+# which re-validates the whole run (every item and tool invocation of the turn's input) and
+# costs more the longer the history is. When the next step runs in the same Worker, this
+# keeps the state object that JSON was written from, with the agent graph it belongs to,
+# and the next step resumes that object instead (the SDK's own ``result.to_state()`` resume
+# path).
+#
+# An entry is served only for the exact committed text it was written as (same flow, turn
+# and ``framework_run_state``), only once (resuming changes the state), and only when the
+# next step's graph comes from the very same agents, tools and options; anything else (a
+# restart, another Worker, a rerun of a step, changed tools) restores from the JSON, which
+# is what the entry was written to equal.
+
+_RESUME_CACHE_ENTRIES = 32
+"""Sessions waiting between a model step and the next whose states are kept (one each, the
+latest); the least recently written go first."""
+
+
+@dataclasses.dataclass(frozen=True)
+class _ResumedState:
+    """A model step's live run state and the graph its agents belong to."""
+
+    state: RunState[Any, Agent[Any]]
+    graph: DeferringGraph
+    replay: RecordedResultReplay
+    stored_item_count: int
+    model_response_count: int
+
+
+class _ResumeCache:
+    """One live run state per session flow, with the turn and the ``framework_run_state``
+    text it was written as."""
+
+    def __init__(self, max_entries: int = _RESUME_CACHE_ENTRIES) -> None:
+        self.max_entries = max_entries
+        self._entries: OrderedDict[str, tuple[str, str, _ResumedState]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def put(self, flow_id: str, turn_id: str, encoded: str, entry: _ResumedState) -> None:
+        """Keep ``entry`` for the step that resumes ``encoded``, in place of the flow's
+        earlier one; past the bound the least recently written flows' entries go."""
+        if self.max_entries <= 0:
+            return
+        self._entries[flow_id] = (turn_id, encoded, entry)
+        self._entries.move_to_end(flow_id)
+        while len(self._entries) > self.max_entries:
+            self._entries.popitem(last=False)
+
+    def take(self, flow_id: str, turn_id: str, encoded: str) -> _ResumedState | None:
+        """The flow's entry if it was written as ``encoded`` in this turn, else ``None``;
+        either way the flow's entry is gone (a state is resumed once)."""
+        kept = self._entries.pop(flow_id, None)
+        if kept is None or kept[0] != turn_id or kept[1] != encoded:
+            return None
+        return kept[2]
+
+    def clear(self) -> None:
+        """Forget every entry (the next steps restore from the JSON)."""
+        self._entries.clear()
 
 
 def _agents_by_name(

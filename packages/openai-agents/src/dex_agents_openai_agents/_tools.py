@@ -64,6 +64,7 @@ __all__ = [
     "GuardedModel",
     "ModelCallGuard",
     "RecordedModelCall",
+    "RecordedResultReplay",
     "ReplayFunction",
     "ToolDeclaration",
     "UnknownHandoffTargetError",
@@ -193,6 +194,10 @@ async def tool_call_policy(
 ReplayFunction = Callable[[ToolContext[Any], str], Awaitable[str]]
 
 
+_VALUE_TYPES = (str, int, bool, frozenset, type(None))
+"""Graph sources compared by value; every other source is compared by identity."""
+
+
 @dataclass
 class DeferringGraph:
     """The cloned graph (``root``) and the real tools, by agent name and tool name."""
@@ -202,6 +207,17 @@ class DeferringGraph:
     built_in_names: frozenset[str]
     agents: list[Agent[Any]] = field(default_factory=list[Agent[Any]])
     """Keeps every clone alive: handoffs hold only weak references."""
+    sources: tuple[object, ...] = ()
+    """What the clones were built from: each original agent's field values, the tools its
+    ``get_all_tools`` gave, the stubs and built-in tools added, and the planning switch.
+    Two graphs whose sources are the same objects (``same_sources``) are the same graph."""
+
+    def same_sources(self, other: DeferringGraph) -> bool:
+        """Whether ``other`` was built from the very same agents, tools and options."""
+        return len(self.sources) == len(other.sources) and all(
+            mine is theirs or (type(mine) in _VALUE_TYPES and mine == theirs)
+            for mine, theirs in zip(self.sources, other.sources, strict=True)
+        )
 
     def real_tool(self, agent_name: str | None, tool_name: str) -> FunctionTool | None:
         """The real tool ``tool_name`` of ``agent_name`` (or of any agent when unknown)."""
@@ -342,10 +358,15 @@ async def build_deferring_graph(
     extra_names = list(dict.fromkeys(unoffered_names))
     real_tools: dict[str, dict[str, FunctionTool]] = {}
     clones: dict[int, Agent[Any]] = {}
+    sources: list[object] = [planning, built_in_names, *built_ins]
     for agent in originals:
         tools: list[Tool] = []
         by_name: dict[str, FunctionTool] = {}
-        for tool in await agent.get_all_tools(run_context):
+        all_tools = await agent.get_all_tools(run_context)
+        sources.extend((agent, len(all_tools), *all_tools))
+        sources.extend(getattr(agent, entry.name) for entry in dataclasses.fields(agent))
+        sources.extend((len(agent.handoffs), *agent.handoffs))
+        for tool in all_tools:
             if isinstance(tool, FunctionTool):
                 if tool.name in built_in_names:
                     raise ValueError(
@@ -360,11 +381,11 @@ async def build_deferring_graph(
         tools.extend(_built_in_tool(definition, replay) for definition in offered_built_ins)
         offered = {getattr(tool, "name", None) for tool in tools}
         handoff_names = set[str]() if planning else _handoff_tool_names(agent)
-        tools.extend(
-            _hidden_stub(name, by_name.get(name), replay)
-            for name in extra_names
-            if name not in offered and name not in handoff_names
-        )
+        stub_names = [
+            name for name in extra_names if name not in offered and name not in handoff_names
+        ]
+        sources.extend((len(stub_names), *stub_names))
+        tools.extend(_hidden_stub(name, by_name.get(name), replay) for name in stub_names)
         real_tools[agent.name] = by_name
         clones[id(agent)] = agent.clone(tools=tools, mcp_servers=[], handoffs=[])
     if not planning:
@@ -378,6 +399,7 @@ async def build_deferring_graph(
         real_tools=real_tools,
         built_in_names=built_in_names,
         agents=list(clones.values()),
+        sources=tuple(sources),
     )
 
 
@@ -435,8 +457,10 @@ class ModelCallGuard:
     def install(self, run_config: RunConfig, agents: Iterable[Agent[Any]]) -> RunConfig:
         """Wrap every model ``agents`` and ``run_config`` name; returns the run's config."""
         for agent in agents:
-            if isinstance(agent.model, Model) and not isinstance(agent.model, GuardedModel):
-                agent.model = GuardedModel(agent.model, self)
+            # A clone kept from the turn's previous model step has that step's guard: rewrap.
+            inner = unwrapped_model(agent.model)
+            if isinstance(inner, Model):
+                agent.model = GuardedModel(inner, self)
         model = run_config.model
         if isinstance(model, Model) and not isinstance(model, GuardedModel):
             model = GuardedModel(model, self)
@@ -650,12 +674,17 @@ def _rewired(
     return rewired
 
 
-def replay_recorded_result(turn: AgentTurnContext) -> ReplayFunction:
-    """The body of every deferred copy: the result the session recorded for the call."""
+class RecordedResultReplay:
+    """The body of every deferred copy: the result the session recorded for the call, in
+    the records of ``turn`` (the model step's context; a graph kept for the next model
+    step of the turn gets that step's context here)."""
 
-    async def replay(context: ToolContext[Any], arguments: str) -> str:
+    def __init__(self, turn: AgentTurnContext) -> None:
+        self.turn = turn
+
+    async def __call__(self, context: ToolContext[Any], arguments: str) -> str:
         del arguments
-        record = turn.recorded_tool_call(context.tool_call_id)
+        record = self.turn.recorded_tool_call(context.tool_call_id)
         if record is None or not record.is_final:
             raise RuntimeError(
                 f"tool call {context.tool_call_id!r} has no final record to replay; the SDK"
@@ -663,7 +692,10 @@ def replay_recorded_result(turn: AgentTurnContext) -> ReplayFunction:
             )
         return describe_tool_call_outcome(record)
 
-    return replay
+
+def replay_recorded_result(turn: AgentTurnContext) -> RecordedResultReplay:
+    """The body of every deferred copy: the result the session recorded for the call."""
+    return RecordedResultReplay(turn)
 
 
 # --- around the tool body in its tool Step -----------------------------------------
