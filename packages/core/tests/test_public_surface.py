@@ -41,12 +41,14 @@ PUBLIC_SURFACE: dict[str, list[str]] = {
         "AuthenticationError",
         "CompactionPolicy",
         "EmbeddedEngineOptions",
+        "HealthProbes",
         "InteractionMode",
         "InterruptKind",
         "PlanTask",
         "SdkPatches",
         "SessionEvent",
         "SessionWaitTimeoutError",
+        "StepsAbandoned",
         "ToolEffect",
         "ToolPolicy",
         "WorkerTuning",
@@ -430,7 +432,9 @@ def test_each_public_module_exports_exactly_the_listed_names(module_name: str) -
 
 
 def test_the_application_surface_stays_small() -> None:
-    assert len(dex_agents.__all__) <= 30
+    # 32 since issue 33: AuthenticationError, HealthProbes and StepsAbandoned sit with
+    # AgentHost and its option groups, which a deployment uses together.
+    assert len(dex_agents.__all__) <= 32
 
 
 def test_the_implementation_modules_are_private() -> None:
@@ -494,7 +498,13 @@ def test_every_public_name_has_a_docstring(module_name: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "option", [dex_agents.EmbeddedEngineOptions, dex_agents.WorkerTuning, dex_agents.SdkPatches]
+    "option",
+    [
+        dex_agents.EmbeddedEngineOptions,
+        dex_agents.WorkerTuning,
+        dex_agents.SdkPatches,
+        dex_agents.HealthProbes,
+    ],
 )
 def test_every_host_option_field_has_a_docstring(option: type[object]) -> None:
     source = ast.parse(inspect.getsource(option)).body[0]

@@ -23,6 +23,10 @@ check each one against the pinned SDK, so an SDK upgrade shows at once what to r
   in-process ``dex_local_engine.EngineServer`` registered become in-process channels
   (``dex_local_engine.in_process``), so the host's own Client and Worker reach the
   embedded engine without sockets.
+* :func:`track_running_pull_tasks` and :func:`running_pull_tasks`: the task each busy
+  pull stream runs, noted when the stream takes it, so that ``AgentHost``'s drain can
+  name the Steps still running when ``WorkerTuning.drain_timeout`` expires and cancel
+  them itself (the SDK's ``AsyncWorker`` says nothing about what it runs).
 * :func:`step_context_metadata`: the protobuf Context of a Step method, which the SDK
   keeps as ``InvocationContext._metadata``; the session reads the attempt progress of
   a recovery error from it (``dex_agents._attempt_progress``), a field the SDK keeps
@@ -34,9 +38,11 @@ each is process-wide and idempotent.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, cast
 
 from dex.dexpb import dex_pb2 as pb
@@ -44,10 +50,13 @@ from dex.dexpb import dex_pb2 as pb
 __all__ = [
     "KEPT_SPARE_STREAMS",
     "PATCHED_SDK_VERSION",
+    "RunningPullTask",
     "keep_finished_pull_streams",
     "memoize_sdk_version",
     "route_in_process_channels",
+    "running_pull_tasks",
     "step_context_metadata",
+    "track_running_pull_tasks",
 ]
 
 _LOG = logging.getLogger("dex_agents.sdk_patches")
@@ -214,6 +223,93 @@ def route_in_process_channels() -> bool:
         module.async_channel = routed(original)
     cast(Any, pull_worker).outbound_worker_task_channel = outbound_worker_task_channel
     return True
+
+
+# --- running tasks ---------------------------------------------------------------------
+
+_TASK = "_dex_agents_task"
+_TRACKS_TASKS = "_dex_agents_tracks_tasks"
+
+
+@dataclass(frozen=True)
+class RunningPullTask:
+    """A task a pull stream of the Worker runs: what it is, its handler, how to cancel it."""
+
+    description: str
+    """``Step <flow type>/<step execution>.<method> of session <flow id> (attempt n)``,
+    or ``RPC <name> of session <flow id>``."""
+    handler: asyncio.Task[None]
+    """The SDK's handler task; done once the task's last frame was sent."""
+    cancel: Callable[[], None]
+    """Cancel the handler as the SDK's own drain deadline does: the engine gets a
+    CANCELLED error for the attempt and runs it again."""
+
+
+def track_running_pull_tasks() -> bool:
+    """Note on each pull stream the task it takes (read by ``running_pull_tasks``).
+
+    Process-wide and idempotent; True when applied, False (logged) for an SDK release
+    other than ``PATCHED_SDK_VERSION`` or an unexpected SDK layout.
+    """
+    try:
+        import dex._pull_worker as pull_worker
+        import dex._server_protocol as server_protocol
+    except ImportError as error:  # a different SDK layout: leave it alone
+        _LOG.warning("not tracking running tasks: %s", error)
+        return False
+    stream_type: Any = getattr(pull_worker, "PullStream", None)
+    start_task: Any = getattr(stream_type, "_start_task", None)
+    if start_task is None:
+        _LOG.warning("not tracking running tasks: unexpected dex SDK layout")
+        return False
+    if getattr(stream_type, _TRACKS_TASKS, False):
+        return True
+    if not _written_for(server_protocol.sdk_version(), "tracking running tasks"):
+        return False
+    original = start_task
+
+    async def _start_task(self: Any, task: Any) -> None:
+        setattr(self, _TASK, task)
+        await original(self, task)
+
+    stream_type._start_task = _start_task
+    setattr(stream_type, _TRACKS_TASKS, True)
+    return True
+
+
+def running_pull_tasks(worker: object) -> list[RunningPullTask] | None:
+    """The tasks ``worker`` (a pull ``dex.AsyncWorker``) runs now; ``None`` when they
+    cannot be read (``track_running_pull_tasks`` not applied, or not a pull Worker)."""
+    try:
+        import dex._pull_worker as pull_worker
+    except ImportError:
+        return None
+    if not getattr(getattr(pull_worker, "PullStream", None), _TRACKS_TASKS, False):
+        return None
+    runtime: Any = getattr(worker, "_pull", None)
+    streams: Any = getattr(runtime, "_streams", None)
+    if streams is None:
+        return None
+    running: list[RunningPullTask] = []
+    for stream in tuple(streams):
+        handler = getattr(stream, "handler_task", None)
+        task = getattr(stream, _TASK, None)
+        if handler is None or handler.done() or task is None:
+            continue
+        running.append(RunningPullTask(_describe(task), handler, stream.cancel_handler))
+    return running
+
+
+def _describe(task: Any) -> str:
+    kind = task.WhichOneof("request")
+    if kind == "rpc":
+        return f"RPC {task.rpc.rpc_name} of session {task.rpc.context.flow_id}"
+    request = task.execute if kind == "execute" else task.wait_for
+    context = request.context
+    return (
+        f"Step {request.flow_type}/{context.step_execution_id}.{kind} of session "
+        f"{context.flow_id} (attempt {context.attempt})"
+    )
 
 
 # --- the Step's protobuf Context ---------------------------------------------------------
