@@ -43,6 +43,7 @@ from dex_agents._sdk_patches import (
     RunningPullTask,
     keep_finished_pull_streams,
     memoize_sdk_version,
+    quiet_pull_worker_logs,
     route_in_process_channels,
     running_pull_tasks,
     track_running_pull_tasks,
@@ -455,6 +456,8 @@ class AgentHost:
         patches = self.sdk_patches
         if patches.memoize_sdk_version and memoize_sdk_version():
             _LOG.debug("the dex SDK's version lookup is memoized (SdkPatches.memoize_sdk_version)")
+        if patches.quiet_reconnect_logs and quiet_pull_worker_logs():
+            _LOG.debug("lost connections log once (SdkPatches.quiet_reconnect_logs)")
         if patches.keep_pull_streams and keep_finished_pull_streams():
             _LOG.debug("finished pull streams stay open as spares (SdkPatches.keep_pull_streams)")
         tuning = self.worker_tuning

@@ -206,9 +206,17 @@ class SdkPatches:
     idle ones per queue): the 1.23.0 pull Worker opens, registers and retires one stream
     per Step or RPC, about 5.5 per turn; with the patch a turn opens about one."""
 
+    quiet_reconnect_logs: bool = True
+    """Log a lost server connection (a restart, a network drop) as one WARNING naming
+    its cause and one INFO line once a stream registers again: the 1.23.0 pull Worker
+    logs a multi-line WARNING per stream per reconnect attempt and an ERROR traceback
+    per running task whose final frame found its stream gone. Other SDK logs pass
+    unchanged."""
+
     def __post_init__(self) -> None:
         check_flag(self.memoize_sdk_version, "SdkPatches.memoize_sdk_version")
         check_flag(self.keep_pull_streams, "SdkPatches.keep_pull_streams")
+        check_flag(self.quiet_reconnect_logs, "SdkPatches.quiet_reconnect_logs")
 
 
 class DeprecatedHostKeywords(TypedDict, total=False):

@@ -27,6 +27,13 @@ check each one against the pinned SDK, so an SDK upgrade shows at once what to r
   pull stream runs, noted when the stream takes it, so that ``AgentHost``'s drain can
   name the Steps still running when ``WorkerTuning.drain_timeout`` expires and cancel
   them itself (the SDK's ``AsyncWorker`` says nothing about what it runs).
+* :func:`quiet_pull_worker_logs`: when the server restarts or the network drops, the
+  1.23.0 pull Worker logs a multi-line WARNING per stream per reconnect attempt
+  ("Worker task stream disconnected: <AioRpcError ...>", about 100 per outage) and an
+  ERROR traceback per running task whose final frame found its stream gone ("send
+  Worker error frame failed ... RPC already finished"). A filter on the SDK's logger
+  turns one outage into one WARNING naming its cause, counts the rest, and a wrapper
+  of the registration record logs one INFO line when a stream registers again.
 * :func:`step_context_metadata`: the protobuf Context of a Step method, which the SDK
   keeps as ``InvocationContext._metadata``; the session reads the attempt progress of
   a recovery error from it (``dex_agents._attempt_progress``), a field the SDK keeps
@@ -53,6 +60,7 @@ __all__ = [
     "RunningPullTask",
     "keep_finished_pull_streams",
     "memoize_sdk_version",
+    "quiet_pull_worker_logs",
     "route_in_process_channels",
     "running_pull_tasks",
     "step_context_metadata",
@@ -310,6 +318,123 @@ def _describe(task: Any) -> str:
         f"Step {request.flow_type}/{context.step_execution_id}.{kind} of session "
         f"{context.flow_id} (attempt {context.attempt})"
     )
+
+
+# --- reconnect logs ----------------------------------------------------------------------
+
+_DISCONNECTED = "Worker task stream disconnected: %s"
+_STREAM_GONE_MESSAGES = frozenset(
+    {
+        "send Worker error frame failed",
+        "Python Worker invocation failed",
+        "Worker task stream failed",
+        "send Worker keepalive Pong failed",
+    }
+)
+_QUIETED = "_dex_agents_quiet_logs"
+
+
+class _ReconnectLogs(logging.Filter):
+    """One WARNING per lost connection, one INFO once a stream registers again."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cause: str | None = None
+        self.disconnects = 0
+        self.lost_frames = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg == _DISCONNECTED and record.args:
+            args: Any = record.args
+            return self._lost(record, _cause(args[0]), disconnect=True)
+        if record.msg in _STREAM_GONE_MESSAGES and record.exc_info is not None:
+            failure = record.exc_info[1]
+            if _is_stream_gone(failure):
+                return self._lost(record, "its stream ended", disconnect=False)
+        return True
+
+    def _lost(self, record: logging.LogRecord, cause: str, *, disconnect: bool) -> bool:
+        if disconnect:
+            self.disconnects += 1
+        else:
+            self.lost_frames += 1
+        if self.cause is not None:
+            return False
+        self.cause = cause
+        record.levelno, record.levelname = logging.WARNING, "WARNING"
+        record.msg = (
+            "Worker lost its task streams to the Dex server (%s); they reconnect on their "
+            "own, and the server runs again any task that was running (more of these are "
+            "counted, not logged, until a stream registers again)"
+        )
+        record.args = (cause,)
+        record.exc_info = record.exc_text = None
+        return True
+
+    def registered(self) -> None:
+        if self.cause is None:
+            return
+        _LOG.info(
+            "Worker task streams registered again after losing the Dex server (%s): "
+            "%d stream disconnects, %d tasks whose final frame found their stream gone",
+            self.cause,
+            self.disconnects,
+            self.lost_frames,
+        )
+        self.cause = None
+        self.disconnects = self.lost_frames = 0
+
+
+def _cause(error: object) -> str:
+    """``UNAVAILABLE: failed to connect ...`` for a gRPC error, else its text."""
+    code = getattr(error, "code", None)
+    details = getattr(error, "details", None)
+    if callable(code) and callable(details):
+        status: Any = code()
+        return f"{getattr(status, 'name', status)}: {details()}"
+    return str(error)
+
+
+def _is_stream_gone(failure: BaseException | None) -> bool:
+    """Whether ``failure`` is a write or read on a stream the server side ended."""
+    import grpc
+
+    return isinstance(failure, (asyncio.InvalidStateError, grpc.RpcError, grpc.aio.UsageError))
+
+
+def quiet_pull_worker_logs() -> bool:
+    """Log a lost server connection once per outage; True when applied.
+
+    Process-wide and idempotent. The other records of the SDK's ``dex._pull_worker``
+    logger pass unchanged. Returns False (and logs why) for an SDK release other than
+    ``PATCHED_SDK_VERSION`` or an unexpected SDK layout.
+    """
+    try:
+        import dex._server_protocol as server_protocol
+        import dex.pull_registration as pull_registration
+    except ImportError as error:  # a different SDK layout: leave it alone
+        _LOG.warning("not quieting reconnect logs: %s", error)
+        return False
+    registration_type: Any = getattr(pull_registration, "_PullRegistration", None)
+    record: Any = getattr(registration_type, "record_registered_stream", None)
+    if record is None:
+        _LOG.warning("not quieting reconnect logs: unexpected dex SDK layout")
+        return False
+    if getattr(registration_type, _QUIETED, False):
+        return True
+    if not _written_for(server_protocol.sdk_version(), "quieting reconnect logs"):
+        return False
+    logs = _ReconnectLogs()
+    logging.getLogger("dex._pull_worker").addFilter(logs)
+    original = record
+
+    def record_registered_stream(self: Any, queue: str) -> None:
+        original(self, queue)
+        logs.registered()
+
+    registration_type.record_registered_stream = record_registered_stream
+    setattr(registration_type, _QUIETED, True)
+    return True
 
 
 # --- the Step's protobuf Context ---------------------------------------------------------
