@@ -26,6 +26,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
 import dex
+import grpc
 
 from dex_agents._client import AgentSessionClient
 from dex_agents._host_auth import authentication_error, resolve_credential
@@ -68,6 +69,10 @@ next Step; that task is rejected and dispatched again, a few ms per turn in one 
 and far more with many sessions at once (benchmarks/session_turns.py: 10 sessions x 3
 turns went from about 13 to 22-29 turns/s)."""
 BLOB_CACHE_BYTES = 64 * 1024 * 1024
+SERVER_RETRY_FIRST_SECONDS = 0.1
+SERVER_RETRY_MAX_SECONDS = 2.0
+"""``start()`` retries an unavailable server this often (doubling from the first), for
+``registration_timeout`` at most."""
 DRAIN_CANCEL_GRACE = timedelta(seconds=10)
 """How much longer than ``drain_timeout`` the SDK's own drain deadline is: the host
 cancels what still runs at ``drain_timeout`` itself, after naming it."""
@@ -349,7 +354,7 @@ class AgentHost:
                         credential=self._credential,
                     ),
                 )
-                await self._check_server(self._client)
+            await self._await_server()
             if self.runs_worker:
                 await self.start_worker()
         except BaseException:
@@ -385,16 +390,51 @@ class AgentHost:
         await probes.start()
         self._probes = probes
 
-    async def _check_server(self, client: dex.AsyncClient) -> None:
+    async def _await_server(self) -> None:
+        """Until the server answers a health check, for ``registration_timeout`` at most:
+        an engine started together with this process may not listen yet."""
+        assert self._address is not None
+        assert self._blob_cache is not None
+        if self._client is None and self.embedded:
+            return  # the embedded engine listens once started
+        client = self._client or dex.AsyncClient(
+            self.registry,
+            self._blob_cache,
+            dex.ClientOptions(server_address=self._address, credential=self._credential),
+        )
+        loop = asyncio.get_running_loop()
+        timeout = self.worker_tuning.registration_timeout.total_seconds()
+        deadline = loop.time() + timeout
+        delay = SERVER_RETRY_FIRST_SECONDS
+        waiting = False
         try:
-            serving = await client.health_check()
-        except dex.DexServiceError as error:
-            refused = self._refusal(error, "Client")
-            if refused is not None:
-                raise refused from None
-            raise ConnectionError(f"no Dex server answers at {self._address}: {error}") from None
-        if not serving:
-            raise ConnectionError(f"the Dex server at {self._address} is not serving")
+            while True:
+                try:
+                    await client.health_check()
+                    return
+                except dex.DexServiceError as error:
+                    unavailable = error.code == grpc.StatusCode.UNAVAILABLE
+                    if not unavailable or loop.time() + delay > deadline:
+                        refused = self._refusal(error, "Client" if self.runs_client else "Worker")
+                        if refused is not None:
+                            raise refused from None
+                        waited = f" within {timeout:g} s" if unavailable else ""
+                        raise ConnectionError(
+                            f"no Dex server answers at {self._address}{waited}: {error}"
+                        ) from None
+                    if not waiting:
+                        waiting = True
+                        _LOG.info(
+                            "waiting up to %g s for the Dex server at %s to answer (%s)",
+                            timeout,
+                            self._address,
+                            error,
+                        )
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, SERVER_RETRY_MAX_SECONDS)
+        finally:
+            if client is not self._client:
+                await client.close()
 
     async def _start_engine(self) -> str:
         if self._requested_address is not None:
