@@ -144,9 +144,8 @@ def test_bad_tokens_are_refused_when_the_host_is_built(monkeypatch: pytest.Monke
 async def test_a_host_started_before_its_engine_waits_for_it(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    from dex_local_engine import EngineServer
-
     from dex_agents.testing import find_free_loopback_ports
+    from dex_local_engine import EngineServer
 
     (port,) = find_free_loopback_ports(1)
     address = f"127.0.0.1:{port}"
