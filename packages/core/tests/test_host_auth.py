@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import dex
+import grpc
 import pytest
 
 from dex_agents import AgentHost, AgentSessionClient, AgentSessionFlow, AuthenticationError
@@ -164,3 +165,20 @@ async def test_a_host_started_before_its_engine_waits_for_it(
         await worker_host.stop()
     finally:
         await engine.stop()
+
+
+async def test_the_testing_history_and_attribute_reads_send_the_token(
+    guarded_engine: PrivateDexEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dex_agents.testing import read_step_history, read_stored_attributes
+
+    address = guarded_engine.server_address
+    async with AgentHost(_build_flow(), server_address=address, auth_token=TOKEN) as host:
+        await _run_turn(host.client(), "auth-reads-1")
+    assert await read_step_history(address, "auth-reads-1", token=TOKEN)
+    assert await read_stored_attributes(address, "auth-reads-1", token=TOKEN)
+    monkeypatch.setenv("DEX_SERVER_TOKEN", TOKEN)
+    assert await read_step_history(address, "auth-reads-1")
+    monkeypatch.delenv("DEX_SERVER_TOKEN")
+    with pytest.raises(grpc.RpcError):
+        await read_step_history(address, "auth-reads-1")
