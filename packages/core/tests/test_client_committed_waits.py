@@ -6,10 +6,7 @@ after it miss the turn (issue 33 saw 3 of 20 sessions, Workers in their own proc
 from __future__ import annotations
 
 import asyncio
-import os
-import sys
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -17,7 +14,6 @@ import pytest
 from dex_agents import AgentHost, AgentSessionClient, AgentSessionFlow
 from dex_agents.testing import KillableWorkerProcess, PrivateDexEngine
 
-FLOWS = Path(__file__).resolve().parent / "worker_flows"
 FACTORY = "reply_agent:build_flows"
 SESSIONS = 30
 """Sessions at once: the more Steps commit together, the wider the window between a
@@ -25,23 +21,18 @@ Step's events and its commit."""
 ROUNDS = 3
 
 
-def _build_flow() -> AgentSessionFlow:
-    sys.path.insert(0, str(FLOWS))
-    try:
-        from reply_agent import build_flows  # pyright: ignore[reportMissingImports]
-    finally:
-        sys.path.remove(str(FLOWS))
-    flows: list[Any] = build_flows()
-    return flows[0]
+@pytest.fixture(scope="module")
+def flow(worker_flow: Callable[[str], Any]) -> AgentSessionFlow:
+    return worker_flow("reply_agent")
 
 
 @pytest.fixture(scope="module")
-def served_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrivateDexEngine]:
+def served_engine(
+    tmp_path_factory: pytest.TempPathFactory, worker_flows_environment: dict[str, str]
+) -> Iterator[PrivateDexEngine]:
     """An engine process and two Worker processes, as in production."""
     logs = tmp_path_factory.mktemp("committed-waits")
-    environment = {
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(FLOWS), os.environ.get("PYTHONPATH")]))
-    }
+    environment = worker_flows_environment
     with PrivateDexEngine.start() as engine:
         workers = [
             KillableWorkerProcess.start(
@@ -70,9 +61,8 @@ async def _turn_then_snapshot(sessions: AgentSessionClient, session_id: str) -> 
 
 
 async def test_a_snapshot_right_after_send_user_message_and_wait_has_the_turn(
-    served_engine: PrivateDexEngine,
+    served_engine: PrivateDexEngine, flow: AgentSessionFlow
 ) -> None:
-    flow = _build_flow()
     async with AgentHost(flow, server_address=served_engine.server_address, worker=False) as host:
         sessions = host.client(flow)
         missed: list[str] = []
@@ -85,9 +75,8 @@ async def test_a_snapshot_right_after_send_user_message_and_wait_has_the_turn(
 
 
 async def test_every_snapshot_wait_returns_what_a_snapshot_read_after_it_shows(
-    served_engine: PrivateDexEngine,
+    served_engine: PrivateDexEngine, flow: AgentSessionFlow
 ) -> None:
-    flow = _build_flow()
     async with AgentHost(flow, server_address=served_engine.server_address, worker=False) as host:
         sessions = host.client(flow)
 

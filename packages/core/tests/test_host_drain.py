@@ -10,12 +10,14 @@ drain expires only because the gate stays shut.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -24,7 +26,9 @@ import pytest
 
 from dex_agents import (
     AgentHost,
+    AgentSessionClient,
     AgentSessionFlow,
+    AgentSnapshot,
     HealthProbes,
     StepsAbandoned,
     WorkerTuning,
@@ -32,19 +36,13 @@ from dex_agents import (
 from dex_agents.testing import FileGate, PrivateDexEngine
 from dex_agents.testing._processes import ChildProcess
 
-FLOWS = Path(__file__).resolve().parent / "worker_flows"
-WORKER_SCRIPT = FLOWS / "gated_agent.py"
+WORKER_SCRIPT = Path(__file__).resolve().parent / "worker_flows" / "gated_agent.py"
 LOG_WAIT = timedelta(seconds=60)
 
 
-def _gated_flow() -> AgentSessionFlow:
-    sys.path.insert(0, str(FLOWS))
-    try:
-        from gated_agent import build_flows  # pyright: ignore[reportMissingImports]
-    finally:
-        sys.path.remove(str(FLOWS))
-    flows: list[Any] = build_flows()
-    return flows[0]
+@pytest.fixture
+def gated_flow(worker_flow: Callable[[str], Any]) -> AgentSessionFlow:
+    return worker_flow("gated_agent")
 
 
 @pytest.fixture(scope="module")
@@ -54,18 +52,66 @@ def served_engine() -> Iterator[PrivateDexEngine]:
 
 
 def _start_worker(
-    engine: PrivateDexEngine, gates: Path, log: Path, drain_seconds: float | None
+    engine: PrivateDexEngine,
+    gates: Path,
+    log: Path,
+    drain_seconds: float | None,
+    environment: dict[str, str],
 ) -> ChildProcess:
     environment = {
+        **environment,
         "DEX_SERVER_ADDRESS": engine.server_address,
         "GATED_GATE_DIR": str(gates),
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(FLOWS), os.environ.get("PYTHONPATH")])),
     }
     if drain_seconds is not None:
         environment["GATED_DRAIN_SECONDS"] = str(drain_seconds)
     return ChildProcess.spawn(
         [sys.executable, str(WORKER_SCRIPT)], log_path=log, environment=environment
     )
+
+
+@dataclass
+class _Drill:
+    """A Worker child SIGTERMed while its tool waits at the gate, and the session's client."""
+
+    engine: PrivateDexEngine
+    directory: Path
+    environment: dict[str, str]
+    worker: ChildProcess
+    sessions: AgentSessionClient
+    gate: FileGate
+
+    async def turn_on_a_second_worker(self, session_id: str) -> AgentSnapshot:
+        """The session's finished turn, once a fresh Worker (gate open) served it."""
+        self.gate.release()
+        second = _start_worker(
+            self.engine, self.directory, self.directory / "second.log", None, self.environment
+        )
+        try:
+            return await self.sessions.wait_for_turn(session_id, 1)
+        finally:
+            await _stop(second)
+
+
+@contextlib.asynccontextmanager
+async def _sigterm_mid_tool(
+    engine: PrivateDexEngine,
+    flow: AgentSessionFlow,
+    directory: Path,
+    environment: dict[str, str],
+    session_id: str,
+    drain_seconds: float,
+) -> AsyncIterator[_Drill]:
+    os.environ["GATED_GATE_DIR"] = str(directory)  # the in-process Flow's tool is never run
+    gate = FileGate(directory, "slow_lookup")
+    worker = _start_worker(engine, directory, directory / "worker.log", drain_seconds, environment)
+    async with AgentHost(flow, server_address=engine.server_address, worker=False) as host:
+        sessions = host.client(flow)
+        await _log_line(worker, "Worker registered")
+        await sessions.start_session(session_id, "where is order 42?")
+        await gate.wait_until_reached(1)
+        os.kill(worker.pid, signal.SIGTERM)
+        yield _Drill(engine, directory, environment, worker, sessions, gate)
 
 
 async def _log_line(process: ChildProcess, text: str) -> str:
@@ -93,63 +139,46 @@ async def _stop(process: ChildProcess) -> int | None:
 
 
 async def test_sigterm_past_drain_timeout_names_the_step_and_exits_75(
-    served_engine: PrivateDexEngine, tmp_path: Path
+    served_engine: PrivateDexEngine,
+    gated_flow: AgentSessionFlow,
+    worker_flows_environment: dict[str, str],
+    tmp_path: Path,
 ) -> None:
-    os.environ["GATED_GATE_DIR"] = str(tmp_path)  # the in-process Flow's tool is never run
-    gate = FileGate(tmp_path, "slow_lookup")
-    flow = _gated_flow()
-    worker = _start_worker(served_engine, tmp_path, tmp_path / "first.log", drain_seconds=0.5)
-    async with AgentHost(flow, server_address=served_engine.server_address, worker=False) as host:
-        sessions = host.client(flow)
-        await _log_line(worker, "Worker registered")
-        await sessions.start_session("drain-abandon", "where is order 42?")
-        await gate.wait_until_reached(1)
-        os.kill(worker.pid, signal.SIGTERM)
-        warning = await _log_line(worker, "drain_timeout (0.5 s) expired")
+    async with _sigterm_mid_tool(
+        served_engine, gated_flow, tmp_path, worker_flows_environment, "drain-abandon", 0.5
+    ) as drill:
+        warning = await _log_line(drill.worker, "drain_timeout (0.5 s) expired")
         assert "WARNING dex_agents.host" in warning
         assert "Step GatedAgent/" in warning
         assert "of session drain-abandon (attempt 1)" in warning
-        assert await _exit_status(worker) == StepsAbandoned.EXIT_STATUS
-        log = worker.read_log()
+        assert await _exit_status(drill.worker) == StepsAbandoned.EXIT_STATUS
+        log = drill.worker.read_log()
         assert "Steps abandoned: 1; exiting with status 75" in log
         assert "Traceback" not in log
-
-        gate.release()
-        second = _start_worker(served_engine, tmp_path, tmp_path / "second.log", None)
-        try:
-            snapshot = await sessions.wait_for_turn("drain-abandon", 1)
-        finally:
-            await _stop(second)
+        snapshot = await drill.turn_on_a_second_worker("drain-abandon")
     assert snapshot.messages[-1].text == "order 42: shipped"
-    assert gate.reached_count() == 2  # the read tool ran again on the second Worker
+    assert drill.gate.reached_count() == 2  # the read tool ran again on the second Worker
 
 
 async def test_sigterm_within_drain_timeout_lets_the_step_finish_and_exits_0(
-    served_engine: PrivateDexEngine, tmp_path: Path
+    served_engine: PrivateDexEngine,
+    gated_flow: AgentSessionFlow,
+    worker_flows_environment: dict[str, str],
+    tmp_path: Path,
 ) -> None:
-    os.environ["GATED_GATE_DIR"] = str(tmp_path)
-    gate = FileGate(tmp_path, "slow_lookup")
-    flow = _gated_flow()
-    worker = _start_worker(served_engine, tmp_path, tmp_path / "worker.log", drain_seconds=600)
-    async with AgentHost(flow, server_address=served_engine.server_address, worker=False) as host:
-        sessions = host.client(flow)
-        await _log_line(worker, "Worker registered")
-        await sessions.start_session("drain-finish", "where is order 42?")
-        await gate.wait_until_reached(1)
-        os.kill(worker.pid, signal.SIGTERM)
-        draining = await _log_line(worker, "Worker draining: waiting up to 600 s for 1 running")
+    async with _sigterm_mid_tool(
+        served_engine, gated_flow, tmp_path, worker_flows_environment, "drain-finish", 600
+    ) as drill:
+        draining = await _log_line(
+            drill.worker, "Worker draining: waiting up to 600 s for 1 running"
+        )
         assert "of session drain-finish" in draining
-        gate.release()
-        assert await _exit_status(worker) == 0
-        assert "Worker drained: every running Step finished" in worker.read_log()
-
-        second = _start_worker(served_engine, tmp_path, tmp_path / "second.log", None)
-        try:
-            snapshot = await sessions.wait_for_turn("drain-finish", 1)
-        finally:
-            await _stop(second)
+        drill.gate.release()
+        assert await _exit_status(drill.worker) == 0
+        assert "Worker drained: every running Step finished" in drill.worker.read_log()
+        snapshot = await drill.turn_on_a_second_worker("drain-finish")
     assert snapshot.messages[-1].text == "order 42: shipped"
-    assert gate.reached_count() == 1  # the tool's result was kept: it did not run again
+    assert drill.gate.reached_count() == 1  # the tool's result was kept: it did not run again
 
 
 def _probe(address: str, path: str) -> tuple[int, str]:
@@ -161,11 +190,11 @@ def _probe(address: str, path: str) -> tuple[int, str]:
 
 
 async def test_probes_say_live_and_ready_once_registered_and_not_ready_while_draining(
-    tmp_path: Path,
+    gated_flow: AgentSessionFlow, tmp_path: Path
 ) -> None:
     os.environ["GATED_GATE_DIR"] = str(tmp_path)
     gate = FileGate(tmp_path, "slow_lookup")
-    flow = _gated_flow()
+    flow = gated_flow
     host = AgentHost(
         flow,
         health=HealthProbes(port=0),
@@ -193,7 +222,7 @@ async def test_probes_say_live_and_ready_once_registered_and_not_ready_while_dra
     assert host.health_address is None
 
 
-def test_bad_drain_timeouts_and_probe_settings_are_refused() -> None:
+def test_bad_drain_timeouts_and_probe_settings_are_refused(gated_flow: AgentSessionFlow) -> None:
     with pytest.raises(ValueError, match="drain_timeout must be a positive timedelta or None"):
         WorkerTuning(drain_timeout=timedelta(0))
     with pytest.raises(ValueError, match="drain_timeout must be a positive timedelta or None"):
@@ -205,4 +234,4 @@ def test_bad_drain_timeouts_and_probe_settings_are_refused() -> None:
     with pytest.raises(ValueError, match=r"HealthProbes\.host must be a non-empty str"):
         HealthProbes(port=8081, host="")
     with pytest.raises(TypeError, match="health must be a HealthProbes or None, got int"):
-        AgentHost(_gated_flow(), health=8081)  # type: ignore[arg-type]
+        AgentHost(gated_flow, health=8081)  # type: ignore[arg-type]

@@ -9,36 +9,18 @@ import asyncio
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from dex_agents import AgentHost, AgentSessionFlow
+from dex_agents import AgentHost
 from dex_agents.testing import FileGate, PrivateDexEngine
 from dex_agents.testing._processes import ChildProcess
 
 FLOWS = Path(__file__).resolve().parent / "worker_flows"
 SESSIONS = 10
-
-
-def _gated_flow() -> AgentSessionFlow:
-    sys.path.insert(0, str(FLOWS))
-    try:
-        from gated_agent import build_flows  # pyright: ignore[reportMissingImports]
-    finally:
-        sys.path.remove(str(FLOWS))
-    flows: list[Any] = build_flows()
-    return flows[0]
-
-
-def _environment(engine: PrivateDexEngine, gates: Path) -> dict[str, str]:
-    return {
-        "DEX_SERVER_ADDRESS": engine.server_address,
-        "GATED_GATE_DIR": str(gates),
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(FLOWS), os.environ.get("PYTHONPATH")])),
-    }
 
 
 @pytest.fixture
@@ -54,15 +36,22 @@ async def _until_logged(process: ChildProcess, text: str) -> None:
 
 
 async def test_an_engine_restart_with_tasks_in_flight_logs_one_line_per_cause(
-    engine: PrivateDexEngine, tmp_path: Path
+    engine: PrivateDexEngine,
+    worker_flow: Callable[[str], Any],
+    worker_flows_environment: dict[str, str],
+    tmp_path: Path,
 ) -> None:
     os.environ["GATED_GATE_DIR"] = str(tmp_path)
     gate = FileGate(tmp_path, "slow_lookup")
-    flow = _gated_flow()
+    flow = worker_flow("gated_agent")
     worker = ChildProcess.spawn(
         [sys.executable, str(FLOWS / "gated_agent.py")],
         log_path=tmp_path / "worker.log",
-        environment=_environment(engine, tmp_path),
+        environment={
+            **worker_flows_environment,
+            "DEX_SERVER_ADDRESS": engine.server_address,
+            "GATED_GATE_DIR": str(tmp_path),
+        },
     )
     try:
         async with AgentHost(flow, server_address=engine.server_address, worker=False) as host:

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import importlib
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -118,6 +119,30 @@ def memoize_sdk_version() -> bool:
     server_protocol.sdk_version = cached
     cast(Any, pull_worker).sdk_version = cached
     return True
+
+
+def _patch_target(
+    module_name: str, type_name: str, method_name: str, marker: str, what: str
+) -> tuple[Any, Any] | bool:
+    """The class and the method a patch wraps; ``True`` when ``marker`` says it is
+    applied already, ``False`` (logged) for another SDK release or layout."""
+    try:
+        import dex._server_protocol as server_protocol
+
+        module = importlib.import_module(module_name)
+    except ImportError as error:  # a different SDK layout: leave it alone
+        _LOG.warning("not %s: %s", what, error)
+        return False
+    owner: Any = getattr(module, type_name, None)
+    method: Any = getattr(owner, method_name, None)
+    if method is None:
+        _LOG.warning("not %s: unexpected dex SDK layout", what)
+        return False
+    if getattr(owner, marker, False):
+        return True
+    if not _written_for(server_protocol.sdk_version(), what):
+        return False
+    return owner, method
 
 
 # --- pull streams ------------------------------------------------------------------------
@@ -263,22 +288,12 @@ def track_running_pull_tasks() -> bool:
     Process-wide and idempotent; True when applied, False (logged) for an SDK release
     other than ``PATCHED_SDK_VERSION`` or an unexpected SDK layout.
     """
-    try:
-        import dex._pull_worker as pull_worker
-        import dex._server_protocol as server_protocol
-    except ImportError as error:  # a different SDK layout: leave it alone
-        _LOG.warning("not tracking running tasks: %s", error)
-        return False
-    stream_type: Any = getattr(pull_worker, "PullStream", None)
-    start_task: Any = getattr(stream_type, "_start_task", None)
-    if start_task is None:
-        _LOG.warning("not tracking running tasks: unexpected dex SDK layout")
-        return False
-    if getattr(stream_type, _TRACKS_TASKS, False):
-        return True
-    if not _written_for(server_protocol.sdk_version(), "tracking running tasks"):
-        return False
-    original = start_task
+    target = _patch_target(
+        "dex._pull_worker", "PullStream", "_start_task", _TRACKS_TASKS, "tracking running tasks"
+    )
+    if isinstance(target, bool):
+        return target
+    stream_type, original = target
 
     async def _start_task(self: Any, task: Any) -> None:
         setattr(self, _TASK, task)
@@ -413,24 +428,18 @@ def quiet_pull_worker_logs() -> bool:
     logger pass unchanged. Returns False (and logs why) for an SDK release other than
     ``PATCHED_SDK_VERSION`` or an unexpected SDK layout.
     """
-    try:
-        import dex._server_protocol as server_protocol
-        import dex.pull_registration as pull_registration
-    except ImportError as error:  # a different SDK layout: leave it alone
-        _LOG.warning("not quieting reconnect logs: %s", error)
-        return False
-    registration_type: Any = getattr(pull_registration, "_PullRegistration", None)
-    record: Any = getattr(registration_type, "record_registered_stream", None)
-    if record is None:
-        _LOG.warning("not quieting reconnect logs: unexpected dex SDK layout")
-        return False
-    if getattr(registration_type, _QUIETED, False):
-        return True
-    if not _written_for(server_protocol.sdk_version(), "quieting reconnect logs"):
-        return False
+    target = _patch_target(
+        "dex.pull_registration",
+        "_PullRegistration",
+        "record_registered_stream",
+        _QUIETED,
+        "quieting reconnect logs",
+    )
+    if isinstance(target, bool):
+        return target
+    registration_type, original = target
     logs = _ReconnectLogs()
     logging.getLogger("dex._pull_worker").addFilter(logs)
-    original = record
 
     def record_registered_stream(self: Any, queue: str) -> None:
         original(self, queue)
