@@ -404,6 +404,7 @@ PUBLIC_SURFACE: dict[str, list[str]] = {
         "SessionTracer",
         "StepIdentity",
         "TracingOptions",
+        "current_traceparent",
     ],
 }
 

@@ -39,6 +39,7 @@ from dex_agents import AgentSessionFlow
 from dex_agents.runner import (
     CONTEXT_SUMMARY_INSTRUCTIONS,
     AgentTurnContext,
+    ToolTasksOption,
     get_deferred_tool_execution,
     get_model_step_context,
 )
@@ -52,12 +53,18 @@ from dex_agents.testing import (
     play_scripted_model_call,
     play_scripted_summary,
     run_scenario_tool,
+    scenario_mcp_tools,
     scenario_model_name,
     scenario_tool_outcome,
     scripted_answer_text,
     scripted_tool_call_id,
 )
-from dex_agents_pydantic_ai import ask_user, create_pydantic_ai_session_flow, dex_tool_metadata
+from dex_agents_pydantic_ai import (
+    ask_user,
+    create_pydantic_ai_session_flow,
+    dex_tool_metadata,
+    mcp_source_tools,
+)
 
 __all__ = ["CONFORMANCE_FACTORY", "build_conformance_flow"]
 
@@ -144,15 +151,17 @@ def build_conformance_flow(
         )
         for name in (DEFAULT_SCENARIO_MODEL, *session.session_models)
     }
-    agent = Agent(
-        models[DEFAULT_SCENARIO_MODEL],
-        tools=[_pydantic_ai_tool(tool, state_directory) for tool in tools],
-        name="conformance",
-    )
+    pydantic_tools = [_pydantic_ai_tool(tool, state_directory) for tool in tools]
+    tool_tasks: ToolTasksOption = ScenarioTaskPoller(tools, state_directory)
+    mcp = scenario_mcp_tools(session)
+    if mcp is not None:
+        pydantic_tools += mcp_source_tools(mcp.source, mcp.tools)
+        tool_tasks = mcp.tool_tasks(ScenarioTaskPoller(tools, state_directory), tools)
+    agent = Agent(models[DEFAULT_SCENARIO_MODEL], tools=pydantic_tools, name="conformance")
     return create_pydantic_ai_session_flow(
         agent,
         session.flow_type,
-        tool_tasks=ScenarioTaskPoller(tools, Path(state_directory)),
+        tool_tasks=tool_tasks,
         # The application's way to choose the model per session, here by name.
         resolve_model=lambda settings: models[
             scenario_model_name(settings, session.session_models)
