@@ -27,6 +27,7 @@ from dex_agents import AgentSessionFlow, AgentSessionOptions
 from dex_agents.runner import (
     CONTEXT_SUMMARY_INSTRUCTIONS,
     ToolInputRequested,
+    ToolTasksOption,
     get_deferred_tool_execution,
     get_model_step_context,
 )
@@ -39,12 +40,17 @@ from dex_agents.testing import (
     ToolChoice,
     play_scripted_model_call,
     play_scripted_summary,
+    scenario_mcp_tools,
     scenario_model_name,
     scenario_tool_outcome,
     scripted_answer_text,
     scripted_tool_call_id,
 )
-from dex_agents_openai_agents import create_openai_agents_session_flow, declare_tool_effect
+from dex_agents_openai_agents import (
+    create_openai_agents_session_flow,
+    declare_tool_effect,
+    mcp_source_tools,
+)
 from dex_agents_openai_agents._messages import message_text
 
 __all__ = [
@@ -82,11 +88,17 @@ def build_conformance_flow(
     def resolve_model(settings: Mapping[str, Any]) -> ScenarioModel:
         return models[scenario_model_name(settings, session.session_models)]
 
+    function_tools = [scenario_function_tool(tool, directory) for tool in tools]
+    tool_tasks: ToolTasksOption = ScenarioTaskPoller(tools, directory)
+    mcp = scenario_mcp_tools(session)
+    if mcp is not None:
+        function_tools += mcp_source_tools(mcp.source, mcp.tools)
+        tool_tasks = mcp.tool_tasks(ScenarioTaskPoller(tools, directory), tools)
     agent = Agent[Any](
         name="conformance_agent",
         instructions="Answer the user; use the tools when they help.",
         model=models[DEFAULT_SCENARIO_MODEL],
-        tools=[scenario_function_tool(tool, directory) for tool in tools],
+        tools=list(function_tools),
     )
     return create_openai_agents_session_flow(
         agent,
@@ -98,7 +110,7 @@ def build_conformance_flow(
             question_supersedes_later_calls=session.question_supersedes_later_calls,
             **session.storage_options(),
         ),
-        tool_tasks=ScenarioTaskPoller(tools, directory),
+        tool_tasks=tool_tasks,
         planning_tool_choice=session.planning_tool_choice,
         resolve_model=resolve_model if session.session_models else None,
     )
