@@ -22,6 +22,7 @@ from dex_agents import AgentSessionFlow
 from dex_agents.runner import (
     CONTEXT_SUMMARY_INSTRUCTIONS,
     ToolInputRequested,
+    ToolTasksOption,
     decode_model_call_count,
     estimate_text_tokens,
     get_deferred_tool_execution,
@@ -38,12 +39,18 @@ from dex_agents.testing import (
     ToolChoice,
     play_scripted_model_call,
     play_scripted_summary,
+    scenario_mcp_tools,
     scenario_model_name,
     scenario_tool_outcome,
     scripted_answer_text,
     scripted_tool_call_id,
 )
-from dex_agents_claude_sdk import ClaudeTool, claude_tool, create_claude_session_flow
+from dex_agents_claude_sdk import (
+    ClaudeTool,
+    claude_tool,
+    create_claude_session_flow,
+    mcp_source_tools,
+)
 from dex_agents_claude_sdk.testing import (
     SCRIPTED_MODEL,
     error_response,
@@ -83,14 +90,20 @@ def build_conformance_flow(
         name = scenario_model_name(settings, session.session_models)
         return None if name == DEFAULT_SCENARIO_MODEL else name
 
+    claude_tools = [scenario_tool(tool, directory) for tool in tools]
+    tool_tasks: ToolTasksOption = ScenarioTaskPoller(tools, directory)
+    mcp = scenario_mcp_tools(session)
+    if mcp is not None:
+        claude_tools += mcp_source_tools(mcp.source, mcp.tools)
+        tool_tasks = mcp.tool_tasks(ScenarioTaskPoller(tools, directory), tools)
     return create_claude_session_flow(
         SCRIPTED_MODEL,
         session.flow_type,
-        tools=[scenario_tool(tool, directory) for tool in tools],
+        tools=claude_tools,
         client_factory=mock_client_factory(
             ScriptedMessagesEndpoint(script, directory, session.summary_gate)
         ),
-        tool_tasks=ScenarioTaskPoller(tools, directory),
+        tool_tasks=tool_tasks,
         planning_tool_choice=session.planning_tool_choice,
         resolve_model=resolve_model if session.session_models else None,
         interrupt_deadline=session.interrupt_deadline,
