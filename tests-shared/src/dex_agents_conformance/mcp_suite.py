@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,6 +32,7 @@ from dex_agents.values import AgentSnapshot, AgentToolCallStatus
 from dex_agents_conformance.adapter import Capability
 from dex_agents_conformance.checks import assert_turn_succeeded, final_answer, finished_statuses
 from dex_agents_conformance.harness import ConformanceHarness, ScenarioRun
+from dex_agents_conformance.rules import ContractRule, contract_rule
 
 FIRST_CALL = "call-0-0"
 APPROVE = "tickets__approve_report"
@@ -56,10 +58,11 @@ class McpServer:
 
 
 @contextmanager
-def _mcp_server(directory: Path) -> Iterator[McpServer]:
+def _mcp_server(harness: ConformanceHarness) -> Iterator[McpServer]:
     from dex_agents.testing.mcp_server import McpHttpTestServer
 
-    directory.mkdir(parents=True, exist_ok=True)
+    directory = harness.state_root / f"mcp-{uuid.uuid4().hex[:8]}"
+    directory.mkdir(parents=True)
     calls = directory / "mcp-calls.jsonl"
     # No release file is ever written: build_report runs until it is cancelled.
     with McpHttpTestServer(
@@ -119,11 +122,12 @@ class McpScenarios:
         pytest.mark.asyncio,
     ]
 
+    @contract_rule(ContractRule.MCP_TOOLS)
     async def test_an_mcp_task_asks_the_user_and_the_answer_completes_it(
-        self, conformance_harness: ConformanceHarness, tmp_path: Path
+        self, conformance_harness: ConformanceHarness
     ) -> None:
         conformance_harness.require(Capability.MCP_TOOLS)
-        with _mcp_server(tmp_path / "mcp") as server:
+        with _mcp_server(conformance_harness) as server:
             script = _one_call(APPROVE, {"label": "q2"})
             async with conformance_harness.run(script, session=_session(server)) as run:
                 await run.start_session("approve the q2 report")
@@ -154,11 +158,12 @@ class McpScenarios:
             assert steps.count("CallTool") == 1, "tools/call was sent from one tool Step"
             assert steps.count("PollToolTask") >= 2
 
+    @contract_rule(ContractRule.MCP_TOOLS)
     async def test_cancel_turn_during_an_mcp_task_cancels_the_server_task(
-        self, conformance_harness: ConformanceHarness, tmp_path: Path
+        self, conformance_harness: ConformanceHarness
     ) -> None:
         conformance_harness.require(Capability.MCP_TOOLS)
-        with _mcp_server(tmp_path / "mcp") as server:
+        with _mcp_server(conformance_harness) as server:
             script = _one_call(BUILD, {"label": "q3"})
             async with conformance_harness.run(script, session=_session(server)) as run:
                 await run.start_session("build the q3 report")
@@ -182,11 +187,12 @@ class McpScenarios:
             assert cancels, "cancel_turn sent tasks/cancel to the server (CancelToolTask)"
             assert {c["task_id"] for c in cancels} == {record.task_id}
 
+    @contract_rule(ContractRule.MCP_TOOLS)
     async def test_an_mcp_tool_call_carries_the_traceparent_in_meta(
-        self, conformance_harness: ConformanceHarness, tmp_path: Path
+        self, conformance_harness: ConformanceHarness
     ) -> None:
         conformance_harness.require(Capability.MCP_TOOLS)
-        with _mcp_server(tmp_path / "mcp") as server:
+        with _mcp_server(conformance_harness) as server:
             script = _one_call(LOOKUP, {"order_id": "7"})
             session = _session(server, tracing=True)
             async with conformance_harness.run(script, session=session) as run:
