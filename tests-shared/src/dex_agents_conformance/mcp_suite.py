@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Generator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
@@ -58,7 +58,7 @@ class McpServer:
 
 
 @contextmanager
-def _mcp_server(harness: ConformanceHarness) -> Iterator[McpServer]:
+def _mcp_server(harness: ConformanceHarness) -> Generator[McpServer]:
     from dex_agents.testing.mcp_server import McpHttpTestServer
 
     directory = harness.state_root / f"mcp-{uuid.uuid4().hex[:8]}"
