@@ -323,6 +323,7 @@ PUBLIC_SURFACE: dict[str, list[str]] = {
         "sse_body",
         "stored_attribute_bytes",
         "summary_request",
+        "with_scenario_mcp_tools",
     ],
     "dex_agents.testing.mcp_server": [
         "McpHttpTestServer",

@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Generator
-from contextlib import contextmanager
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -57,13 +57,24 @@ class McpServer:
         return [call for call in read_calls(self._calls) if call["tool"] == tool]
 
 
-@contextmanager
-def _mcp_server(harness: ConformanceHarness) -> Generator[McpServer]:
+@asynccontextmanager
+async def _one_mcp_call(
+    harness: ConformanceHarness, tool: str, arguments: dict[str, str], *, tracing: bool = False
+) -> AsyncGenerator[tuple[ScenarioRun, McpServer]]:
+    """A scenario whose model calls one MCP tool of the test server, then answers with
+    the result; the server runs for the whole scenario."""
     from dex_agents.testing.mcp_server import McpHttpTestServer
 
+    harness.require(Capability.MCP_TOOLS)
     directory = harness.state_root / f"mcp-{uuid.uuid4().hex[:8]}"
     directory.mkdir(parents=True)
     calls = directory / "mcp-calls.jsonl"
+    script = ModelScript(
+        [
+            ModelTurn(tool_calls=[ToolCallSpec(tool, arguments)]),
+            ModelTurn(text_from_tool_results=True),
+        ]
+    )
     # No release file is ever written: build_report runs until it is cancelled.
     with McpHttpTestServer(
         calls=calls,
@@ -71,21 +82,10 @@ def _mcp_server(harness: ConformanceHarness) -> Generator[McpServer]:
         stateful=False,
         process_log=directory / "mcp-server.log",
     ) as server:
-        yield McpServer(server.url, calls)
-
-
-def _session(server: McpServer, *, tracing: bool = False) -> ScenarioSession:
-    # The harness sets the Flow type.
-    return ScenarioSession("McpScenario", mcp_server_url=server.url, tracing=tracing)
-
-
-def _one_call(tool: str, arguments: dict[str, str]) -> ModelScript:
-    return ModelScript(
-        [
-            ModelTurn(tool_calls=[ToolCallSpec(tool, arguments)]),
-            ModelTurn(text_from_tool_results=True),
-        ]
-    )
+        # The harness sets the Flow type.
+        session = ScenarioSession("McpScenario", mcp_server_url=server.url, tracing=tracing)
+        async with harness.run(script, session=session) as run:
+            yield run, McpServer(server.url, calls)
 
 
 def _stored_text(value: Any) -> str:
@@ -126,29 +126,27 @@ class McpScenarios:
     async def test_an_mcp_task_asks_the_user_and_the_answer_completes_it(
         self, conformance_harness: ConformanceHarness
     ) -> None:
-        conformance_harness.require(Capability.MCP_TOOLS)
-        with _mcp_server(conformance_harness) as server:
-            script = _one_call(APPROVE, {"label": "q2"})
-            async with conformance_harness.run(script, session=_session(server)) as run:
-                await run.start_session("approve the q2 report")
-                (question,) = await run.sessions.wait_for_pending_interrupts(run.session_id, 1)
-                [record] = (await run.sessions.snapshot(run.session_id)).tool_calls
-                assert record.status is AgentToolCallStatus.AWAITING_ANSWER
-                assert record.task_id is not None, "the question is the MCP task's"
-                assert question.question == "Approve report q2?"
-                assert question.choices == ("approve", "reject")
-                assert question.interrupt_id == f"{FIRST_CALL}-input-1"
-                assert await run.sessions.answer_question(
-                    run.session_id, question.interrupt_id, "approve"
-                )
-                snapshot = await run.sessions.wait_for_completed_turns(run.session_id, 1)
-                assert_turn_succeeded(snapshot)
-                assert final_answer(snapshot) == f"{APPROVE}: report q2: approve"
-                seen = run.model_call("turn-1", 1).details["tool_results"]
-                assert seen == {FIRST_CALL: "report q2: approve"}, "the model saw the result"
-                events = await run.sessions.read_events_through_turn(run.session_id, "turn-1")
-                assert finished_statuses(events) == {FIRST_CALL: "succeeded"}
-                steps = await run.step_types()
+        call = _one_mcp_call(conformance_harness, APPROVE, {"label": "q2"})
+        async with call as (run, server):
+            await run.start_session("approve the q2 report")
+            (question,) = await run.sessions.wait_for_pending_interrupts(run.session_id, 1)
+            [record] = (await run.sessions.snapshot(run.session_id)).tool_calls
+            assert record.status is AgentToolCallStatus.AWAITING_ANSWER
+            assert record.task_id is not None, "the question is the MCP task's"
+            assert question.question == "Approve report q2?"
+            assert question.choices == ("approve", "reject")
+            assert question.interrupt_id == f"{FIRST_CALL}-input-1"
+            assert await run.sessions.answer_question(
+                run.session_id, question.interrupt_id, "approve"
+            )
+            snapshot = await run.sessions.wait_for_completed_turns(run.session_id, 1)
+            assert_turn_succeeded(snapshot)
+            assert final_answer(snapshot) == f"{APPROVE}: report q2: approve"
+            seen = run.model_call("turn-1", 1).details["tool_results"]
+            assert seen == {FIRST_CALL: "report q2: approve"}, "the model saw the result"
+            events = await run.sessions.read_events_through_turn(run.session_id, "turn-1")
+            assert finished_statuses(events) == {FIRST_CALL: "succeeded"}
+            steps = await run.step_types()
             (started,) = server.calls("approve_report")
             assert started["idempotency_key"] == f"{run.session_id}/turn-1/{FIRST_CALL}"
             updates = server.calls("tasks/update")
@@ -162,26 +160,23 @@ class McpScenarios:
     async def test_cancel_turn_during_an_mcp_task_cancels_the_server_task(
         self, conformance_harness: ConformanceHarness
     ) -> None:
-        conformance_harness.require(Capability.MCP_TOOLS)
-        with _mcp_server(conformance_harness) as server:
-            script = _one_call(BUILD, {"label": "q3"})
-            async with conformance_harness.run(script, session=_session(server)) as run:
-                await run.start_session("build the q3 report")
-                snapshot = await _wait_for_task(run)
-                [record] = snapshot.tool_calls
-                assert await run.sessions.cancel_turn(run.session_id)
-                snapshot = await run.sessions.wait_for_turn(run.session_id, 1)
-                events = await run.sessions.read_events_through_turn(run.session_id, "turn-1")
-                assert finished_statuses(events) == {FIRST_CALL: "outcome_unknown"}
-                assert events[-1].type == "turn_cancelled"
-                assert snapshot.state is not None
-                assert snapshot.state.active_turn_id is None
-                outputs = [m.tool_output for m in snapshot.messages if m.role == "tool"]
-                texts = [m.text or "" for m in snapshot.messages]
-                assert OUTCOME_UNKNOWN_TOOL_RESULT in outputs or any(
-                    BUILD in text and "outcome_unknown" in text for text in texts
-                )
-                assert "CancelToolTask" in await run.step_types()
+        async with _one_mcp_call(conformance_harness, BUILD, {"label": "q3"}) as (run, server):
+            await run.start_session("build the q3 report")
+            snapshot = await _wait_for_task(run)
+            [record] = snapshot.tool_calls
+            assert await run.sessions.cancel_turn(run.session_id)
+            snapshot = await run.sessions.wait_for_turn(run.session_id, 1)
+            events = await run.sessions.read_events_through_turn(run.session_id, "turn-1")
+            assert finished_statuses(events) == {FIRST_CALL: "outcome_unknown"}
+            assert events[-1].type == "turn_cancelled"
+            assert snapshot.state is not None
+            assert snapshot.state.active_turn_id is None
+            outputs = [m.tool_output for m in snapshot.messages if m.role == "tool"]
+            texts = [m.text or "" for m in snapshot.messages]
+            assert OUTCOME_UNKNOWN_TOOL_RESULT in outputs or any(
+                BUILD in text and "outcome_unknown" in text for text in texts
+            )
+            assert "CancelToolTask" in await run.step_types()
             assert len(server.calls("build_report")) == 1
             cancels = server.calls("tasks/cancel")
             assert cancels, "cancel_turn sent tasks/cancel to the server (CancelToolTask)"
@@ -191,21 +186,18 @@ class McpScenarios:
     async def test_an_mcp_tool_call_carries_the_traceparent_in_meta(
         self, conformance_harness: ConformanceHarness
     ) -> None:
-        conformance_harness.require(Capability.MCP_TOOLS)
-        with _mcp_server(conformance_harness) as server:
-            script = _one_call(LOOKUP, {"order_id": "7"})
-            session = _session(server, tracing=True)
-            async with conformance_harness.run(script, session=session) as run:
-                await run.start_session("where is order 7?")
-                snapshot = await run.sessions.wait_for_completed_turns(run.session_id, 1)
-                assert_turn_succeeded(snapshot)
-                assert final_answer(snapshot) == f"{LOOKUP}: order 7: shipped"
-                attributes = await read_stored_attributes(run.engine.server_address, run.session_id)
-            (call,) = server.calls("lookup")
-            assert call["idempotency_key"] == f"{run.session_id}/turn-1/{FIRST_CALL}"
-            sent = _TRACEPARENT.match(str(call.get("traceparent")))
+        call = _one_mcp_call(conformance_harness, LOOKUP, {"order_id": "7"}, tracing=True)
+        async with call as (run, server):
+            await run.start_session("where is order 7?")
+            snapshot = await run.sessions.wait_for_completed_turns(run.session_id, 1)
+            assert_turn_succeeded(snapshot)
+            assert final_answer(snapshot) == f"{LOOKUP}: order 7: shipped"
+            attributes = await read_stored_attributes(run.engine.server_address, run.session_id)
+            (logged,) = server.calls("lookup")
+            assert logged["idempotency_key"] == f"{run.session_id}/turn-1/{FIRST_CALL}"
+            sent = _TRACEPARENT.match(str(logged.get("traceparent")))
             assert sent is not None, (
-                f"the tools/call _meta carried no W3C traceparent ({call.get('traceparent')!r})"
+                f"the tools/call _meta carried no W3C traceparent ({logged.get('traceparent')!r})"
             )
             root = _TRACEPARENT.match(_stored_text(attributes.get(TRACE_CONTEXT_ATTRIBUTE)))
             assert root is not None, "tracing is on: the session stored its trace context"

@@ -15,9 +15,8 @@ other (``dex_agents_claude_sdk._tools``).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from dex_agents.runner import get_deferred_tool_execution
 from dex_agents_claude_sdk._tools import ClaudeTool, claude_tool
 
 if TYPE_CHECKING:
@@ -27,25 +26,16 @@ __all__ = ["mcp_source_tools"]
 
 
 def mcp_source_tools(source: McpToolSource, tools: Iterable[McpTool]) -> list[ClaudeTool]:
-    """``tools`` (listed by ``source``) as ``ClaudeTool`` objects that run through ``source``.
-
-    Each declares the effect the server's annotations give (none leaves the session's
-    default). Pass ``tool_tasks={tool.name: source for tool in tools}`` (with your other
-    pollers) to the Flow factory so their MCP tasks are polled durably.
-    """
-    return [_source_tool(source, tool) for tool in tools]
-
-
-def _source_tool(source: McpToolSource, tool: McpTool) -> ClaudeTool:
-    async def handler(**arguments: Any) -> str:
-        key = get_deferred_tool_execution().idempotency_key
-        return await source.call_tool(tool.name, arguments, idempotency_key=key)
-
-    return claude_tool(
-        handler,
-        effect=tool.effect,
-        requires_approval=tool.requires_approval,
-        name=tool.name,
-        description=tool.description,
-        input_schema=tool.parameters,
-    )
+    """``tools`` (listed by ``source``) as ``ClaudeTool`` objects; see the module docstring.
+    Name ``source`` as their poller: ``tool_tasks={t.name: source ...}``."""
+    return [
+        claude_tool(
+            source.tool_function(tool.name),
+            effect=tool.effect,
+            requires_approval=tool.requires_approval,
+            name=tool.name,
+            description=tool.description,
+            input_schema=tool.parameters,
+        )
+        for tool in tools
+    ]

@@ -22,7 +22,6 @@ from dex_agents import AgentSessionFlow
 from dex_agents.runner import (
     CONTEXT_SUMMARY_INSTRUCTIONS,
     ToolInputRequested,
-    ToolTasksOption,
     decode_model_call_count,
     estimate_text_tokens,
     get_deferred_tool_execution,
@@ -33,17 +32,16 @@ from dex_agents.testing import (
     ModelScript,
     ModelTurn,
     ScenarioSession,
-    ScenarioTaskPoller,
     ScenarioTool,
     ScriptedModelFailure,
     ToolChoice,
     play_scripted_model_call,
     play_scripted_summary,
-    scenario_mcp_tools,
     scenario_model_name,
     scenario_tool_outcome,
     scripted_answer_text,
     scripted_tool_call_id,
+    with_scenario_mcp_tools,
 )
 from dex_agents_claude_sdk import (
     ClaudeTool,
@@ -90,12 +88,10 @@ def build_conformance_flow(
         name = scenario_model_name(settings, session.session_models)
         return None if name == DEFAULT_SCENARIO_MODEL else name
 
-    claude_tools = [scenario_tool(tool, directory) for tool in tools]
-    tool_tasks: ToolTasksOption = ScenarioTaskPoller(tools, directory)
-    mcp = scenario_mcp_tools(session)
-    if mcp is not None:
-        claude_tools += mcp_source_tools(mcp.source, mcp.tools)
-        tool_tasks = mcp.tool_tasks(ScenarioTaskPoller(tools, directory), tools)
+    scenario_tools = [scenario_tool(tool, directory) for tool in tools]
+    claude_tools, tool_tasks = with_scenario_mcp_tools(
+        session, tools, directory, scenario_tools, mcp_source_tools
+    )
     return create_claude_session_flow(
         SCRIPTED_MODEL,
         session.flow_type,

@@ -14,12 +14,9 @@ runs in its tool Step, but its tasks and questions are its own.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import StructuredTool
-
-from dex_agents_langgraph._tools import dex_tool_metadata, idempotency_key_of
 
 if TYPE_CHECKING:
     from dex_agents.mcp import McpTool, McpToolSource
@@ -28,26 +25,15 @@ __all__ = ["mcp_source_tools"]
 
 
 def mcp_source_tools(source: McpToolSource, tools: Iterable[McpTool]) -> list[StructuredTool]:
-    """``tools`` (listed by ``source``) as LangChain tools that run through ``source``.
-
-    Each declares the effect the server's annotations give (none leaves the session's
-    default). Pass ``tool_tasks={tool.name: source for tool in tools}`` (with your other
-    pollers) to the Flow factory so their MCP tasks are polled durably.
-    """
-    return [_structured_tool(source, tool) for tool in tools]
-
-
-def _structured_tool(source: McpToolSource, tool: McpTool) -> StructuredTool:
-    async def invoke(config: RunnableConfig, **arguments: Any) -> str:
-        key = idempotency_key_of(config)
-        return await source.call_tool(tool.name, arguments, idempotency_key=key)
-
-    wrapped = StructuredTool.from_function(
-        coroutine=invoke,
-        name=tool.name,
-        description=tool.description,
-        args_schema=dict(tool.parameters),
-    )
-    if tool.effect is not None:
-        wrapped.metadata = dex_tool_metadata(tool.effect, requires_approval=tool.requires_approval)
-    return wrapped
+    """``tools`` (listed by ``source``) as schema-only LangChain tools; see the module
+    docstring. Name ``source`` as their poller: ``tool_tasks={t.name: source ...}``."""
+    return [
+        StructuredTool.from_function(
+            coroutine=source.tool_function(tool.name),
+            name=tool.name,
+            description=tool.description,
+            args_schema=dict(tool.parameters),
+            metadata=tool.declaration_metadata(),
+        )
+        for tool in tools
+    ]

@@ -49,17 +49,16 @@ from dex_agents.testing import (
     ModelScript,
     ModelTurn,
     ScenarioSession,
-    ScenarioTaskPoller,
     ScenarioTool,
     ToolChoice,
     play_scripted_model_call,
     play_scripted_summary,
     run_scenario_tool,
-    scenario_mcp_tools,
     scenario_model_name,
     scenario_tool_outcome,
     scripted_answer_text,
     scripted_tool_call_id,
+    with_scenario_mcp_tools,
 )
 from dex_agents_langgraph import (
     create_langgraph_session_flow,
@@ -125,12 +124,7 @@ def _tools_and_pollers(
 ) -> tuple[list[BaseTool], ToolTasksOption]:
     """The scenario's tools as LangChain tools, the MCP ones included, and their pollers."""
     langchain_tools: list[BaseTool] = [scenario_tool(tool, directory) for tool in tools]
-    poller = ScenarioTaskPoller(tools, directory)
-    mcp = scenario_mcp_tools(session)
-    if mcp is None:
-        return langchain_tools, poller
-    langchain_tools += mcp_source_tools(mcp.source, mcp.tools)
-    return langchain_tools, mcp.tool_tasks(poller, tools)
+    return with_scenario_mcp_tools(session, tools, directory, langchain_tools, mcp_source_tools)
 
 
 TEXT_TO_JSON_TOKENS = 3

@@ -86,30 +86,26 @@ def stamp_mcp_idempotency_keys(agent: Agent[Any]) -> None:
 
 
 def mcp_source_tools(source: McpToolSource, tools: Iterable[McpTool]) -> list[FunctionTool]:
-    """``tools`` (listed by ``source``) as ``FunctionTool`` objects that run through ``source``.
-
-    Each declares the effect the server's annotations give (none leaves the session's
-    default). Pass ``tool_tasks={tool.name: source for tool in tools}`` (with your other
-    pollers) to the Flow factory so their MCP tasks are polled durably.
-    """
-    return [_source_tool(source, tool) for tool in tools]
-
-
-def _source_tool(source: McpToolSource, tool: McpTool) -> FunctionTool:
+    """``tools`` (listed by ``source``) as ``FunctionTool`` objects; see the module
+    docstring. Name ``source`` as their poller: ``tool_tasks={t.name: source ...}``."""
     from dex_agents_openai_agents._tools import declare_tool_effect  # it imports this module
 
-    async def invoke(context: ToolContext[Any], arguments: str) -> str:
-        del context
-        key = get_deferred_tool_execution().idempotency_key
-        return await source.call_tool(tool.name, arguments, idempotency_key=key)
+    tools_of_source: list[FunctionTool] = []
+    for tool in tools:
 
-    wrapped = FunctionTool(
-        name=tool.name,
-        description=tool.description,
-        params_json_schema=dict(tool.parameters),
-        on_invoke_tool=invoke,
-        strict_json_schema=False,
-    )
-    if tool.effect is None:
-        return wrapped
-    return declare_tool_effect(wrapped, tool.effect, requires_approval=tool.requires_approval)
+        async def invoke(context: ToolContext[Any], arguments: str, name: str = tool.name) -> str:
+            del context  # the model's arguments go on as JSON text, checked by the source
+            key = get_deferred_tool_execution().idempotency_key
+            return await source.call_tool(name, arguments, idempotency_key=key)
+
+        wrapped = FunctionTool(
+            name=tool.name,
+            description=tool.description,
+            params_json_schema=dict(tool.parameters),
+            on_invoke_tool=invoke,
+            strict_json_schema=False,
+        )
+        if tool.effect is not None:
+            declare_tool_effect(wrapped, tool.effect, requires_approval=tool.requires_approval)
+        tools_of_source.append(wrapped)
+    return tools_of_source

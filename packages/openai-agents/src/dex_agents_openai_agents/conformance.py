@@ -27,7 +27,6 @@ from dex_agents import AgentSessionFlow, AgentSessionOptions
 from dex_agents.runner import (
     CONTEXT_SUMMARY_INSTRUCTIONS,
     ToolInputRequested,
-    ToolTasksOption,
     get_deferred_tool_execution,
     get_model_step_context,
 )
@@ -35,16 +34,15 @@ from dex_agents.testing import (
     DEFAULT_SCENARIO_MODEL,
     ModelScript,
     ScenarioSession,
-    ScenarioTaskPoller,
     ScenarioTool,
     ToolChoice,
     play_scripted_model_call,
     play_scripted_summary,
-    scenario_mcp_tools,
     scenario_model_name,
     scenario_tool_outcome,
     scripted_answer_text,
     scripted_tool_call_id,
+    with_scenario_mcp_tools,
 )
 from dex_agents_openai_agents import (
     create_openai_agents_session_flow,
@@ -88,12 +86,10 @@ def build_conformance_flow(
     def resolve_model(settings: Mapping[str, Any]) -> ScenarioModel:
         return models[scenario_model_name(settings, session.session_models)]
 
-    function_tools = [scenario_function_tool(tool, directory) for tool in tools]
-    tool_tasks: ToolTasksOption = ScenarioTaskPoller(tools, directory)
-    mcp = scenario_mcp_tools(session)
-    if mcp is not None:
-        function_tools += mcp_source_tools(mcp.source, mcp.tools)
-        tool_tasks = mcp.tool_tasks(ScenarioTaskPoller(tools, directory), tools)
+    scenario_tools = [scenario_function_tool(tool, directory) for tool in tools]
+    function_tools, tool_tasks = with_scenario_mcp_tools(
+        session, tools, directory, scenario_tools, mcp_source_tools
+    )
     agent = Agent[Any](
         name="conformance_agent",
         instructions="Answer the user; use the tools when they help.",

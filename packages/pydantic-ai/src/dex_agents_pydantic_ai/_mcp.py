@@ -28,7 +28,6 @@ from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset
 
 from dex_agents import ToolEffect
-from dex_agents.runner import get_deferred_tool_execution, tool_declaration_metadata
 
 if TYPE_CHECKING:
     from dex_agents.mcp import McpTool, McpToolSource
@@ -84,25 +83,14 @@ def _stamp(toolset: AbstractToolset[Any]) -> None:
 
 
 def mcp_source_tools(source: McpToolSource, tools: Iterable[McpTool]) -> list[Tool[Any]]:
-    """``tools`` (listed by ``source``) as Pydantic AI tools that run through ``source``.
-
-    Each declares the effect the server's annotations give (none leaves the session's
-    default). Pass ``tool_tasks={tool.name: source for tool in tools}`` (with your other
-    pollers) to the Flow factory so their MCP tasks are polled durably.
-    """
+    """``tools`` (listed by ``source``) as Pydantic AI tools; see the module docstring.
+    Name ``source`` as their poller: ``tool_tasks={t.name: source ...}``."""
     return [_source_tool(source, tool) for tool in tools]
 
 
 def _source_tool(source: McpToolSource, tool: McpTool) -> Tool[Any]:
-    async def run(**arguments: Any) -> str:
-        key = get_deferred_tool_execution().idempotency_key
-        return await source.call_tool(tool.name, arguments, idempotency_key=key)
-
     wrapped = Tool[Any].from_schema(
-        run, name=tool.name, description=tool.description, json_schema=dict(tool.parameters)
+        source.tool_function(tool.name), tool.name, tool.description, dict(tool.parameters)
     )
-    if tool.effect is not None:
-        wrapped.metadata = tool_declaration_metadata(
-            tool.effect, requires_approval=tool.requires_approval
-        )
+    wrapped.metadata = tool.declaration_metadata()
     return wrapped

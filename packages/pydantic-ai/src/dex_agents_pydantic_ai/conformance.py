@@ -39,7 +39,6 @@ from dex_agents import AgentSessionFlow
 from dex_agents.runner import (
     CONTEXT_SUMMARY_INSTRUCTIONS,
     AgentTurnContext,
-    ToolTasksOption,
     get_deferred_tool_execution,
     get_model_step_context,
 )
@@ -47,17 +46,16 @@ from dex_agents.testing import (
     DEFAULT_SCENARIO_MODEL,
     ModelScript,
     ScenarioSession,
-    ScenarioTaskPoller,
     ScenarioTool,
     ToolChoice,
     play_scripted_model_call,
     play_scripted_summary,
     run_scenario_tool,
-    scenario_mcp_tools,
     scenario_model_name,
     scenario_tool_outcome,
     scripted_answer_text,
     scripted_tool_call_id,
+    with_scenario_mcp_tools,
 )
 from dex_agents_pydantic_ai import (
     ask_user,
@@ -151,12 +149,10 @@ def build_conformance_flow(
         )
         for name in (DEFAULT_SCENARIO_MODEL, *session.session_models)
     }
-    pydantic_tools = [_pydantic_ai_tool(tool, state_directory) for tool in tools]
-    tool_tasks: ToolTasksOption = ScenarioTaskPoller(tools, state_directory)
-    mcp = scenario_mcp_tools(session)
-    if mcp is not None:
-        pydantic_tools += mcp_source_tools(mcp.source, mcp.tools)
-        tool_tasks = mcp.tool_tasks(ScenarioTaskPoller(tools, state_directory), tools)
+    scenario_tools = [_pydantic_ai_tool(tool, state_directory) for tool in tools]
+    pydantic_tools, tool_tasks = with_scenario_mcp_tools(
+        session, tools, state_directory, scenario_tools, mcp_source_tools
+    )
     agent = Agent(models[DEFAULT_SCENARIO_MODEL], tools=pydantic_tools, name="conformance")
     return create_pydantic_ai_session_flow(
         agent,

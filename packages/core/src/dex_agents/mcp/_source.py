@@ -312,6 +312,21 @@ class McpToolSource:
             task=TaskCall(None, name, events),
         )
 
+    def tool_function(self, name: str) -> Callable[..., Awaitable[str]]:
+        """The body of a framework tool that wraps the listed tool ``name``.
+
+        An async function of the tool's arguments, as keywords, that runs ``call_tool``
+        with the running session tool call's idempotency key; the adapters'
+        ``mcp_source_tools`` wrap it in their frameworks' tool types.
+        """
+
+        async def call(**arguments: Any) -> str:
+            execution = current_deferred_tool_execution()
+            key = execution.idempotency_key if execution is not None else None
+            return await self.call_tool(name, arguments, idempotency_key=key)
+
+        return call
+
     async def _call_in_tool_step(
         self, execution: DeferredToolExecution, tool: McpTool, arguments: dict[str, Any]
     ) -> str:

@@ -41,6 +41,7 @@ from dex_agents.testing._mcp_scenarios import (
     SCENARIO_MCP_SERVER,
     ScenarioMcpTools,
     scenario_mcp_tools,
+    with_scenario_mcp_tools,
 )
 from dex_agents.testing._polling import PollTimeoutError, poll_until, poll_until_sync
 from dex_agents.testing._ports import find_free_loopback_ports
@@ -189,4 +190,5 @@ __all__ = [
     "sse_body",
     "stored_attribute_bytes",
     "summary_request",
+    "with_scenario_mcp_tools",
 ]

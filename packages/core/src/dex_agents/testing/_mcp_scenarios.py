@@ -12,12 +12,15 @@ server on the Worker when it calls. Only a session that asks for MCP imports
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 from dex_agents._contract import SupportsToolTasks
+from dex_agents._tool_task_routing import ToolTasksOption
 from dex_agents._values import ToolEffect
+from dex_agents.testing._scenario_tasks import ScenarioTaskPoller
 from dex_agents.testing._scripts import ScenarioSession, ScenarioTool
 
 if TYPE_CHECKING:
@@ -27,7 +30,10 @@ __all__ = [
     "SCENARIO_MCP_SERVER",
     "ScenarioMcpTools",
     "scenario_mcp_tools",
+    "with_scenario_mcp_tools",
 ]
+
+_ToolT = TypeVar("_ToolT")
 
 SCENARIO_MCP_SERVER = "tickets"
 """The configured name of the scenarios' MCP server: its tools are ``tickets__<tool>``."""
@@ -102,3 +108,22 @@ def scenario_mcp_tools(session: ScenarioSession) -> ScenarioMcpTools | None:
         listing_timeout_seconds=60,
     )
     return ScenarioMcpTools(source, _tools())
+
+
+def with_scenario_mcp_tools(
+    session: ScenarioSession,
+    tools: Sequence[ScenarioTool],
+    state_directory: Path,
+    framework_tools: Sequence[_ToolT],
+    wrap_mcp_tools: Callable[[McpToolSource, tuple[McpTool, ...]], Sequence[_ToolT]],
+) -> tuple[list[_ToolT], ToolTasksOption]:
+    """A factory's framework tools and its ``tool_tasks=``, with the MCP tools ``session``
+    asks for: ``framework_tools`` (the scenario tools, built by the factory) plus
+    ``wrap_mcp_tools(source, tools)`` (the adapter's ``mcp_source_tools``), polled by a
+    ``ScenarioTaskPoller`` and the MCP source."""
+    poller = ScenarioTaskPoller(tools, Path(state_directory))
+    mcp = scenario_mcp_tools(session)
+    if mcp is None:
+        return list(framework_tools), poller
+    wrapped = [*framework_tools, *wrap_mcp_tools(mcp.source, mcp.tools)]
+    return wrapped, mcp.tool_tasks(poller, tools)
