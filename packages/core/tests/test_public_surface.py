@@ -38,6 +38,7 @@ PUBLIC_SURFACE: dict[str, list[str]] = {
         "AgentToolCall",
         "AgentToolCallStatus",
         "AgentUsage",
+        "AuthenticationError",
         "CompactionPolicy",
         "EmbeddedEngineOptions",
         "InteractionMode",

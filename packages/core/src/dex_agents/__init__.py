@@ -25,6 +25,7 @@ from dex_agents._contract import ToolPolicy
 from dex_agents._deprecation import install_moved_module_finder as _install_moved_module_finder
 from dex_agents._deprecation import moved_names as _moved_names
 from dex_agents._host import AgentHost
+from dex_agents._host_auth import AuthenticationError
 from dex_agents._host_options import EmbeddedEngineOptions, SdkPatches, WorkerTuning
 from dex_agents._values import (
     AgentEvent,
@@ -64,6 +65,7 @@ __all__ = [
     "AgentToolCall",
     "AgentToolCallStatus",
     "AgentUsage",
+    "AuthenticationError",
     "CompactionPolicy",
     "EmbeddedEngineOptions",
     "InteractionMode",

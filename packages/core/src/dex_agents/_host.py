@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 import dex
 
 from dex_agents._client import AgentSessionClient
+from dex_agents._host_auth import authentication_error, resolve_credential
 from dex_agents._host_options import (
     DeprecatedHostKeywords,
     EmbeddedEngine,
@@ -71,6 +72,15 @@ class AgentHost:
     unset too it starts the local engine in this process on ``database`` (a
     SQLite file, or ``":memory:"``). The Worker and Client code is the same either way.
 
+    ``auth_token`` is the bearer token the Client and the Worker send to a Dex server
+    that requires one (``dex-local-engine serve --token-file``, Dex Server with
+    authentication): a ``str``, or any ``dex.Credential`` (``dex.FileCredential`` reads
+    a token file and follows its rotations). Without it the host reads
+    ``DEX_SERVER_TOKEN``. A refused token fails ``start()`` with ``AuthenticationError``.
+    The SDK speaks plaintext gRPC, so the token crosses the network in clear text: keep
+    the server on loopback or a private network, or behind a TLS-terminating proxy. The
+    embedded engine takes no token.
+
     ``worker=False`` runs no Worker (a process that only starts sessions and calls
     their RPCs); ``client=False`` runs no Client (a Worker-only process, usually
     with ``await host.serve()``).
@@ -100,6 +110,7 @@ class AgentHost:
         *,
         database: str | os.PathLike[str] = ":memory:",
         server_address: str | None = None,
+        auth_token: str | dex.Credential | None = None,
         worker: bool = True,
         client: bool = True,
         session_codecs: bool = True,
@@ -133,6 +144,14 @@ class AgentHost:
         """The SDK patches the host applies before its Worker starts."""
         self.database = os.fspath(database)
         self._requested_address = server_address or os.environ.get(SERVER_ADDRESS_VARIABLE) or None
+        if self._requested_address is None and auth_token is not None:
+            raise ValueError(
+                "auth_token is for a Dex server: give server_address (or set "
+                f"{SERVER_ADDRESS_VARIABLE}); the embedded engine takes no token"
+            )
+        self._credential: dex.Credential | None = (
+            resolve_credential(auth_token) if self._requested_address is not None else None
+        )
         self.runs_worker = worker
         self.runs_client = client
         self.registry = dex.Registry(
@@ -259,6 +278,7 @@ class AgentHost:
                     dex.ClientOptions(
                         server_address=self._address,
                         worker_target=dex.WorkerTarget(pull=True),
+                        credential=self._credential,
                     ),
                 )
                 await self._check_server(self._client)
@@ -274,10 +294,23 @@ class AgentHost:
             ", ".join(flow.get_flow_type() for flow in self.flows),
         )
 
+    @property
+    def authenticates(self) -> bool:
+        """True when the host sends a bearer token (``auth_token`` or ``DEX_SERVER_TOKEN``)."""
+        return self._credential is not None
+
+    def _refusal(self, failure: BaseException, who: str) -> BaseException | None:
+        return authentication_error(
+            failure, address=self.server_address, who=who, sent_token=self.authenticates
+        )
+
     async def _check_server(self, client: dex.AsyncClient) -> None:
         try:
             serving = await client.health_check()
         except dex.DexServiceError as error:
+            refused = self._refusal(error, "Client")
+            if refused is not None:
+                raise refused from None
             raise ConnectionError(f"no Dex server answers at {self._address}: {error}") from None
         if not serving:
             raise ConnectionError(f"the Dex server at {self._address} is not serving")
@@ -350,6 +383,7 @@ class AgentHost:
             self._blob_cache,
             dex.WorkerOptions(
                 server_address=self._address,
+                credential=self._credential,
                 pull=dex.PullWorkerOptions(
                     max_concurrent_tasks=tuning.max_concurrent_tasks,
                     idle_streams_per_queue=IDLE_STREAMS_PER_QUEUE,
@@ -365,7 +399,15 @@ class AgentHost:
         )
         if registered not in done:  # the Worker stopped before it registered
             registered.cancel()
-            await self._serving
+            await asyncio.gather(registered, return_exceptions=True)  # retrieve its error too
+            serving, self._worker, self._serving = self._serving, None, None
+            try:
+                await serving
+            except Exception as failure:
+                refused = self._refusal(failure, "Worker")
+                if refused is not None:
+                    raise refused from None
+                raise
             raise RuntimeError(f"the Worker stopped before it registered with {self._address}")
         try:
             registered.result()

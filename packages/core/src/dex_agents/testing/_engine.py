@@ -135,12 +135,13 @@ def _executable(text: str, source: str) -> Path:
     raise FileNotFoundError(f"{source} names no executable file")
 
 
-def _server_answers(address: str, timeout: timedelta) -> bool:
+def _server_answers(address: str, timeout: timedelta, token: str | None = None) -> bool:
+    metadata = (("authorization", f"Bearer {token}"),) if token is not None else None
     with grpc.insecure_channel(address) as channel:
         stub: Any = dex_pb2_grpc.FlowServiceStub(channel)  # type: ignore[no-untyped-call]
         health_check = cast(Callable[..., object], stub.HealthCheck)
         try:
-            health_check(empty_pb2.Empty(), timeout=timeout.total_seconds())
+            health_check(empty_pb2.Empty(), timeout=timeout.total_seconds(), metadata=metadata)
         except grpc.RpcError:
             return False
         return True
@@ -160,6 +161,7 @@ class PrivateDexEngine:
         dexcli: DexcliEngine | None,
         startup_timeout: timedelta,
         owns_state_directory: bool,
+        token: str | None = None,
     ) -> None:
         self.state_directory = state_directory
         self.database_path = state_directory / "dex.sqlite.db"
@@ -168,6 +170,8 @@ class PrivateDexEngine:
         """The ``dexcli`` binaries and ``-zd-config`` file, or ``None`` for the local engine."""
         self._startup_timeout = startup_timeout
         self._owns_state_directory = owns_state_directory
+        self.token = token
+        """The bearer token every call must carry (``serve --token-file``), or ``None``."""
         self._port = 0
         self._web_port = 0
         self._process: ChildProcess | None = None
@@ -179,6 +183,7 @@ class PrivateDexEngine:
         *,
         startup_timeout: timedelta = DEFAULT_STARTUP_TIMEOUT,
         server_zd_config_path: Path | str | None = None,
+        token: str | None = None,
     ) -> PrivateDexEngine:
         """Start an engine whose database lives in ``state_directory``.
 
@@ -186,9 +191,16 @@ class PrivateDexEngine:
         With ``DEXCLI`` set it runs ``dexcli dev --engine zd`` (see the module); a
         missing ``dexcli``, ``dex-server-zd`` or ``server_zd_config_path`` raises
         ``FileNotFoundError`` before anything starts. ``server_zd_config_path`` is
-        used only in that mode.
+        used only in that mode. ``token`` makes the local engine require that bearer
+        token on every call (``serve --token-file``); give the host the same one
+        (``AgentHost(auth_token=...)``). ``dexcli`` takes no token here: with ``DEXCLI``
+        set, a token raises ``ValueError``.
         """
         dexcli_text = os.environ.get(DEXCLI_VARIABLE) or None
+        if token is not None and (not isinstance(token, str) or not token.strip()):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValueError("token must be a non-empty str or None")
+        if token is not None and dexcli_text is not None:
+            raise ValueError(f"a token needs the local engine; unset {DEXCLI_VARIABLE}")
         owns = state_directory is None
         directory = (
             Path(tempfile.mkdtemp(prefix="dex-engine-"))
@@ -213,6 +225,7 @@ class PrivateDexEngine:
             dexcli=dexcli,
             startup_timeout=startup_timeout,
             owns_state_directory=owns,
+            token=token,
         )
         engine._launch()
         return engine
@@ -285,6 +298,10 @@ class PrivateDexEngine:
             "--db",
             str(self.database_path),
         ]
+        if self.token is not None:
+            token_path = self.state_directory / "engine.token"
+            token_path.write_text(self.token, encoding="utf-8")
+            command += ["--token-file", str(token_path)]
         process = ChildProcess.spawn(command, log_path=self.log_path)
         self._process = process
         try:
@@ -315,7 +332,7 @@ class PrivateDexEngine:
         process = self._process
         assert process is not None
         deadline = time.monotonic() + self._startup_timeout.total_seconds()
-        while not _server_answers(self.server_address, timedelta(seconds=1)):
+        while not _server_answers(self.server_address, timedelta(seconds=1), self.token):
             if not process.is_running() or time.monotonic() >= deadline:
                 log = process.read_log()
                 process.kill()
