@@ -12,7 +12,7 @@ Faults, per link:
 * ``black_hole(link, seconds, heal=)``: for ``seconds`` the link accepts bytes and
   new connections but forwards nothing. ``heal=True`` then delivers what waited (a
   partition that healed before TCP gave up); ``heal=False`` resets every connection
-  the black hole held (one that did not).
+  open during it (one that did not).
 * ``slow(link, seconds, latency=, bytes_per_second=)``: for ``seconds`` each chunk
   waits ``latency`` plus its size over ``bytes_per_second`` before it is forwarded.
 
@@ -45,7 +45,7 @@ class _Connection:
     upstream: asyncio.StreamWriter | None = None
     tasks: list[asyncio.Task[None]] = field(default_factory=list[asyncio.Task[None]])
     held: bool = False
-    """Whether a black hole held this connection's bytes."""
+    """Whether a black hole held this connection (it was open or opened during one)."""
 
     def reset(self) -> None:
         """End both sides with a TCP RST and stop the pumps."""
@@ -85,7 +85,6 @@ class _Link:
     async def pass_through(self, connection: _Connection, size: int) -> None:
         """Wait until a chunk of ``size`` bytes may be forwarded."""
         if not self.open.is_set():
-            connection.held = True
             await self.open.wait()
         delay = self.latency + (size / self.bytes_per_second if self.bytes_per_second else 0.0)
         if delay > 0:
@@ -209,6 +208,8 @@ class FaultProxy:
         link.black_hole_ends += 1
         number = link.black_hole_ends
         link.open.clear()
+        for connection in link.connections:
+            connection.held = True
 
         def end() -> None:
             if link.black_hole_ends != number:
@@ -238,7 +239,7 @@ class FaultProxy:
     async def _serve(
         self, link: _Link, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
-        connection = _Connection(writer)
+        connection = _Connection(writer, held=not link.open.is_set())
         link.connections.add(connection)
         link.connections_made += 1
         try:

@@ -14,7 +14,8 @@ seeded schedule then injects, ``interval`` seconds apart:
   then delivers what waited, or resets what it held;
 * ``slow_link``: one link delays every chunk by 20-300 ms (sometimes throttled too)
   for 2-6 s;
-* ``engine_sigkill``: SIGKILL of the engine, restarted on the same database and port;
+* ``engine_sigkill``: SIGKILL of the engine, restarted on the same database and port
+  after up to 1 s;
 * ``worker_sigkill``: SIGKILL of one Worker, a replacement forked at once;
 * ``worker_sigterm``: SIGTERM of one Worker, which drains; replaced once it exited.
 
@@ -51,6 +52,8 @@ from pathlib import Path
 from typing import Any
 
 from dex_agents._host import AgentHost
+from dex_agents._host_auth import TOKEN_VARIABLE
+from dex_agents.testing._engine import PrivateDexEngine
 from dex_agents.testing._fault_proxy import FaultProxy
 from dex_agents.testing._fuzz_sessions import (
     FORK_SERVER_COMMAND,
@@ -61,8 +64,6 @@ from dex_agents.testing._fuzz_sessions import (
     serve_worker_forks,
 )
 from dex_agents.testing._polling import PollTimeoutError, poll_until
-from dex_agents.testing._ports import LOOPBACK_HOST
-from dex_agents.testing._processes import ChildProcess
 from dex_agents.testing._worker_fork_server import ForkedWorker, WorkerForkServer
 
 __all__ = [
@@ -93,12 +94,8 @@ _WEIGHTS = {
     "worker_sigkill": 2.0,
     "worker_sigterm": 1.0,
 }
-TOKEN_VARIABLE = "DEX_SERVER_TOKEN"
-"""The variable a Worker process reads its bearer token from."""
 WORKERS = 2
 CLIENT_LINK = "client"
-ENGINE_READY_PREFIX = "dex-local-engine ready on "
-ENGINE_START_TIMEOUT = timedelta(seconds=120)
 DRAIN_GRACE = timedelta(seconds=60)
 """How long a SIGTERMed Worker may drain before it is SIGKILLed."""
 
@@ -154,55 +151,6 @@ class FaultReport:
         }
 
 
-class _Engine:
-    """``dex-local-engine serve --token-file`` as a child process, killable, same port."""
-
-    def __init__(self, state: Path, token_file: Path | None) -> None:
-        self.database = state / "engine.sqlite.db"
-        self.log_path = state / "engine.log"
-        self.token_file = token_file
-        self.port = 0
-        self._process: ChildProcess | None = None
-
-    @property
-    def address(self) -> str:
-        return f"{LOOPBACK_HOST}:{self.port}"
-
-    def start(self) -> None:
-        command = [
-            sys.executable,
-            "-m",
-            "dex_local_engine.cli",
-            "serve",
-            "--host",
-            LOOPBACK_HOST,
-            "--port",
-            str(self.port),
-            "--db",
-            str(self.database),
-            *(["--token-file", str(self.token_file)] if self.token_file else []),
-        ]
-        process = ChildProcess.spawn(command, log_path=self.log_path)
-        self._process = process
-        try:
-            line = process.wait_for_log_line(ENGINE_READY_PREFIX, ENGINE_START_TIMEOUT)
-        except BaseException:
-            process.kill()
-            self._process = None
-            raise
-        self.port = int(line[len(ENGINE_READY_PREFIX) :].split()[0].rsplit(":", 1)[1])
-
-    def kill(self) -> None:
-        if self._process is not None:
-            self._process.kill()
-            self._process = None
-
-    def stop(self) -> None:
-        if self._process is not None:
-            self._process.terminate(timedelta(seconds=10))
-            self._process = None
-
-
 class _Slot:
     """One of the run's Worker processes, on its own proxy link."""
 
@@ -241,18 +189,14 @@ class _Run:
 
     async def execute(self, faults: int, settle: timedelta) -> FaultReport:
         started = time.monotonic()
-        token_file = None
-        if self.token is not None:
-            token_file = self.state / "engine.token"
-            token_file.write_text(self.token + "\n", encoding="utf-8")
-            token_file.chmod(0o600)
-        engine = _Engine(self.state, token_file)
-        await asyncio.to_thread(engine.start)
+        engine = await asyncio.to_thread(
+            PrivateDexEngine.start, self.state / "engine", token=self.token
+        )
         host: AgentHost | None = None
         supervisor: asyncio.Future[None] | None = None
         try:
             self.proxy = proxy = FaultProxy.start(
-                engine.address, [slot.link for slot in self.slots] + [CLIENT_LINK]
+                engine.server_address, [slot.link for slot in self.slots] + [CLIENT_LINK]
             )
             environment = {TOKEN_VARIABLE: self.token} if self.token else {}
             self.fork_server = await asyncio.to_thread(
@@ -273,7 +217,7 @@ class _Run:
                 [runner.flow for runner in self.runners],
                 server_address=proxy.address(CLIENT_LINK),
                 worker=False,
-                **({"auth_token": self.token} if self.token else {}),
+                auth_token=self.token,
             )
             await host.start()
             drivers = self.sessions.drivers(host.dex_client)
@@ -304,7 +248,7 @@ class _Run:
                 self.fork_server.close()
             if self.proxy is not None:
                 self.proxy.close()
-            engine.stop()
+            engine.close()
             self.report.seconds = time.monotonic() - started
         return self.report
 
@@ -353,7 +297,7 @@ class _Run:
         rest = self.rng.choices(kinds, [_WEIGHTS[k] for k in kinds], k=max(0, faults - len(first)))
         return (first + rest)[:faults]
 
-    async def _inject(self, engine: _Engine, faults: int) -> None:
+    async def _inject(self, engine: PrivateDexEngine, faults: int) -> None:
         assert self.proxy is not None
         proxy = self.proxy
         links = [slot.link for slot in self.slots] + [CLIENT_LINK]
@@ -376,7 +320,7 @@ class _Run:
             elif kind == "engine_sigkill":
                 engine.kill()
                 await asyncio.sleep(self.rng.uniform(0.0, 1.0))
-                await asyncio.to_thread(engine.start)
+                await asyncio.to_thread(engine.restart)
             else:
                 await self._signal_worker(kind)
             self.report.faults[kind] += 1
