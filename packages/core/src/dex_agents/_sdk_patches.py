@@ -27,6 +27,9 @@ check each one against the pinned SDK, so an SDK upgrade shows at once what to r
   keeps as ``InvocationContext._metadata``; the session reads the attempt progress of
   a recovery error from it (``dex_agents._attempt_progress``), a field the SDK keeps
   as an unknown field and wraps nowhere.
+* :func:`committed_attribute_string`: an Attribute's committed value as the Dex string
+  it is stored as, from ``InvocationContext._attributes``; it reads session settings
+  that earlier builds stored as JSON text (``dex_agents._session_settings``).
 
 ``AgentHost`` applies the patches (``SdkPatches``, ``EmbeddedEngineOptions.transport``);
 each is process-wide and idempotent.
@@ -36,7 +39,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 from dex.dexpb import dex_pb2 as pb
@@ -44,6 +47,7 @@ from dex.dexpb import dex_pb2 as pb
 __all__ = [
     "KEPT_SPARE_STREAMS",
     "PATCHED_SDK_VERSION",
+    "committed_attribute_string",
     "keep_finished_pull_streams",
     "memoize_sdk_version",
     "route_in_process_channels",
@@ -220,16 +224,15 @@ def route_in_process_channels() -> bool:
 
 
 @functools.cache
-def _reads_step_metadata() -> bool:
-    """Whether this SDK release keeps a Step's protobuf Context where the read expects it."""
+def _reads_context_privates(what: str) -> bool:
+    """Whether this SDK release keeps an invocation context's private parts where the
+    reads below expect them (logged once per ``what`` when it does not)."""
     try:
         import dex._server_protocol as server_protocol
     except ImportError as error:  # a different SDK layout: leave it alone
-        _LOG.warning("not reading the attempt progress of recovery errors: %s", error)
+        _LOG.warning("not %s: %s", what, error)
         return False
-    return _written_for(
-        server_protocol.sdk_version(), "reading the attempt progress of recovery errors"
-    )
+    return _written_for(server_protocol.sdk_version(), what)
 
 
 def step_context_metadata(context: object) -> pb.Context | None:
@@ -239,7 +242,28 @@ def step_context_metadata(context: object) -> pb.Context | None:
     context. None for another SDK release (logged once), or for a context that is not
     the SDK's.
     """
-    if not _reads_step_metadata():
+    if not _reads_context_privates("reading the attempt progress of recovery errors"):
         return None
     metadata = getattr(context, "_metadata", None)
     return metadata if isinstance(metadata, pb.Context) else None
+
+
+def committed_attribute_string(context: object, name: str) -> str | None:
+    """The committed value of Attribute ``name`` when it is a Dex string, else None.
+
+    Dex's value mapper hands a codec only values of the codec's own wire kind, and no
+    public call reads a stored value as another kind; dex-python-sdk 1.23.0 keeps the
+    values a handler was given as the private ``_attributes`` of its invocation
+    context. None for another SDK release (logged once), an unset Attribute or a value
+    of another kind.
+    """
+    if not _reads_context_privates("reading session settings of the old shape"):
+        return None
+    committed: object = getattr(context, "_attributes", None)
+    if not isinstance(committed, Mapping):
+        return None
+    value: Any = cast("Mapping[str, Any]", committed).get(name)
+    if value is None or value.WhichOneof("kind") != "string_value":
+        return None
+    text: object = value.string_value
+    return text if isinstance(text, str) else None

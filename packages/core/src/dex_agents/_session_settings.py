@@ -14,6 +14,7 @@ from typing import Any, cast
 
 from dex import Attribute, Context, Value, ValueMappingError, WireKind
 
+from dex_agents._sdk_patches import committed_attribute_string
 from dex_agents._values import SessionSettingsValue, TurnSessionSettings, decode_session_settings
 
 __all__ = [
@@ -111,30 +112,13 @@ def read_session_settings(
     except KeyError:
         return {}, False
     except ValueMappingError:
-        text = _committed_string(context, attribute.name)
+        # The old shape (JSON text in a Dex string) is read through the one SDK patch module;
+        # test_session_settings_storage.py stores such a value on a real engine.
+        text = committed_attribute_string(context, attribute.name)
         if text is None:
             raise
         return decode_session_settings(Value(WireKind.STRING, text)), True
     return (dict(stored) if stored is not None else {}), False
-
-
-def _committed_string(context: Context, name: str) -> str | None:
-    """The committed value of Attribute ``name`` when it is a Dex string, else ``None``.
-
-    Dex's value mapper hands a codec only values of the codec's own wire kind, and no
-    public call reads a stored value as another kind, so this reads the value the
-    handler was given: ``InvocationContext._attributes`` of dex-python-sdk 1.23 (the
-    pinned release). ``test_session_settings_storage.py`` stores an old-shaped value
-    on a real engine, so an SDK that moves it fails that test, not a session silently.
-    """
-    committed: object = getattr(context, "_attributes", None)
-    if not isinstance(committed, Mapping):
-        return None
-    value: Any = cast("Mapping[str, Any]", committed).get(name)
-    if value is None or value.WhichOneof("kind") != "string_value":
-        return None
-    text: object = value.string_value
-    return text if isinstance(text, str) else None
 
 
 def store_session_settings(
