@@ -10,7 +10,8 @@ Faults, per link:
 * ``reset(link)``: every open connection of the link ends with a TCP RST
   (``SO_LINGER`` 0) on both sides, as when a middlebox drops state.
 * ``black_hole(link, seconds, heal=)``: for ``seconds`` the link accepts bytes and
-  new connections but forwards nothing. ``heal=True`` then delivers what waited (a
+  new connections but forwards nothing, not even a side's close or reset (a
+  partition: neither end hears of the other). ``heal=True`` then delivers what waited (a
   partition that healed before TCP gave up); ``heal=False`` resets every connection
   open during it (one that did not).
 * ``slow(link, seconds, latency=, bytes_per_second=)``: for ``seconds`` each chunk
@@ -203,6 +204,10 @@ class FaultProxy:
             if link.server is not None:
                 link.server.close()
             link.reset()
+        others = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+        for task in others:
+            task.cancel()
+        await asyncio.gather(*others, return_exceptions=True)
 
     def _begin_black_hole(self, link: _Link, seconds: float, heal: bool) -> None:
         link.black_hole_ends += 1
@@ -279,7 +284,9 @@ class FaultProxy:
                 await target.drain()
         except (OSError, asyncio.IncompleteReadError):
             pass
-        finally:
-            for task in connection.tasks:
-                if task is not asyncio.current_task():
-                    task.cancel()
+        # Neither an end nor a break crosses a black hole: the other side learns of it
+        # only when the black hole ends (or from its own keepalive).
+        await link.pass_through(connection, 0)
+        for task in connection.tasks:
+            if task is not asyncio.current_task():
+                task.cancel()

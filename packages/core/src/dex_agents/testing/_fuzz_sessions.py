@@ -202,8 +202,9 @@ class FuzzSessions:
                         CALL_TIMEOUT_SECONDS,
                     )
                 if settled(snapshot) and sent.caught_up(snapshot):
-                    if last is not None:
+                    if last is not None and any(m.text == last for m in snapshot.messages):
                         return
+                    # Before the end, or the last message was lost with its send: another.
                     text = f"message {len(sent.texts) + 1}"
                     if self.faults_done.is_set():
                         last = self.last_messages[session_id] = text

@@ -17,14 +17,18 @@ seeded schedule then injects, ``interval`` seconds apart:
 * ``engine_sigkill``: SIGKILL of the engine, restarted on the same database and port
   after up to 1 s;
 * ``worker_sigkill``: SIGKILL of one Worker, a replacement forked at once;
-* ``worker_sigterm``: SIGTERM of one Worker, which drains; replaced once it exited.
+* ``worker_sigterm``: SIGTERM of one Worker, which drains; replaced once it exited;
+* ``worker_partition``: one Worker's link black-holed for ``partition_seconds``
+  (longer than the engine takes to find a silent peer), then healed.
 
 The first faults cover every kind once (in seeded order), so a short run tests
-them all. When the faults stop, each session gets one last message, and the
-run checks the kill fuzzer's invariants (see ``kill_fuzz``) from the tools' own
-invocation logs and the sessions' stored state: no non-idempotent write twice,
-every accepted message stored once in order, every call paired with its result,
-every session settled and none stuck.
+them all. The last fault is always a partition of one Worker that lasts until the
+run ends: every session must then settle on the other Worker. When the faults
+stop, each session gets one last message, and the run checks the kill fuzzer's
+invariants (see ``kill_fuzz``) from the tools' own invocation logs and the
+sessions' stored state: no non-idempotent write twice, every accepted message
+stored once in order, every call paired with its result, every session settled
+and none stuck.
 
 ``python -m dex_agents.testing.fault_injection --seed 7 --faults 300 --sessions 20``
 runs one long run (``nox -s faults`` does this) and prints a summary line and the
@@ -65,6 +69,7 @@ from dex_agents.testing._fuzz_sessions import (
 )
 from dex_agents.testing._polling import PollTimeoutError, poll_until
 from dex_agents.testing._worker_fork_server import ForkedWorker, WorkerForkServer
+from dex_agents.testing._worker_process import WORKER_READY_LINE
 
 __all__ = [
     "FAULT_KINDS",
@@ -83,6 +88,7 @@ FAULT_KINDS = (
     "engine_sigkill",
     "worker_sigkill",
     "worker_sigterm",
+    "worker_partition",
 )
 """Every fault the run injects, as the report counts them."""
 _WEIGHTS = {
@@ -93,9 +99,12 @@ _WEIGHTS = {
     "engine_sigkill": 1.0,
     "worker_sigkill": 2.0,
     "worker_sigterm": 1.0,
+    "worker_partition": 0.3,
 }
 WORKERS = 2
 CLIENT_LINK = "client"
+FOREVER_SECONDS = 24 * 3600.0
+WORKER_READY_TIMEOUT = timedelta(seconds=300)
 DRAIN_GRACE = timedelta(seconds=60)
 """How long a SIGTERMed Worker may drain before it is SIGKILLed."""
 
@@ -159,6 +168,16 @@ class _Slot:
         self.worker: ForkedWorker | None = None
         self.draining = False
 
+    def ready(self) -> bool:
+        """Whether the slot's Worker runs and registered."""
+        worker = self.worker
+        return (
+            worker is not None
+            and not self.draining
+            and worker.is_running()
+            and WORKER_READY_LINE in worker.read_log()
+        )
+
 
 class _Run:
     def __init__(
@@ -170,10 +189,14 @@ class _Run:
         state: Path,
         interval: tuple[float, float],
         token: bool,
+        partition_seconds: float,
     ) -> None:
         self.rng = random.Random(seed)
         self.state = state
         self.interval = interval
+        self.partition_seconds = partition_seconds
+        self.partitioned_until = 0.0
+        """When the last healing partition ends (``time.monotonic()``)."""
         self.token = secrets.token_urlsafe(24) if token else None
         self.report = FaultReport(seed=seed, sessions=sessions, runners=tuple(runners), token=token)
         self.runners = [FuzzRunner.prepare(name, state, "FaultRun") for name in runners]
@@ -221,8 +244,8 @@ class _Run:
             )
             await host.start()
             drivers = self.sessions.drivers(host.dex_client)
-            await self._inject(engine, faults)
-            await self._until_quiet()
+            await self._inject(engine, faults - 1)
+            await self._partition_to_the_end()
             self.sessions.faults_done.set()
             try:
                 await asyncio.wait_for(asyncio.gather(*drivers), settle.total_seconds())
@@ -317,6 +340,10 @@ class _Run:
                     latency=self.rng.uniform(0.02, 0.3),
                     bytes_per_second=throttle,
                 )
+            elif kind == "worker_partition":
+                link = self.rng.choice([slot.link for slot in self.slots])
+                proxy.black_hole(link, self.partition_seconds, heal=True)
+                self.partitioned_until = time.monotonic() + self.partition_seconds
             elif kind == "engine_sigkill":
                 engine.kill()
                 await asyncio.sleep(self.rng.uniform(0.0, 1.0))
@@ -345,10 +372,19 @@ class _Run:
             self.drains.add(drain)
             drain.add_done_callback(self.drains.discard)
 
-    async def _until_quiet(self) -> None:
-        """After the last fault: wait for the drains to end, so both Workers run again
-        (black holes and slow links end on their own within seconds)."""
+    async def _partition_to_the_end(self) -> None:
+        """The last fault: once every drain and healing partition ended (so both Workers
+        run), black-hole one Worker's link until the run ends."""
         await asyncio.gather(*self.drains)
+        await asyncio.sleep(max(0.0, self.partitioned_until - time.monotonic()))
+        await poll_until(
+            lambda: all(slot.ready() for slot in self.slots),
+            description="both Workers registered before the last partition",
+            within=WORKER_READY_TIMEOUT,
+        )
+        assert self.proxy is not None
+        self.proxy.black_hole(self.rng.choice(self.slots).link, FOREVER_SECONDS, heal=True)
+        self.report.faults["worker_partition"] += 1
 
 
 async def run_fault_injection(
@@ -359,17 +395,27 @@ async def run_fault_injection(
     runners: Sequence[str] | None = None,
     interval: tuple[float, float] = (0.3, 1.5),
     token: bool = True,
+    partition_seconds: float = 40.0,
     settle: timedelta = timedelta(seconds=600),
     state_directory: Path | None = None,
 ) -> FaultReport:
     """One seeded run: ``sessions`` sessions spread over ``runners`` (every installed
     runner by default), ``faults`` faults ``interval`` seconds apart; the same seed
-    makes the same fault schedule. ``token=False`` runs the engine without a token.
+    makes the same fault schedule (``faults`` at least 1: the last is the partition that
+    lasts to the end). ``token=False`` runs the engine without a token.
     The state directory (logs, tool-run logs) is kept when given or on a violation."""
+    if faults < 1:
+        raise ValueError("faults must be at least 1")
     state = state_directory or Path(tempfile.mkdtemp(prefix="dex-agents-faults-"))
     chosen = list(runners or available_runners())
     run = _Run(
-        seed=seed, sessions=sessions, runners=chosen, state=state, interval=interval, token=token
+        seed=seed,
+        sessions=sessions,
+        runners=chosen,
+        state=state,
+        interval=interval,
+        token=token,
+        partition_seconds=partition_seconds,
     )
     report = await run.execute(faults, settle)
     if state_directory is None and not report.violations:
@@ -391,6 +437,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=",".join(available_runners()),
         help=f"comma-separated, of {', '.join(RUNNER_FACTORIES)}",
     )
+    parser.add_argument(
+        "--partition-seconds", type=float, default=40.0, help="how long a healing partition lasts"
+    )
     parser.add_argument("--no-token", action="store_true", help="run the engine without a token")
     parser.add_argument("--json", type=Path, help="also write the report as JSON to this file")
     parser.add_argument("--state-directory", type=Path, help="keep logs here")
@@ -407,6 +456,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 sessions=args.sessions,
                 runners=runners,
                 token=not args.no_token,
+                partition_seconds=args.partition_seconds,
                 state_directory=args.state_directory,
             )
         )
