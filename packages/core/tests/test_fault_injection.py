@@ -22,6 +22,7 @@ async def test_a_seeded_run_of_every_fault_between_processes_breaks_no_invariant
         seed=33,
         faults=2 * len(FAULT_KINDS),
         sessions=len(RUNNER_FACTORIES),
+        partition_seconds=25,  # past the 20 s the engine takes to find a silent Worker
         state_directory=tmp_path,
     )
     print("\n" + report.summary(), *report.violations, sep="\n")
