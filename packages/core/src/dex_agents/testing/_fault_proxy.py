@@ -244,6 +244,14 @@ class FaultProxy:
     async def _serve(
         self, link: _Link, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
+        # A connection handler that ends cancelled makes asyncio's stream callback log a
+        # traceback (Python 3.11): the proxy's close ends every handler quietly instead.
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._forward(link, reader, writer)
+
+    async def _forward(
+        self, link: _Link, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         connection = _Connection(writer, held=not link.open.is_set())
         link.connections.add(connection)
         link.connections_made += 1
