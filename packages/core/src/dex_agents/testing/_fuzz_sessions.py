@@ -11,6 +11,7 @@ stored state for the invariants ``kill_fuzz``'s docstring lists.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import importlib.util
 import time
@@ -89,6 +90,24 @@ def available_runners() -> list[str]:
         for name, factory in RUNNER_FACTORIES.items()
         if importlib.util.find_spec(factory.split(":", 1)[0].split(".", 1)[0]) is not None
     ]
+
+
+def add_runners_argument(parser: argparse.ArgumentParser) -> None:
+    """A command's ``--runners`` option: comma-separated names, every installed one by default."""
+    parser.add_argument(
+        "--runners",
+        default=",".join(available_runners()),
+        help=f"comma-separated, of {', '.join(RUNNER_FACTORIES)}",
+    )
+
+
+def chosen_runners(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
+    """The ``--runners`` names; an unknown one ends the command with a usage error."""
+    runners = [name for name in args.runners.split(",") if name]
+    unknown = [name for name in runners if name not in RUNNER_FACTORIES]
+    if unknown:
+        parser.error(f"unknown runners {unknown}; choose from {list(RUNNER_FACTORIES)}")
+    return runners
 
 
 class SessionFigures(Protocol):

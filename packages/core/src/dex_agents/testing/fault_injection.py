@@ -61,10 +61,11 @@ from dex_agents.testing._engine import PrivateDexEngine
 from dex_agents.testing._fault_proxy import FaultProxy
 from dex_agents.testing._fuzz_sessions import (
     FORK_SERVER_COMMAND,
-    RUNNER_FACTORIES,
     FuzzRunner,
     FuzzSessions,
+    add_runners_argument,
     available_runners,
+    chosen_runners,
     serve_worker_forks,
 )
 from dex_agents.testing._polling import PollTimeoutError, poll_until
@@ -432,11 +433,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--faults", type=int, default=300, help="faults to inject")
     parser.add_argument("--sessions", type=int, default=20, help="sessions, over all runners")
-    parser.add_argument(
-        "--runners",
-        default=",".join(available_runners()),
-        help=f"comma-separated, of {', '.join(RUNNER_FACTORIES)}",
-    )
+    add_runners_argument(parser)
     parser.add_argument(
         "--partition-seconds", type=float, default=40.0, help="how long a healing partition lasts"
     )
@@ -444,10 +441,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the report as JSON to this file")
     parser.add_argument("--state-directory", type=Path, help="keep logs here")
     args = parser.parse_args(arguments)
-    runners = [name for name in args.runners.split(",") if name]
-    unknown = [name for name in runners if name not in RUNNER_FACTORIES]
-    if unknown:
-        parser.error(f"unknown runners {unknown}; choose from {list(RUNNER_FACTORIES)}")
+    runners = chosen_runners(parser, args)
     try:
         report = asyncio.run(
             run_fault_injection(

@@ -51,7 +51,9 @@ from dex_agents.testing._fuzz_sessions import (
     RUNNER_FACTORIES,
     FuzzRunner,
     FuzzSessions,
+    add_runners_argument,
     available_runners,
+    chosen_runners,
     serve_worker_forks,
 )
 from dex_agents.testing._worker_fork_server import ForkedWorker, WorkerForkServer
@@ -254,16 +256,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--kills", type=int, default=200, help="kills per round")
     parser.add_argument("--sessions", type=int, default=2, help="sessions per runner")
     parser.add_argument("--workers", type=int, default=5, help="Worker children at once")
-    parser.add_argument(
-        "--runners",
-        default=",".join(available_runners()),
-        help=f"comma-separated, of {', '.join(RUNNER_FACTORIES)}",
-    )
+    add_runners_argument(parser)
     args = parser.parse_args(arguments)
-    runners = [name for name in args.runners.split(",") if name]
-    unknown = [name for name in runners if name not in RUNNER_FACTORIES]
-    if unknown:
-        parser.error(f"unknown runners {unknown}; choose from {list(RUNNER_FACTORIES)}")
+    runners = chosen_runners(parser, args)
     started = time.monotonic()
     seed = args.seed
     total = FuzzReport(seed=args.seed, sessions=0, runners=tuple(runners))
