@@ -3,9 +3,10 @@
     uv run python scripts/bump_version.py 0.2.0
 
 Sets the version of the workspace root and of every member's pyproject (the examples'
-too), every ``dex-agents==`` / ``dex-local-engine==`` pin (dependencies and README
-install lines) and the version row of the root README's table, then runs ``uv lock``. ``dex-agents
-version`` and ``nox -s packaging`` then prove the line holds. Only the standard library.
+too), every ``dex-agents==`` / ``dex-local-engine==`` pin (dependencies, and install
+lines of the READMEs and the ``docs/`` pages) and the version row of the root README's
+table, then runs ``uv lock``. ``dex-agents version`` and ``nox -s packaging`` then prove
+the line holds. Only the standard library.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ def files_to_bump(root: Path) -> list[Path]:
     ]
     pyprojects = [root / "pyproject.toml", *(member / "pyproject.toml" for member in members)]
     readmes = [root / "README.md", *(member / "README.md" for member in members)]
-    return [path for path in [*pyprojects, *readmes] if path.is_file()]
+    pages = sorted(root.glob("docs/**/*.md"))  # the documentation site's install lines
+    return [path for path in [*pyprojects, *readmes, *pages] if path.is_file()]
 
 
 def bump_text(text: str, old: str, new: str) -> str:

@@ -298,6 +298,7 @@ PUBLIC_SURFACE: dict[str, list[str]] = {
         "load_flows",
         "load_scenario_factory",
         "loopback_only",
+        "markdown_examples",
         "play_scripted_model_call",
         "play_scripted_summary",
         "poll_until",

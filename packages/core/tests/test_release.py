@@ -139,6 +139,9 @@ def test_every_version_pin_and_install_line_moves_to_the_new_version(checkout: P
     readme = (checkout / "README.md").read_text()
     assert f"| every `dex-agents*` package and `dex-local-engine` | `{NEW}` |" in readme
     assert f"pip install --find-links dist dex-agents-pydantic-ai=={NEW}" in readme
+    # The documentation site's install lines move too.
+    getting_started = (checkout / "docs" / "getting-started.md").read_text()
+    assert f"pip install dex-agents-pydantic-ai=={NEW}" in getting_started
 
 
 @pytest.mark.parametrize("version", ["", "two", "1.0-final", __version__])

@@ -1,18 +1,20 @@
-"""The README's Tracing example runs as written and prints its spans."""
+"""The Tracing page's example (``docs/concepts/tracing.md``) runs as written and prints
+its spans."""
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+from dex_agents.testing import readme_examples
+
+PAGE = Path(__file__).resolve().parents[4] / "docs/concepts/tracing.md"
 
 
 def test_the_tracing_example_prints_its_spans(tmp_path: Path) -> None:
-    section = README.read_text(encoding="utf-8").split("## Tracing", 1)[1].split("\n## ", 1)[0]
-    (code,) = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
+    (example,) = readme_examples(PAGE)  # the page's one runnable block
+    code = example.code
     result = subprocess.run(
         [sys.executable, "-c", code],
         cwd=tmp_path,

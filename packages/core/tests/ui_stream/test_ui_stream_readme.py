@@ -1,24 +1,23 @@
-"""The README's UI streams app runs as written: uvicorn serves it, a chat turn streams."""
+"""The UI streams page's app (``docs/concepts/ui-streams.md``) runs as written: uvicorn serves
+it, a chat turn streams."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import re
 import sys
 from pathlib import Path
 
 import httpx
 
-from dex_agents.testing import find_free_loopback_ports, poll_until
+from dex_agents.testing import find_free_loopback_ports, poll_until, readme_examples
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGE = Path(__file__).resolve().parents[4] / "docs/concepts/ui-streams.md"
 
 
 def readme_app() -> str:
-    section = README.read_text(encoding="utf-8").split("## UI streams", 1)[1].split("\n## ", 1)[0]
-    (code,) = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
-    return code
+    (example,) = readme_examples(PAGE)  # the page's one runnable block
+    return example.code
 
 
 def test_the_app_is_under_40_lines() -> None:

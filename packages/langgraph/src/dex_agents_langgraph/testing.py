@@ -1,7 +1,7 @@
 """Test helpers for LangGraph agents: none of this package's own, for now.
 
 A test model must answer from the messages it is given, since a session's model
-steps may run in any Worker process (see the README's "Testing your agent"): write
+steps may run in any Worker process (see "Testing your agent" in docs/runners/langgraph.md): write
 a small ``BaseChatModel`` whose ``_generate`` decides from ``messages`` and whose
 ``bind_tools`` returns the model. The suite's scripted chat model moved to
 ``dex_agents_langgraph.conformance``; its old names here still work, with a

@@ -3,7 +3,7 @@
 The public names are here; ``dex_local_engine.in_process`` (the in-process channel),
 ``dex_local_engine.sdk_patches`` (opt-in SDK patches) and ``dex_local_engine.cli`` (the
 command line) are public modules too. Everything under a leading underscore is the
-engine's implementation, in layers that import only downwards (see the README's
+engine's implementation, in layers that import only downwards (see the local engine page's
 Structure section and ``.importlinter``).
 """
 

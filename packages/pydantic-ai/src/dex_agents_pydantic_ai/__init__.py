@@ -2,7 +2,8 @@
 
 Wrap the ``Agent`` you have (its model, instructions, tools, toolsets and deps)
 with ``create_pydantic_ai_session_flow``: every model request and every
-tool call then runs in its own Dex Step. See the package README.
+tool call then runs in its own Dex Step. See the package README and the
+Pydantic AI page of the documentation site (docs/runners/pydantic-ai.md).
 """
 
 from importlib.metadata import version as _version

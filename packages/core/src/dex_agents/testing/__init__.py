@@ -39,7 +39,12 @@ from dex_agents.testing._http_endpoint import (
 )
 from dex_agents.testing._polling import PollTimeoutError, poll_until, poll_until_sync
 from dex_agents.testing._ports import find_free_loopback_ports
-from dex_agents.testing._readme import ReadmeExample, readme_examples, run_readme_example
+from dex_agents.testing._readme import (
+    ReadmeExample,
+    markdown_examples,
+    readme_examples,
+    run_readme_example,
+)
 from dex_agents.testing._runner_driver import RecordingEventWriter, RunnerDriver
 from dex_agents.testing._scenario_flow import (
     SCRIPTED_FLOW_FACTORY,
@@ -159,6 +164,7 @@ __all__ = [
     "load_flows",
     "load_scenario_factory",
     "loopback_only",
+    "markdown_examples",
     "play_scripted_model_call",
     "play_scripted_summary",
     "poll_until",
