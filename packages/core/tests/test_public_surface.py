@@ -243,6 +243,7 @@ PUBLIC_SURFACE: dict[str, list[str]] = {
         "DEFAULT_SCENARIO_MODEL",
         "MODEL_CALLS_LOG",
         "MODEL_CALL_LOG_NAME",
+        "SCENARIO_MCP_SERVER",
         "SCRIPTED_FLOW_FACTORY",
         "SESSION_CODECS_VARIABLE",
         "SESSION_MODEL_SETTING",
@@ -272,6 +273,7 @@ PUBLIC_SURFACE: dict[str, list[str]] = {
         "RunnerDriver",
         "Scenario",
         "ScenarioFlowFactory",
+        "ScenarioMcpTools",
         "ScenarioSession",
         "ScenarioTaskPoller",
         "ScenarioTool",
@@ -311,6 +313,7 @@ PUBLIC_SURFACE: dict[str, list[str]] = {
         "run_agent_worker_process",
         "run_readme_example",
         "run_scenario_tool",
+        "scenario_mcp_tools",
         "scenario_model_name",
         "scenario_tool_outcome",
         "scenario_tool_policies",
@@ -321,6 +324,7 @@ PUBLIC_SURFACE: dict[str, list[str]] = {
         "sse_body",
         "stored_attribute_bytes",
         "summary_request",
+        "with_scenario_mcp_tools",
     ],
     "dex_agents.testing.mcp_server": [
         "McpHttpTestServer",
@@ -403,6 +407,7 @@ PUBLIC_SURFACE: dict[str, list[str]] = {
         "SessionTracer",
         "StepIdentity",
         "TracingOptions",
+        "current_traceparent",
     ],
 }
 
