@@ -414,11 +414,12 @@ PUBLIC_SURFACE: dict[str, list[str]] = {
 }
 
 # Modules without an underscore besides the ones above: subpackages whose surface is
-# their helpers' (Stepwise, MCP), the four commands, and the package's own entry points.
+# their helpers' (Stepwise, MCP), the commands, and the package's own entry points.
 OTHER_PUBLIC_MODULES = {
     "dex_agents.mcp",
     "dex_agents.session",
     "dex_agents.stepwise",
+    "dex_agents.testing.fault_injection",
     "dex_agents.testing.kill_fuzz",
     "dex_agents.testing.scenario_worker",
     "dex_agents.testing.worker_main",

@@ -13,7 +13,7 @@ The MCP parts need the ``mcp`` extra and have public modules of their own:
 ``dex_agents.testing.mcp_server`` (the MCP test server) and
 ``dex_agents.testing.mcp_reference`` (the official reference servers).
 Commands: ``python -m dex_agents.testing.worker_main``, ``.scenario_worker``,
-``.mcp_server`` and ``.kill_fuzz``.
+``.mcp_server``, ``.kill_fuzz`` and ``.fault_injection``.
 """
 
 from dex_agents.models import ScriptedModelClient, ScriptedModelReply, ScriptedToolCall
