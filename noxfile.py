@@ -287,3 +287,31 @@ def fuzz(session: nox.Session) -> None:
     sync(session)
     arguments = session.posargs or ["--seconds", "1800"]
     run_tool(session, "python", "-m", "dex_agents.testing.kill_fuzz", *arguments)
+
+
+@nox.session(venv_backend="none")
+def faults(session: nox.Session) -> None:
+    """Faults between processes (not part of the default run, which has a short seeded
+    run in the core's tests): a token-secured engine, two Worker processes and a client
+    behind a TCP proxy that resets, black-holes and slows their links, with engine and
+    Worker SIGKILLs and SIGTERMs, while sessions of every runner run turns.
+
+    ``DEX_FAULTS_SEED`` (1), ``DEX_FAULTS_COUNT`` (300 faults) and ``DEX_FAULTS_SESSIONS``
+    (20, over all runners) set the run; options after ``--`` go to the command as well
+    (``nox -s faults -- --runners stepwise,langgraph``). The report is printed and written
+    to ``.nox/faults-report.json``.
+    """
+    sync(session)
+    arguments = [
+        "--seed",
+        os.environ.get("DEX_FAULTS_SEED", "1"),
+        "--faults",
+        os.environ.get("DEX_FAULTS_COUNT", "300"),
+        "--sessions",
+        os.environ.get("DEX_FAULTS_SESSIONS", "20"),
+        "--json",
+        str(ROOT / ".nox" / "faults-report.json"),
+    ]
+    run_tool(
+        session, "python", "-m", "dex_agents.testing.fault_injection", *arguments, *session.posargs
+    )

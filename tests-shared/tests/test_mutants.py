@@ -21,6 +21,7 @@ CAPABILITIES = ALL_CAPABILITIES | {
     Capability.TOOL_INPUT_REQUESTS,
     Capability.PLANNING_TOOL_CHOICE,
     Capability.SESSION_MODELS,
+    Capability.MCP_TOOLS,
 }
 FAILED_TURN = "test_a_failed_model_call_fails_the_turn_with_a_note_of_the_tool_calls"
 

@@ -18,6 +18,7 @@ def conformance_adapter() -> ConformanceAdapter:
             Capability.TOOL_INPUT_REQUESTS,
             Capability.PLANNING_TOOL_CHOICE,
             Capability.SESSION_MODELS,
+            Capability.MCP_TOOLS,
         },
         # ScriptedRunner implements no compaction methods.
         unsupported={Capability.COMPACTION: "ScriptedRunner has no summarize_context"},

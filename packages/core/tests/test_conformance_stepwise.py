@@ -20,6 +20,7 @@ def conformance_adapter() -> ConformanceAdapter:
             Capability.TOOL_INPUT_REQUESTS,
             Capability.PLANNING_TOOL_CHOICE,
             Capability.SESSION_MODELS,
+            Capability.MCP_TOOLS,
         },
     )
 

@@ -4,10 +4,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 
 import dex
+import grpc
 import pytest
 
 from dex_agents import AgentHost, AgentSessionClient, AgentSessionFlow, AuthenticationError
@@ -137,3 +140,45 @@ def test_bad_tokens_are_refused_when_the_host_is_built(monkeypatch: pytest.Monke
         AgentHost(_build_flow(), server_address=address)
     # The variable is for a Dex server: the embedded engine ignores it.
     assert not AgentHost(_build_flow()).authenticates
+
+
+async def test_a_host_started_before_its_engine_waits_for_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from dex_agents.testing import find_free_loopback_ports
+    from dex_local_engine import EngineServer
+
+    (port,) = find_free_loopback_ports(1)
+    address = f"127.0.0.1:{port}"
+    caplog.set_level(logging.INFO, logger="dex_agents.host")
+    worker_host = AgentHost(_build_flow(), server_address=address, client=False)
+    starting = asyncio.create_task(worker_host.start())
+    async with asyncio.timeout(60):
+        while "waiting up to 60 s for the Dex server" not in caplog.text:  # noqa: ASYNC110
+            await asyncio.sleep(0.02)
+    engine = EngineServer(":memory:", "127.0.0.1", port)
+    await engine.start()
+    try:
+        await starting
+        async with AgentHost(_build_flow(), server_address=address, worker=False) as client_host:
+            assert await _run_turn(client_host.client(), "late-engine-1") == EXPECTED_REPLY
+        await worker_host.stop()
+    finally:
+        await engine.stop()
+
+
+async def test_the_testing_history_and_attribute_reads_send_the_token(
+    guarded_engine: PrivateDexEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dex_agents.testing import read_step_history, read_stored_attributes
+
+    address = guarded_engine.server_address
+    async with AgentHost(_build_flow(), server_address=address, auth_token=TOKEN) as host:
+        await _run_turn(host.client(), "auth-reads-1")
+    assert await read_step_history(address, "auth-reads-1", token=TOKEN)
+    assert await read_stored_attributes(address, "auth-reads-1", token=TOKEN)
+    monkeypatch.setenv("DEX_SERVER_TOKEN", TOKEN)
+    assert await read_step_history(address, "auth-reads-1")
+    monkeypatch.delenv("DEX_SERVER_TOKEN")
+    with pytest.raises(grpc.RpcError):
+        await read_step_history(address, "auth-reads-1")

@@ -64,8 +64,23 @@ def test_the_memoized_version_lookup_reads_the_metadata_once() -> None:
 PATCHES_SCRIPT = """
 import dex._pull_worker as pull_worker
 import dex.async_client as async_client
-from dex_agents._sdk_patches import keep_finished_pull_streams, route_in_process_channels
+from dex_agents._sdk_patches import (
+    keep_finished_pull_streams,
+    quiet_pull_worker_logs,
+    route_in_process_channels,
+    running_pull_tasks,
+    track_running_pull_tasks,
+)
 
+assert running_pull_tasks(object()) is None  # not tracked yet
+assert track_running_pull_tasks() is True
+assert track_running_pull_tasks() is True  # idempotent
+assert getattr(pull_worker.PullStream, "_dex_agents_tracks_tasks")
+assert running_pull_tasks(object()) is None  # not a pull Worker
+assert quiet_pull_worker_logs() is True
+assert quiet_pull_worker_logs() is True  # idempotent: one filter
+import logging
+assert len(logging.getLogger("dex._pull_worker").filters) == 1
 assert keep_finished_pull_streams() is True
 assert keep_finished_pull_streams() is True  # idempotent
 assert route_in_process_channels() is True
@@ -90,21 +105,27 @@ from dex_agents._sdk_patches import (
     keep_finished_pull_streams,
     memoize_sdk_version,
     route_in_process_channels,
+    quiet_pull_worker_logs,
     step_context_metadata,
+    track_running_pull_tasks,
 )
 
 before = (
     async_client.async_channel,
     pull_worker.outbound_worker_task_channel,
     pull_worker.PullStream.try_retire,
+    pull_worker.PullStream._start_task,
 )
 server_protocol.sdk_version = lambda: "9.9.9"
 assert route_in_process_channels() is False
 assert keep_finished_pull_streams() is False
+assert track_running_pull_tasks() is False
+assert quiet_pull_worker_logs() is False
 after = (
     async_client.async_channel,
     pull_worker.outbound_worker_task_channel,
     pull_worker.PullStream.try_retire,
+    pull_worker.PullStream._start_task,
 )
 assert after == before
 
@@ -122,6 +143,8 @@ def test_another_sdk_release_is_left_alone_and_the_log_says_why() -> None:
     for what in (
         "routing channels in process",
         "keeping pull streams",
+        "tracking running tasks",
+        "quieting reconnect logs",
         "reading the attempt progress of recovery errors",
     ):
         assert f"not {what}: written for dex-python-sdk 1.23.0, found 9.9.9" in done.stderr

@@ -24,6 +24,7 @@ def conformance_adapter() -> ConformanceAdapter:
             Capability.COMPACTION,
             Capability.TOOL_INPUT_REQUESTS,
             Capability.SESSION_MODELS,
+            Capability.MCP_TOOLS,
         },
         unsupported={
             Capability.PLAN_MODE: PREBUILT_PLAN_MODE_REASON,

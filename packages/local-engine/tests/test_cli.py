@@ -6,10 +6,12 @@ import signal
 import socket
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import EngineProcess
+from conftest import EngineProcess, free_port
 
 from dex_local_engine import EngineStartError, LocalEngine
 
@@ -85,3 +87,32 @@ def test_embedded_engine_context_manager(tmp_path: Path) -> None:
         assert engine.address.startswith("127.0.0.1:")
     with pytest.raises(RuntimeError):
         _ = engine.address
+
+
+def _probe(port: int, path: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as response:
+            return response.status, response.read().decode().strip()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode().strip()
+
+
+def test_health_port_serves_liveness_and_readiness_probes() -> None:
+    health_port = free_port()
+    engine = EngineProcess(":memory:", extra_args=["--health-port", str(health_port)])
+    try:
+        assert _probe(health_port, "/livez") == (200, "ok")
+        assert _probe(health_port, "/readyz") == (200, "ok")
+        assert _probe(health_port, "/metrics")[0] == 404
+    finally:
+        assert engine.stop() == 0
+
+
+def test_a_busy_health_port_is_a_clear_error() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        finished = _serve("--port", "0", "--health-port", str(port))
+    assert finished.returncode == 2
+    assert f"cannot serve health probes on 127.0.0.1:{port}" in finished.stderr

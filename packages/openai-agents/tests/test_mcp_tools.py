@@ -66,7 +66,11 @@ async def test_mcp_tools_run_only_in_the_tool_step(tmp_path: Path) -> None:
         ]
 
 
-async def test_deferred_mcp_calls_carry_the_idempotency_key_in_meta(tmp_path: Path) -> None:
+async def test_deferred_mcp_calls_carry_the_idempotency_key_and_traceparent_in_meta(
+    tmp_path: Path,
+) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+
     calls = tmp_path / "calls.jsonl"
     model = ScriptedModel(
         [
@@ -89,7 +93,12 @@ async def test_deferred_mcp_calls_carry_the_idempotency_key_in_meta(tmp_path: Pa
         # idempotentHint: the same annotation rule as dex_agents.mcp
         expected = ToolEffect.IDEMPOTENT_WRITE if MCP_ANNOTATIONS else ToolEffect.UNCLASSIFIED
         assert outcome.tool_calls[0].policy.effect is expected
-        await session.run_tools()
+        # The session runs each tool Step inside its execute_tool span; stand in for it.
+        with TracerProvider().get_tracer("test").start_as_current_span("execute_tool") as span:
+            await session.run_tools()
+            context = span.get_span_context()
     assert session.records[0].output == "a = 1"
     (call,) = read_calls(calls)
     assert call["idempotency_key"] == f"{session.flow_id}/{session.records[0].turn_id}/c1"
+    flags = int(context.trace_flags)
+    assert call["traceparent"] == f"00-{context.trace_id:032x}-{context.span_id:016x}-{flags:02x}"

@@ -19,6 +19,7 @@ def conformance_adapter() -> ConformanceAdapter:
             Capability.TOOL_INPUT_REQUESTS,
             Capability.PLANNING_TOOL_CHOICE,
             Capability.SESSION_MODELS,
+            Capability.MCP_TOOLS,
         },
     )
 

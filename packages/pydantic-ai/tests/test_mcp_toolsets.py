@@ -121,3 +121,35 @@ async def test_mcp_toolset_calls_carry_the_key_and_follow_the_annotations(tmp_pa
         ("set_value", f"{session.flow_id}/{turn}/c2"),
         ("send_email", f"{session.flow_id}/{turn}/c3"),
     ]
+
+
+async def test_mcp_toolset_calls_carry_the_traceparent_of_the_current_span(
+    tmp_path: Path,
+) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+
+    calls = tmp_path / "calls.jsonl"
+    replies = [
+        ModelResponse(parts=[ToolCallPart("lookup", {"order_id": "7"}, tool_call_id="c1")]),
+        ModelResponse(parts=[TextPart("Done.")]),
+    ]
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return replies.pop(0)
+
+    server = StdioServerParameters(
+        command=sys.executable, args=["-m", "dex_agents.testing.mcp_server", "--log", str(calls)]
+    )
+    session = Session(
+        PydanticAIRunner(Agent(FunctionModel(model), toolsets=[StdioMcpToolset(server)]))
+    )
+    session.start_turn("go")
+    await session.run_model()
+    # The session runs each tool Step inside its execute_tool span; stand in for it.
+    with TracerProvider().get_tracer("test").start_as_current_span("execute_tool") as span:
+        await session.run_tools()
+        context = span.get_span_context()
+    (call,) = read_calls(calls)
+    flags = int(context.trace_flags)
+    assert call["traceparent"] == f"00-{context.trace_id:032x}-{context.span_id:016x}-{flags:02x}"
+    assert call["idempotency_key"] == f"{session.flow_id}/{session.records[0].turn_id}/c1"

@@ -48,10 +48,17 @@ class Capability(StrEnum):
     and maps the settings to one with ``scenario_model_name``; the scripted model records
     its name (``play_scripted_model_call(model=)``, ``play_scripted_summary(model=)``);
     opt-in."""
+    MCP_TOOLS = "mcp_tools"
+    """The factory offers the tools of ``ScenarioSession.mcp_server_url`` through the
+    adapter's MCP wrapping (``scenario_mcp_tools`` in ``dex_agents.testing.mcp_server``)
+    and makes their source the tool task poller of those tools, so an MCP task is polled
+    in ``PollToolTask``, its input requests become questions and ``cancel_turn`` cancels
+    it; needs the ``mcp`` and ``otel`` extras of ``dex-agents``; opt-in."""
 
 
 OPT_IN_CAPABILITIES = frozenset(
     {
+        Capability.MCP_TOOLS,
         Capability.COMPACTION,
         Capability.TOOL_TASKS,
         Capability.TOOL_INPUT_REQUESTS,
@@ -62,7 +69,7 @@ OPT_IN_CAPABILITIES = frozenset(
 """Capabilities an adapter names itself; ``ALL_CAPABILITIES`` leaves them out."""
 ALL_CAPABILITIES = frozenset(c for c in Capability if c not in OPT_IN_CAPABILITIES)
 """Every capability but the opt-in ones (``COMPACTION``, ``TOOL_TASKS``,
-``TOOL_INPUT_REQUESTS``, ``PLANNING_TOOL_CHOICE``, ``SESSION_MODELS``)."""
+``TOOL_INPUT_REQUESTS``, ``PLANNING_TOOL_CHOICE``, ``SESSION_MODELS``, ``MCP_TOOLS``)."""
 
 
 def _no_reasons() -> dict[Capability, str]:

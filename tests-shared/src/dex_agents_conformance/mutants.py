@@ -29,6 +29,7 @@ from dex_agents.runner import (
     ToolCallsRequested,
     ToolExecutionError,
     ToolExecutionResult,
+    ToolTaskCancellation,
 )
 from dex_agents.testing import (
     ModelScript,
@@ -38,6 +39,7 @@ from dex_agents.testing import (
     ScriptedRunner,
     ToolChoice,
     run_scenario_tool,
+    scenario_mcp_tools,
 )
 from dex_agents.values import (
     AgentToolCallStatus,
@@ -71,6 +73,7 @@ def _flow_of(
                 Path(state_directory),
                 planning_tool_choice=session.planning_tool_choice,
                 session_models=session.session_models,
+                mcp_tools=scenario_mcp_tools(session),
             ),
             session.flow_type,
             interrupt_deadline=session.interrupt_deadline,
@@ -279,6 +282,13 @@ class IgnoresInputAnswers(ScriptedRunner):
         return await super().execute_deferred_tool_call(replace(call, input_answers=()))
 
 
+class ForgetsMcpTaskCancellation(ScriptedRunner):
+    """Cancels no task on ``cancel_turn``, so the MCP server's task runs on."""
+
+    async def cancel_tool_task(self, cancellation: ToolTaskCancellation) -> None:
+        del cancellation
+
+
 class IgnoresSessionSettings(ScriptedRunner):
     """Always uses its default model, whatever the turn's session settings choose."""
 
@@ -325,6 +335,7 @@ class IncrementalScriptedRunner(ForgetsUnfinishedTurnMessages):
 # --- the registry -----------------------------------------------------------------------
 
 build_drops_tool_messages = _flow_of(DropsToolMessages)
+build_forgets_mcp_task_cancellation = _flow_of(ForgetsMcpTaskCancellation)
 build_ignores_framework_effects = _flow_of(IgnoresFrameworkEffects)
 build_gives_unknown_tools_no_approval = _flow_of(GivesUnknownToolsNoApproval)
 build_invents_tool_call_ids = _flow_of(InventsToolCallIds)
@@ -431,6 +442,11 @@ MUTANTS: tuple[Mutant, ...] = (
         "never_forces_planning_tool_choice",
         ContractRule.PLANS,
         "test_planning_tool_choice_required_forces_write_todos_until_a_draft_exists",
+    ),
+    Mutant(
+        "forgets_mcp_task_cancellation",
+        ContractRule.MCP_TOOLS,
+        "test_cancel_turn_during_an_mcp_task_cancels_the_server_task",
     ),
     Mutant(
         "forgets_unfinished_turn_messages",

@@ -47,6 +47,7 @@ class ContractRule(StrEnum):
     PLANS = "plans"
     SESSION_SETTINGS = "session_settings"
     MESSAGE_STORAGE = "message_storage"
+    MCP_TOOLS = "mcp_tools"
 
     @property
     def description(self) -> str:
@@ -110,6 +111,9 @@ _DESCRIPTIONS: dict[ContractRule, str] = {
     " the model the turn's session_settings choose (turn.session_settings, the settings the"
     " turn started with); an update applies from the next turn",
     ContractRule.MESSAGE_STORAGE: "stored messages, snapshots and paging read back complete",
+    ContractRule.MCP_TOOLS: "an MCP tool runs through the MCP source in its tool Step, and the"
+    " source polls and cancels the tasks it hands over (tool_tasks= names it for its tools),"
+    " so a task's input request becomes a question and cancel_turn sends tasks/cancel",
 }
 
 _P = ParamSpec("_P")

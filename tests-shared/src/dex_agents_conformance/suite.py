@@ -45,6 +45,7 @@ from dex_agents_conformance.checks import (
 from dex_agents_conformance.contract_rules_suite import ContractRuleScenarios
 from dex_agents_conformance.harness import ConformanceHarness
 from dex_agents_conformance.long_sessions import LongSessionScenarios
+from dex_agents_conformance.mcp_suite import McpScenarios
 from dex_agents_conformance.rules import ContractRule, checking, contract_rule
 from dex_agents_conformance.tool_task_suite import ToolTaskScenarios
 from dex_agents_conformance.tools import CHARGE_CARD, LOOKUP_ORDER, LOOKUP_STOCK, REFUND_ORDER
@@ -76,15 +77,18 @@ class ConformanceSuite(
     LongSessionScenarios,
     ToolTaskScenarios,
     RunnerCapabilityScenarios,
+    McpScenarios,
 ):
     """Every scenario of the suite; see the module docstring.
 
     The runner contract's rules one by one come from ``ContractRuleScenarios``, the
     steering, cancellation and plan scenarios from ``TurnControlScenarios``, the
     message storage, retention and compaction ones from ``LongSessionScenarios``, the
-    tool task ones from ``ToolTaskScenarios``, and tool questions, a forced planning tool
-    choice and per-session models from ``RunnerCapabilityScenarios``. Every failure names
-    the contract rule it checks (``dex_agents_conformance.rules``).
+    tool task ones from ``ToolTaskScenarios``, tool questions, a forced planning tool
+    choice and per-session models from ``RunnerCapabilityScenarios``, and MCP tasks with
+    questions, their cancellation and the ``traceparent`` in ``_meta`` from
+    ``McpScenarios``. Every failure names the contract rule it checks
+    (``dex_agents_conformance.rules``).
     """
 
     pytestmark: ClassVar[list[pytest.MarkDecorator]] = [

@@ -14,6 +14,7 @@ from dex_agents_claude_sdk._flow import (
     create_claude_agent_session_flow as _create_claude_agent_session_flow,
 )
 from dex_agents_claude_sdk._flow import create_claude_session_flow
+from dex_agents_claude_sdk._mcp import mcp_source_tools
 from dex_agents_claude_sdk._runner import (
     DEFAULT_MAX_TOKENS,
     ClaudeRunner,
@@ -35,6 +36,7 @@ __all__ = [
     "claude_tool",
     "create_claude_session_flow",
     "declare_tool_effect",
+    "mcp_source_tools",
 ]
 
 __getattr__ = _deprecated_aliases(

@@ -32,7 +32,6 @@ from dex_agents.testing import (
     ModelScript,
     ModelTurn,
     ScenarioSession,
-    ScenarioTaskPoller,
     ScenarioTool,
     ScriptedModelFailure,
     ToolChoice,
@@ -42,8 +41,14 @@ from dex_agents.testing import (
     scenario_tool_outcome,
     scripted_answer_text,
     scripted_tool_call_id,
+    with_scenario_mcp_tools,
 )
-from dex_agents_claude_sdk import ClaudeTool, claude_tool, create_claude_session_flow
+from dex_agents_claude_sdk import (
+    ClaudeTool,
+    claude_tool,
+    create_claude_session_flow,
+    mcp_source_tools,
+)
 from dex_agents_claude_sdk.testing import (
     SCRIPTED_MODEL,
     error_response,
@@ -83,14 +88,18 @@ def build_conformance_flow(
         name = scenario_model_name(settings, session.session_models)
         return None if name == DEFAULT_SCENARIO_MODEL else name
 
+    scenario_tools = [scenario_tool(tool, directory) for tool in tools]
+    claude_tools, tool_tasks = with_scenario_mcp_tools(
+        session, tools, directory, scenario_tools, mcp_source_tools
+    )
     return create_claude_session_flow(
         SCRIPTED_MODEL,
         session.flow_type,
-        tools=[scenario_tool(tool, directory) for tool in tools],
+        tools=claude_tools,
         client_factory=mock_client_factory(
             ScriptedMessagesEndpoint(script, directory, session.summary_gate)
         ),
-        tool_tasks=ScenarioTaskPoller(tools, directory),
+        tool_tasks=tool_tasks,
         planning_tool_choice=session.planning_tool_choice,
         resolve_model=resolve_model if session.session_models else None,
         interrupt_deadline=session.interrupt_deadline,

@@ -24,9 +24,14 @@ from dex_agents._compaction import CompactionPolicy
 from dex_agents._contract import ToolPolicy
 from dex_agents._deprecation import install_moved_module_finder as _install_moved_module_finder
 from dex_agents._deprecation import moved_names as _moved_names
-from dex_agents._host import AgentHost
+from dex_agents._host import AgentHost, StepsAbandoned
 from dex_agents._host_auth import AuthenticationError
-from dex_agents._host_options import EmbeddedEngineOptions, SdkPatches, WorkerTuning
+from dex_agents._host_options import (
+    EmbeddedEngineOptions,
+    HealthProbes,
+    SdkPatches,
+    WorkerTuning,
+)
 from dex_agents._values import (
     AgentEvent,
     AgentInterrupt,
@@ -68,12 +73,14 @@ __all__ = [
     "AuthenticationError",
     "CompactionPolicy",
     "EmbeddedEngineOptions",
+    "HealthProbes",
     "InteractionMode",
     "InterruptKind",
     "PlanTask",
     "SdkPatches",
     "SessionEvent",
     "SessionWaitTimeoutError",
+    "StepsAbandoned",
     "ToolEffect",
     "ToolPolicy",
     "WorkerTuning",

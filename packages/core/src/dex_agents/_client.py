@@ -5,7 +5,9 @@ event-driven. The turn and interrupt waits follow the events that can make their
 condition true (a turn's end, a raised interrupt): events are written while a Step
 runs, a moment before it commits, so on such an event the wait awaits that Step
 execution's commit (``wait_for_step_completion``) and then reads one committed
-snapshot; no snapshot is polled while a turn runs. ``wait_for_snapshot`` with any
+snapshot; no snapshot is polled while a turn runs. ``send_user_message_and_wait``
+returns its turn-end event only after that event's Step committed, so every wait
+returns committed state. ``wait_for_snapshot`` with any
 condition checks a snapshot on every event and re-reads it every 50 ms while events
 come. Either way a quiet session is re-checked less and less often, so a wait
 never depends on an event arriving.
@@ -425,6 +427,17 @@ class AgentSessionClient:
                     announced.append(item.event.step_execution_id)
                 woken.set()
 
+    async def _step_committed(self, session_id: str, step_execution_id: str) -> None:
+        """Until the Step execution that wrote an event has ended (committed); a session
+        that closed meanwhile has committed it too. The caller bounds the wait."""
+        step = _step_execution(step_execution_id)
+        if step is None:
+            return
+        with contextlib.suppress(dex.FlowNotActiveOrNotFoundError):
+            await self.client.wait_for_step_completion(
+                session_id, step, dex.WaitForStepCompletionOptions()
+            )
+
     async def _steps_committed(
         self, session_id: str, steps: list[dex.StepExecutionId], within_seconds: float
     ) -> None:
@@ -471,13 +484,16 @@ class AgentSessionClient:
     ) -> SessionEvent:
         """Send ``text`` and follow the event stream until the turn that takes it ends.
 
-        Returns that turn's ``turn_completed`` or ``turn_failed`` event; keep its
+        Returns that turn's ``turn_completed`` or ``turn_failed`` event once the Step
+        that wrote it has committed, so a ``snapshot()`` read after it shows the turn
+        (the event itself arrives a moment before that commit). Keep the event's
         ``resume_token`` and pass it to the next call to skip the lookup of the
         newest token. The turn is the first one to start after ``resume_token``
         (after the newest event when ``None``), so send through one client at a
-        time per session. This is one stream followed per turn, no snapshot reads:
-        the cheapest wait for the next reply. Raises ``ValueError`` when the session
-        refuses the message, ``SessionWaitTimeoutError`` after ``within``; a turn
+        time per session. This is one stream followed per turn and one wait for a
+        commit, no snapshot reads: the cheapest wait for the next reply. Raises
+        ``ValueError`` when the session refuses the message,
+        ``SessionWaitTimeoutError`` after ``within`` (the commit included); a turn
         waiting on an approval or a question has not ended yet.
         """
         token = await self.latest_event_token(session_id) if resume_token is None else resume_token
@@ -491,6 +507,7 @@ class AgentSessionClient:
                     if turn_id is None and value.type == "turn_started":
                         turn_id = value.turn_id
                     elif value.turn_id == turn_id and value.type in _TURN_END_EVENTS:
+                        await self._step_committed(session_id, value.step_execution_id)
                         return event
         except TimeoutError:
             raise SessionWaitTimeoutError(

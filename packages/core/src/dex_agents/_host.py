@@ -15,6 +15,7 @@ import logging
 import os
 import shutil
 import signal
+import sys
 import tempfile
 import threading
 import warnings
@@ -25,6 +26,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
 import dex
+import grpc
 
 from dex_agents._client import AgentSessionClient
 from dex_agents._host_auth import authentication_error, resolve_credential
@@ -33,22 +35,27 @@ from dex_agents._host_options import (
     EmbeddedEngine,
     EmbeddedEngineOptions,
     EmbeddedTransport,
+    HealthProbes,
     SdkPatches,
     WorkerTuning,
     options_from_keywords,
 )
 from dex_agents._sdk_patches import (
+    RunningPullTask,
     keep_finished_pull_streams,
     memoize_sdk_version,
+    quiet_pull_worker_logs,
     route_in_process_channels,
+    running_pull_tasks,
+    track_running_pull_tasks,
 )
 from dex_agents._values import session_codec_registry
 from dex_agents.session._flow import AgentSessionFlow
 
 if TYPE_CHECKING:
-    from dex_local_engine import EngineServer, LocalEngine
+    from dex_local_engine import EngineServer, LocalEngine, ProbeServer
 
-__all__ = ["AgentHost"]
+__all__ = ["AgentHost", "StepsAbandoned"]
 
 # The documented logger name (README), not the module's.
 _LOG = logging.getLogger("dex_agents.host")
@@ -62,6 +69,35 @@ next Step; that task is rejected and dispatched again, a few ms per turn in one 
 and far more with many sessions at once (benchmarks/session_turns.py: 10 sessions x 3
 turns went from about 13 to 22-29 turns/s)."""
 BLOB_CACHE_BYTES = 64 * 1024 * 1024
+SERVER_RETRY_FIRST_SECONDS = 0.1
+SERVER_RETRY_MAX_SECONDS = 2.0
+"""``start()`` retries an unavailable server this often (doubling from the first), for
+``registration_timeout`` at most."""
+DRAIN_CANCEL_GRACE = timedelta(seconds=10)
+"""How much longer than ``drain_timeout`` the SDK's own drain deadline is: the host
+cancels what still runs at ``drain_timeout`` itself, after naming it."""
+WAIT_FOREVER = timedelta(days=36500)
+"""The SDK drain deadline for ``drain_timeout=None`` (the SDK has no "no deadline")."""
+
+
+class StepsAbandoned(SystemExit):
+    """``AgentHost.serve()`` stopped with Steps still running at ``drain_timeout``.
+
+    A ``SystemExit`` with status ``EXIT_STATUS`` (75, ``EX_TEMPFAIL``): uncaught, the
+    process exits with it and no traceback, so an orchestrator sees an unclean stop.
+    ``steps`` names each abandoned Step (``AgentHost.abandoned_steps``); the engine
+    runs each again on another Worker.
+    """
+
+    __module__ = "dex_agents"  # the public import path, as tracebacks show it
+
+    EXIT_STATUS = 75
+    """The exit status: ``EX_TEMPFAIL`` of sysexits.h, "try again later"."""
+
+    def __init__(self, steps: Sequence[str]) -> None:
+        super().__init__(self.EXIT_STATUS)
+        self.steps: tuple[str, ...] = tuple(steps)
+        """The abandoned Steps, as ``AgentHost.abandoned_steps`` names them."""
 
 
 class AgentHost:
@@ -80,6 +116,11 @@ class AgentHost:
     The SDK speaks plaintext gRPC, so the token crosses the network in clear text: keep
     the server on loopback or a private network, or behind a TLS-terminating proxy. The
     embedded engine takes no token.
+
+    ``health`` (``HealthProbes``) serves HTTP ``/livez`` and ``/readyz`` for an
+    orchestrator. ``stop()`` lets running Steps finish for ``worker_tuning.drain_timeout``
+    (30 s by default), then names and cancels the rest; ``serve()`` then exits with
+    ``StepsAbandoned`` (status 75).
 
     ``worker=False`` runs no Worker (a process that only starts sessions and calls
     their RPCs); ``client=False`` runs no Client (a Worker-only process, usually
@@ -118,6 +159,7 @@ class AgentHost:
         engine_options: EmbeddedEngineOptions | None = None,
         worker_tuning: WorkerTuning | None = None,
         sdk_patches: SdkPatches | None = None,
+        health: HealthProbes | None = None,
         **deprecated: Unpack[DeprecatedHostKeywords],
     ) -> None:
         self.flows: tuple[dex.Flow[Any], ...] = (
@@ -142,6 +184,12 @@ class AgentHost:
         """How the host's Worker runs."""
         self.sdk_patches: SdkPatches = sdk_patches
         """The SDK patches the host applies before its Worker starts."""
+        if health is not None and not isinstance(health, HealthProbes):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"health must be a HealthProbes or None, got {type(health).__name__}")
+        self.health: HealthProbes | None = health
+        """The HTTP probes the host serves, or ``None``."""
+        self.abandoned_steps: tuple[str, ...] = ()
+        """The Steps the last ``stop()`` abandoned at ``drain_timeout`` (empty: none)."""
         self.database = os.fspath(database)
         self._requested_address = server_address or os.environ.get(SERVER_ADDRESS_VARIABLE) or None
         if self._requested_address is None and auth_token is not None:
@@ -173,6 +221,10 @@ class AgentHost:
         self._stop_requested: asyncio.Event | None = None
         self._thread_loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        self._probes: ProbeServer | None = None
+        self._ready = False
+        self._draining = False
+        self._worker_stopped: asyncio.Future[None] | None = None
 
     # --- the older attributes (deprecated with their keywords) --------------------------
 
@@ -228,6 +280,26 @@ class AgentHost:
         return address
 
     @property
+    def health_address(self) -> str | None:
+        """``host:port`` of the HTTP probes while they are served, else ``None``."""
+        return self._probes.address if self._probes is not None else None
+
+    def _liveness(self) -> str | None:
+        serving = self._serving
+        if serving is not None and serving.done() and not self._draining:
+            return "the Worker stopped"
+        return None
+
+    def _readiness(self) -> str | None:
+        if self._draining:
+            return "draining"
+        if not self._ready:
+            return "starting" if self._blob_cache is None or self._address is None else "stopped"
+        if self.runs_worker and self._worker is None:
+            return "the Worker is not running"
+        return self._liveness()
+
+    @property
     def dex_client(self) -> dex.AsyncClient:
         """The Dex ``AsyncClient``, for calls the session client does not wrap."""
         if self._client is None:
@@ -269,6 +341,7 @@ class AgentHost:
         if self._blob_cache is not None:
             raise RuntimeError("the host is already running")
         try:
+            await self._start_probes()
             self._address = await self._start_engine()
             self._blob_cache = self._open_blob_cache()
             if self.runs_client:
@@ -281,12 +354,13 @@ class AgentHost:
                         credential=self._credential,
                     ),
                 )
-                await self._check_server(self._client)
+            await self._await_server()
             if self.runs_worker:
                 await self.start_worker()
         except BaseException:
             await self.stop()
             raise
+        self._ready = True
         _LOG.info(
             "AgentHost ready on %s (%s; Flow types %s)",
             self._address,
@@ -304,16 +378,63 @@ class AgentHost:
             failure, address=self.server_address, who=who, sent_token=self.authenticates
         )
 
-    async def _check_server(self, client: dex.AsyncClient) -> None:
+    async def _start_probes(self) -> None:
+        if self.health is None:
+            return
+        # The engine package serves the probes (imported only when they are asked for).
+        from dex_local_engine import ProbeServer
+
+        probes = ProbeServer(
+            self.health.host, self.health.port, live=self._liveness, ready=self._readiness
+        )
+        await probes.start()
+        self._probes = probes
+
+    async def _await_server(self) -> None:
+        """Until the server answers a health check, for ``registration_timeout`` at most:
+        an engine started together with this process may not listen yet."""
+        assert self._address is not None
+        assert self._blob_cache is not None
+        if self._client is None and self.embedded:
+            return  # the embedded engine listens once started
+        client = self._client or dex.AsyncClient(
+            self.registry,
+            self._blob_cache,
+            dex.ClientOptions(server_address=self._address, credential=self._credential),
+        )
+        loop = asyncio.get_running_loop()
+        timeout = self.worker_tuning.registration_timeout.total_seconds()
+        deadline = loop.time() + timeout
+        delay = SERVER_RETRY_FIRST_SECONDS
+        waiting = False
         try:
-            serving = await client.health_check()
-        except dex.DexServiceError as error:
-            refused = self._refusal(error, "Client")
-            if refused is not None:
-                raise refused from None
-            raise ConnectionError(f"no Dex server answers at {self._address}: {error}") from None
-        if not serving:
-            raise ConnectionError(f"the Dex server at {self._address} is not serving")
+            while True:
+                try:
+                    await client.health_check()
+                    return
+                except dex.DexServiceError as error:
+                    unavailable = error.code == grpc.StatusCode.UNAVAILABLE
+                    if not unavailable or loop.time() + delay > deadline:
+                        refused = self._refusal(error, "Client" if self.runs_client else "Worker")
+                        if refused is not None:
+                            raise refused from None
+                        waited = f" within {timeout:g} s" if unavailable else ""
+                        raise ConnectionError(
+                            f"no Dex server answers at {self._address}{waited}: {error}"
+                        ) from None
+                    if not waiting:
+                        waiting = True
+                        _LOG.info(
+                            "waiting up to %g s for the Dex server at %s to answer (%s)",
+                            timeout,
+                            self._address,
+                            error,
+                        )
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, SERVER_RETRY_MAX_SECONDS)
+        finally:
+            if client is not self._client:
+                await client.close()
 
     async def _start_engine(self) -> str:
         if self._requested_address is not None:
@@ -374,10 +495,15 @@ class AgentHost:
             raise RuntimeError("start the host before its Worker")
         patches = self.sdk_patches
         if patches.memoize_sdk_version and memoize_sdk_version():
-            _LOG.info("the dex SDK's version lookup is memoized (SdkPatches.memoize_sdk_version)")
+            _LOG.debug("the dex SDK's version lookup is memoized (SdkPatches.memoize_sdk_version)")
+        if patches.quiet_reconnect_logs and quiet_pull_worker_logs():
+            _LOG.debug("lost connections log once (SdkPatches.quiet_reconnect_logs)")
         if patches.keep_pull_streams and keep_finished_pull_streams():
-            _LOG.info("finished pull streams stay open as spares (SdkPatches.keep_pull_streams)")
+            _LOG.debug("finished pull streams stay open as spares (SdkPatches.keep_pull_streams)")
         tuning = self.worker_tuning
+        drain = tuning.drain_timeout or WAIT_FOREVER
+        if track_running_pull_tasks():
+            drain += DRAIN_CANCEL_GRACE  # the host cancels at drain_timeout, naming them
         worker = dex.AsyncWorker(
             self.registry,
             self._blob_cache,
@@ -387,12 +513,18 @@ class AgentHost:
                 pull=dex.PullWorkerOptions(
                     max_concurrent_tasks=tuning.max_concurrent_tasks,
                     idle_streams_per_queue=IDLE_STREAMS_PER_QUEUE,
+                    stop_drain_timeout=drain,
                 ),
             ),
         )
         self._worker = worker
         self._serving = asyncio.create_task(worker.start(), name="dex-agents-host-worker")
         timeout = tuning.registration_timeout.total_seconds()
+        _LOG.info(
+            "Worker registering with %s (waits up to %g s; a loaded server can take a while)",
+            self._address,
+            timeout,
+        )
         registered = asyncio.create_task(worker.wait_pull_registered(timeout=timeout))
         done, _ = await asyncio.wait(
             {registered, self._serving}, return_when=asyncio.FIRST_COMPLETED
@@ -419,15 +551,29 @@ class AgentHost:
         _LOG.info("Worker registered (%d task slots)", tuning.max_concurrent_tasks)
 
     async def stop_worker(self) -> None:
-        """Drain and stop the Worker, if one runs."""
+        """Drain and stop the Worker, if one runs: it takes no new task, the running ones
+        get ``worker_tuning.drain_timeout`` to finish, and the rest are cancelled and
+        named in ``abandoned_steps`` (and a WARNING)."""
         worker, serving = self._worker, self._serving
-        self._worker = self._serving = None
         if worker is None:
+            if self._worker_stopped is not None:  # another stop() drains it: wait for that
+                await asyncio.shield(self._worker_stopped)
             return
+        self._worker = self._serving = None
+        stopped = self._worker_stopped = asyncio.get_running_loop().create_future()
+        self._draining = True
         try:
-            await worker.stop()
-        except Exception:
-            _LOG.exception("the Worker did not stop cleanly")
+            stopping = asyncio.create_task(worker.stop())
+            await asyncio.sleep(0)  # the Worker stops taking tasks before they are read
+            self.abandoned_steps = await _drain(running_pull_tasks(worker), self.worker_tuning)
+            try:
+                await stopping
+            except Exception:
+                _LOG.exception("the Worker did not stop cleanly")
+        finally:
+            self._draining = False
+            self._worker_stopped = None
+            stopped.set_result(None)
         if serving is not None:
             with contextlib.suppress(asyncio.CancelledError):
                 try:
@@ -439,6 +585,7 @@ class AgentHost:
         """Stop the Worker (it drains), close the Client and cache, stop the engine."""
         if self._stop_requested is not None:
             self._stop_requested.set()
+        self._ready = False
         await self.stop_worker()
         client, self._client = self._client, None
         if client is not None:
@@ -457,12 +604,30 @@ class AgentHost:
         if server is not None:
             await server.stop()
         self._address = None
+        probes, self._probes = self._probes, None
+        if probes is not None:
+            await probes.stop()
 
     async def serve(self) -> None:
         """Start (when not running) and serve until SIGTERM, SIGINT or ``stop()``; then stop.
 
         For Worker-only processes: ``asyncio.run(AgentHost(flows, client=False).serve())``.
+        The stop drains the Worker for ``worker_tuning.drain_timeout``; when Steps were
+        still running then, ``serve()`` raises ``StepsAbandoned`` after stopping, so the
+        process exits with status 75. A second SIGTERM or SIGINT during the drain ends
+        the process at once (the signal's default action).
         """
+        install_default_logging()
+        _LOG.info(
+            "AgentHost serving Flow types %s (pid %d: %s); SIGTERM or SIGINT stops it, "
+            "draining running Steps for %s",
+            ", ".join(flow.get_flow_type() for flow in self.flows),
+            os.getpid(),
+            "Worker and Client"
+            if self.runs_worker and self.runs_client
+            else ("Worker only" if self.runs_worker else "Client only"),
+            _limit(self.worker_tuning.drain_timeout),
+        )
         if self._blob_cache is None:
             await self.start()
         stop_requested = self._stop_requested = asyncio.Event()
@@ -486,7 +651,16 @@ class AgentHost:
             for signal_number in handled:
                 loop.remove_signal_handler(signal_number)
             self._stop_requested = None
+            _LOG.info("AgentHost stopping")
             await self.stop()
+        if self.abandoned_steps:
+            _LOG.warning(
+                "AgentHost stopped, Steps abandoned: %d; exiting with status %d",
+                len(self.abandoned_steps),
+                StepsAbandoned.EXIT_STATUS,
+            )
+            raise StepsAbandoned(self.abandoned_steps)
+        _LOG.info("AgentHost stopped")
 
     async def __aenter__(self) -> AgentHost:
         await self.start()
@@ -558,6 +732,70 @@ def _option(value: _OptionT | None, kind: type[_OptionT], name: str) -> _OptionT
     if not isinstance(value, kind):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise TypeError(f"{name} must be a {kind.__name__} or None, got {type(value).__name__}")
     return value
+
+
+async def _drain(running: list[RunningPullTask] | None, tuning: WorkerTuning) -> tuple[str, ...]:
+    """Wait up to ``tuning.drain_timeout`` for ``running``; cancel and name what is left.
+
+    ``None`` (the SDK release has no task tracking) leaves the deadline to the SDK.
+    """
+    timeout = tuning.drain_timeout
+    limit = _limit(timeout)
+    if running is None:
+        _LOG.info("Worker draining (%s; this SDK release does not say what runs)", limit)
+        return ()
+    if not running:
+        _LOG.info("Worker draining: no Step running")
+        return ()
+    _LOG.info(
+        "Worker draining: waiting %s for %d running: %s",
+        limit,
+        len(running),
+        "; ".join(task.description for task in running),
+    )
+    _, pending = await asyncio.wait(
+        {task.handler for task in running},
+        timeout=None if timeout is None else timeout.total_seconds(),
+    )
+    left = [task for task in running if task.handler in pending]
+    if not left:
+        _LOG.info("Worker drained: every running Step finished")
+        return ()
+    assert timeout is not None
+    _LOG.warning(
+        "drain_timeout (%g s) expired with %d still running; abandoning them (the engine "
+        "runs each again on another Worker; a tool call that was running becomes "
+        "outcome_unknown unless its effect allows a rerun): %s",
+        timeout.total_seconds(),
+        len(left),
+        "; ".join(task.description for task in left),
+    )
+    for task in left:
+        task.cancel()
+    await asyncio.gather(*(task.handler for task in left), return_exceptions=True)
+    return tuple(task.description for task in left)
+
+
+def _limit(timeout: timedelta | None) -> str:
+    return "no deadline" if timeout is None else f"up to {timeout.total_seconds():g} s"
+
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+"""The format of the stderr handler ``serve()`` installs when nothing configured logging."""
+
+
+def install_default_logging() -> bool:
+    """Log to stderr when the application configured no logging: ``dex_agents`` at INFO,
+    everything else at WARNING. True when installed; an application's own handlers
+    (on the root logger) or levels are left alone."""
+    root = logging.getLogger()
+    if root.handlers:
+        return False
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format=LOG_FORMAT)
+    package = logging.getLogger("dex_agents")
+    if package.level == logging.NOTSET:
+        package.setLevel(logging.INFO)
+    return True
 
 
 def _warn_attribute(old: str, new: str) -> None:

@@ -24,6 +24,7 @@ __all__ = [
     "TOKEN_VARIABLE",
     "AuthenticationError",
     "authentication_error",
+    "bearer_metadata",
     "resolve_credential",
 ]
 
@@ -96,6 +97,16 @@ def resolve_credential(auth_token: object) -> dex.Credential | None:
         return credential
     check_token(auth_token)  # raises the TypeError
     return None
+
+
+def bearer_metadata(token: str | None = None) -> tuple[tuple[str, str], ...] | None:
+    """gRPC call metadata carrying ``token``, else ``DEX_SERVER_TOKEN``, else ``None``:
+    for the raw FlowService reads (history, Attributes) the SDK's Client does not wrap."""
+    if token is None:
+        token = os.environ.get(TOKEN_VARIABLE, "").strip() or None
+    if token is None:
+        return None
+    return (("authorization", f"Bearer {check_token(token, 'token')}"),)
 
 
 def _refused(failure: BaseException | None) -> str | None:

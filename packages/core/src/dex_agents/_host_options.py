@@ -15,6 +15,7 @@ from datetime import timedelta
 from typing import Literal, TypedDict, get_args
 
 __all__ = [
+    "DEFAULT_DRAIN_TIMEOUT",
     "DEFAULT_MAX_CONCURRENT_TASKS",
     "DEFAULT_REGISTRATION_TIMEOUT",
     "DeprecatedHostKeywords",
@@ -22,6 +23,7 @@ __all__ = [
     "EmbeddedEngineOptions",
     "EmbeddedTransport",
     "EngineDurability",
+    "HealthProbes",
     "SdkPatches",
     "WorkerTuning",
     "options_from_keywords",
@@ -40,6 +42,8 @@ RPCs, so on a 2-core machine the tool calls of one model response ran one after
 another; session handlers are async, so many slots cost little."""
 DEFAULT_REGISTRATION_TIMEOUT = timedelta(seconds=60)
 """How long ``start()`` waits for the Worker to register its queues."""
+DEFAULT_DRAIN_TIMEOUT = timedelta(seconds=30)
+"""How long ``stop()`` lets the Worker's running Steps finish (the SDK's own default)."""
 
 
 def check_choice(value: object, choices: tuple[str, ...], name: str) -> None:
@@ -131,6 +135,16 @@ class WorkerTuning:
     """How long ``start()`` waits for the Worker to register every queue with the
     server before it raises ``TimeoutError``."""
 
+    drain_timeout: timedelta | None = DEFAULT_DRAIN_TIMEOUT
+    """How long ``stop()`` (SIGTERM or SIGINT under ``serve()``) lets the Steps that run
+    finish, after the Worker stopped taking new ones; ``None`` waits for every one. When
+    it expires the host logs a WARNING naming each Step still running, cancels them
+    (the engine runs each again, on another Worker, as after a crash: a tool call that
+    was running becomes ``outcome_unknown`` unless its effect allows a rerun) and
+    ``serve()`` exits with ``StepsAbandoned`` (status 75). Give it more than your
+    longest tool call; an orchestrator's stop grace period (systemd ``TimeoutStopSec``,
+    Kubernetes ``terminationGracePeriodSeconds``) must be longer still."""
+
     def __post_init__(self) -> None:
         check_task_slots(self.max_concurrent_tasks, "WorkerTuning.max_concurrent_tasks")
         timeout = self.registration_timeout
@@ -138,6 +152,39 @@ class WorkerTuning:
             raise ValueError(
                 f"WorkerTuning.registration_timeout must be a positive timedelta, not {timeout!r}"
             )
+        drain = self.drain_timeout
+        if drain is not None and (
+            not isinstance(drain, timedelta) or drain <= timedelta(0)  # pyright: ignore[reportUnnecessaryIsInstance]
+        ):
+            raise ValueError(
+                "WorkerTuning.drain_timeout must be a positive timedelta or None (wait for "
+                f"every running Step), not {drain!r}"
+            )
+
+
+@dataclass(frozen=True, kw_only=True)
+class HealthProbes:
+    """HTTP probes an orchestrator can poll: ``GET /livez`` and ``GET /readyz``.
+
+    ``AgentHost(health=HealthProbes(port=8081))`` serves them from ``start()`` to the end
+    of ``stop()``. ``/livez`` answers ``200 ok`` while the process's event loop runs and
+    its Worker has not died; ``/readyz`` answers ``200 ok`` once the Worker registered
+    every queue (and the Client reached the server), and ``503`` with the reason while
+    starting, draining or stopped. ``dex-local-engine serve --health-port`` serves the
+    same two paths for the engine.
+    """
+
+    port: int
+    """TCP port, 0-65535; 0 picks a free one (``AgentHost.health_address`` tells it)."""
+
+    host: str = "127.0.0.1"
+    """Address to listen on: loopback by default; ``0.0.0.0`` for a container's probes."""
+
+    def __post_init__(self) -> None:
+        if type(self.port) is not int or not 0 <= self.port <= 65535:
+            raise ValueError(f"HealthProbes.port must be an int in 0-65535, not {self.port!r}")
+        if not isinstance(self.host, str) or not self.host.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValueError(f"HealthProbes.host must be a non-empty str, not {self.host!r}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -159,9 +206,17 @@ class SdkPatches:
     idle ones per queue): the 1.23.0 pull Worker opens, registers and retires one stream
     per Step or RPC, about 5.5 per turn; with the patch a turn opens about one."""
 
+    quiet_reconnect_logs: bool = True
+    """Log a lost server connection (a restart, a network drop) as one WARNING naming
+    its cause and one INFO line once a stream registers again: the 1.23.0 pull Worker
+    logs a multi-line WARNING per stream per reconnect attempt and an ERROR traceback
+    per running task whose final frame found its stream gone. Other SDK logs pass
+    unchanged."""
+
     def __post_init__(self) -> None:
         check_flag(self.memoize_sdk_version, "SdkPatches.memoize_sdk_version")
         check_flag(self.keep_pull_streams, "SdkPatches.keep_pull_streams")
+        check_flag(self.quiet_reconnect_logs, "SdkPatches.quiet_reconnect_logs")
 
 
 class DeprecatedHostKeywords(TypedDict, total=False):

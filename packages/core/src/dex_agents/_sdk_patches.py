@@ -23,6 +23,17 @@ check each one against the pinned SDK, so an SDK upgrade shows at once what to r
   in-process ``dex_local_engine.EngineServer`` registered become in-process channels
   (``dex_local_engine.in_process``), so the host's own Client and Worker reach the
   embedded engine without sockets.
+* :func:`track_running_pull_tasks` and :func:`running_pull_tasks`: the task each busy
+  pull stream runs, noted when the stream takes it, so that ``AgentHost``'s drain can
+  name the Steps still running when ``WorkerTuning.drain_timeout`` expires and cancel
+  them itself (the SDK's ``AsyncWorker`` says nothing about what it runs).
+* :func:`quiet_pull_worker_logs`: when the server restarts or the network drops, the
+  1.23.0 pull Worker logs a multi-line WARNING per stream per reconnect attempt
+  ("Worker task stream disconnected: <AioRpcError ...>", about 100 per outage) and an
+  ERROR traceback per running task whose final frame found its stream gone ("send
+  Worker error frame failed ... RPC already finished"). A filter on the SDK's logger
+  turns one outage into one WARNING naming its cause, counts the rest, and a wrapper
+  of the registration record logs one INFO line when a stream registers again.
 * :func:`step_context_metadata`: the protobuf Context of a Step method, which the SDK
   keeps as ``InvocationContext._metadata``; the session reads the attempt progress of
   a recovery error from it (``dex_agents._attempt_progress``), a field the SDK keeps
@@ -37,9 +48,12 @@ each is process-wide and idempotent.
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import importlib
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, cast
 
 from dex.dexpb import dex_pb2 as pb
@@ -47,11 +61,15 @@ from dex.dexpb import dex_pb2 as pb
 __all__ = [
     "KEPT_SPARE_STREAMS",
     "PATCHED_SDK_VERSION",
+    "RunningPullTask",
     "committed_attribute_string",
     "keep_finished_pull_streams",
     "memoize_sdk_version",
+    "quiet_pull_worker_logs",
     "route_in_process_channels",
+    "running_pull_tasks",
     "step_context_metadata",
+    "track_running_pull_tasks",
 ]
 
 _LOG = logging.getLogger("dex_agents.sdk_patches")
@@ -101,6 +119,30 @@ def memoize_sdk_version() -> bool:
     server_protocol.sdk_version = cached
     cast(Any, pull_worker).sdk_version = cached
     return True
+
+
+def _patch_target(
+    module_name: str, type_name: str, method_name: str, marker: str, what: str
+) -> tuple[Any, Any] | bool:
+    """The class and the method a patch wraps; ``True`` when ``marker`` says it is
+    applied already, ``False`` (logged) for another SDK release or layout."""
+    try:
+        import dex._server_protocol as server_protocol
+
+        module = importlib.import_module(module_name)
+    except ImportError as error:  # a different SDK layout: leave it alone
+        _LOG.warning("not %s: %s", what, error)
+        return False
+    owner: Any = getattr(module, type_name, None)
+    method: Any = getattr(owner, method_name, None)
+    if method is None:
+        _LOG.warning("not %s: unexpected dex SDK layout", what)
+        return False
+    if getattr(owner, marker, False):
+        return True
+    if not _written_for(server_protocol.sdk_version(), what):
+        return False
+    return owner, method
 
 
 # --- pull streams ------------------------------------------------------------------------
@@ -217,6 +259,194 @@ def route_in_process_channels() -> bool:
     for module, original in zip(modules, originals, strict=True):
         module.async_channel = routed(original)
     cast(Any, pull_worker).outbound_worker_task_channel = outbound_worker_task_channel
+    return True
+
+
+# --- running tasks ---------------------------------------------------------------------
+
+_TASK = "_dex_agents_task"
+_TRACKS_TASKS = "_dex_agents_tracks_tasks"
+
+
+@dataclass(frozen=True)
+class RunningPullTask:
+    """A task a pull stream of the Worker runs: what it is, its handler, how to cancel it."""
+
+    description: str
+    """``Step <flow type>/<step execution>.<method> of session <flow id> (attempt n)``,
+    or ``RPC <name> of session <flow id>``."""
+    handler: asyncio.Task[None]
+    """The SDK's handler task; done once the task's last frame was sent."""
+    cancel: Callable[[], None]
+    """Cancel the handler as the SDK's own drain deadline does: the engine gets a
+    CANCELLED error for the attempt and runs it again."""
+
+
+def track_running_pull_tasks() -> bool:
+    """Note on each pull stream the task it takes (read by ``running_pull_tasks``).
+
+    Process-wide and idempotent; True when applied, False (logged) for an SDK release
+    other than ``PATCHED_SDK_VERSION`` or an unexpected SDK layout.
+    """
+    target = _patch_target(
+        "dex._pull_worker", "PullStream", "_start_task", _TRACKS_TASKS, "tracking running tasks"
+    )
+    if isinstance(target, bool):
+        return target
+    stream_type, original = target
+
+    async def _start_task(self: Any, task: Any) -> None:
+        setattr(self, _TASK, task)
+        await original(self, task)
+
+    stream_type._start_task = _start_task
+    setattr(stream_type, _TRACKS_TASKS, True)
+    return True
+
+
+def running_pull_tasks(worker: object) -> list[RunningPullTask] | None:
+    """The tasks ``worker`` (a pull ``dex.AsyncWorker``) runs now; ``None`` when they
+    cannot be read (``track_running_pull_tasks`` not applied, or not a pull Worker)."""
+    try:
+        import dex._pull_worker as pull_worker
+    except ImportError:
+        return None
+    if not getattr(getattr(pull_worker, "PullStream", None), _TRACKS_TASKS, False):
+        return None
+    runtime: Any = getattr(worker, "_pull", None)
+    streams: Any = getattr(runtime, "_streams", None)
+    if streams is None:
+        return None
+    running: list[RunningPullTask] = []
+    for stream in tuple(streams):
+        handler = getattr(stream, "handler_task", None)
+        task = getattr(stream, _TASK, None)
+        if handler is None or handler.done() or task is None:
+            continue
+        running.append(RunningPullTask(_describe(task), handler, stream.cancel_handler))
+    return running
+
+
+def _describe(task: Any) -> str:
+    kind = task.WhichOneof("request")
+    if kind == "rpc":
+        return f"RPC {task.rpc.rpc_name} of session {task.rpc.context.flow_id}"
+    request = task.execute if kind == "execute" else task.wait_for
+    context = request.context
+    return (
+        f"Step {request.flow_type}/{context.step_execution_id}.{kind} of session "
+        f"{context.flow_id} (attempt {context.attempt})"
+    )
+
+
+# --- reconnect logs ----------------------------------------------------------------------
+
+_DISCONNECTED = "Worker task stream disconnected: %s"
+_STREAM_GONE_MESSAGES = frozenset(
+    {
+        "send Worker error frame failed",
+        "Python Worker invocation failed",
+        "Worker task stream failed",
+        "send Worker keepalive Pong failed",
+    }
+)
+_QUIETED = "_dex_agents_quiet_logs"
+
+
+class _ReconnectLogs(logging.Filter):
+    """One WARNING per lost connection, one INFO once a stream registers again."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cause: str | None = None
+        self.disconnects = 0
+        self.lost_frames = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg == _DISCONNECTED and record.args:
+            args: Any = record.args
+            return self._lost(record, _cause(args[0]), disconnect=True)
+        if record.msg in _STREAM_GONE_MESSAGES and record.exc_info is not None:
+            failure = record.exc_info[1]
+            if _is_stream_gone(failure):
+                return self._lost(record, "its stream ended", disconnect=False)
+        return True
+
+    def _lost(self, record: logging.LogRecord, cause: str, *, disconnect: bool) -> bool:
+        if disconnect:
+            self.disconnects += 1
+        else:
+            self.lost_frames += 1
+        if self.cause is not None:
+            return False
+        self.cause = cause
+        record.levelno, record.levelname = logging.WARNING, "WARNING"
+        record.msg = (
+            "Worker lost its task streams to the Dex server (%s); they reconnect on their "
+            "own, and the server runs again any task that was running (more of these are "
+            "counted, not logged, until a stream registers again)"
+        )
+        record.args = (cause,)
+        record.exc_info = record.exc_text = None
+        return True
+
+    def registered(self) -> None:
+        if self.cause is None:
+            return
+        _LOG.info(
+            "Worker task streams registered again after losing the Dex server (%s): "
+            "%d stream disconnects, %d tasks whose final frame found their stream gone",
+            self.cause,
+            self.disconnects,
+            self.lost_frames,
+        )
+        self.cause = None
+        self.disconnects = self.lost_frames = 0
+
+
+def _cause(error: object) -> str:
+    """``UNAVAILABLE: failed to connect ...`` for a gRPC error, else its text."""
+    code = getattr(error, "code", None)
+    details = getattr(error, "details", None)
+    if callable(code) and callable(details):
+        status: Any = code()
+        return f"{getattr(status, 'name', status)}: {details()}"
+    return str(error)
+
+
+def _is_stream_gone(failure: BaseException | None) -> bool:
+    """Whether ``failure`` is a write or read on a stream the server side ended."""
+    import grpc
+
+    return isinstance(failure, (asyncio.InvalidStateError, grpc.RpcError, grpc.aio.UsageError))
+
+
+def quiet_pull_worker_logs() -> bool:
+    """Log a lost server connection once per outage; True when applied.
+
+    Process-wide and idempotent. The other records of the SDK's ``dex._pull_worker``
+    logger pass unchanged. Returns False (and logs why) for an SDK release other than
+    ``PATCHED_SDK_VERSION`` or an unexpected SDK layout.
+    """
+    target = _patch_target(
+        "dex.pull_registration",
+        "_PullRegistration",
+        "record_registered_stream",
+        _QUIETED,
+        "quieting reconnect logs",
+    )
+    if isinstance(target, bool):
+        return target
+    registration_type, original = target
+    logs = _ReconnectLogs()
+    logging.getLogger("dex._pull_worker").addFilter(logs)
+
+    def record_registered_stream(self: Any, queue: str) -> None:
+        original(self, queue)
+        logs.registered()
+
+    registration_type.record_registered_stream = record_registered_stream
+    setattr(registration_type, _QUIETED, True)
     return True
 
 

@@ -45,9 +45,12 @@ class StartedToolTask(Exception):
 
     __module__ = "dex_agents.runner"  # the public import path, as tracebacks show it
 
-    def __init__(self, task_id: str, poll_interval_seconds: float) -> None:
+    def __init__(
+        self, task_id: str, poll_interval_seconds: float, *, continuation: str | None = None
+    ) -> None:
+        """``continuation`` is stored as ``tool_call.input_continuation`` for the first poll."""
         super().__init__(f"tool task {task_id} started")
-        self.started = ToolTaskStarted(task_id, poll_interval_seconds)
+        self.started = ToolTaskStarted(task_id, poll_interval_seconds, continuation=continuation)
 
 
 def start_tool_task(task_id: str, poll_interval_seconds: float) -> NoReturn:

@@ -30,6 +30,7 @@ PUBLIC = [
     "McpToolSource",
     "load_mcp_server_configs",
     "mcp_tool_name",
+    "tool_call_meta",
     "tool_effect_from_mcp_tool_annotations",
 ]
 

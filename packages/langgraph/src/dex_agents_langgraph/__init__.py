@@ -16,6 +16,7 @@ from dex_agents_langgraph._flow import (
     create_langgraph_agent_session_flow as _create_langgraph_agent_session_flow,
 )
 from dex_agents_langgraph._flow import create_langgraph_session_flow
+from dex_agents_langgraph._mcp import mcp_source_tools
 from dex_agents_langgraph._runner import LangGraphRunner
 from dex_agents_langgraph._tools import (
     DEX_EFFECT_METADATA_KEY,
@@ -42,6 +43,7 @@ __all__ = [
     "declare_tool_effect",
     "dex_tool_metadata",
     "idempotency_key_of",
+    "mcp_source_tools",
     "tool_execution_of",
 ]
 

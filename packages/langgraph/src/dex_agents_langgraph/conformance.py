@@ -43,13 +43,12 @@ from langgraph.types import interrupt
 from pydantic import ConfigDict
 
 from dex_agents import AgentSessionFlow
-from dex_agents.runner import CONTEXT_SUMMARY_INSTRUCTIONS
+from dex_agents.runner import CONTEXT_SUMMARY_INSTRUCTIONS, ToolTasksOption
 from dex_agents.testing import (
     DEFAULT_SCENARIO_MODEL,
     ModelScript,
     ModelTurn,
     ScenarioSession,
-    ScenarioTaskPoller,
     ScenarioTool,
     ToolChoice,
     play_scripted_model_call,
@@ -59,11 +58,13 @@ from dex_agents.testing import (
     scenario_tool_outcome,
     scripted_answer_text,
     scripted_tool_call_id,
+    with_scenario_mcp_tools,
 )
 from dex_agents_langgraph import (
     create_langgraph_session_flow,
     declare_tool_effect,
     idempotency_key_of,
+    mcp_source_tools,
     tool_execution_of,
 )
 
@@ -99,10 +100,11 @@ def build_conformance_flow(
         )
         for name in (DEFAULT_SCENARIO_MODEL, *session.session_models)
     }
+    langchain_tools, tool_tasks = _tools_and_pollers(tools, directory, session)
     return create_langgraph_session_flow(
         models[DEFAULT_SCENARIO_MODEL],
         session.flow_type,
-        tools=[scenario_tool(tool, directory) for tool in tools],
+        tools=langchain_tools,
         # The application's way to choose the model per session, here by name.
         resolve_model=lambda settings: models[
             scenario_model_name(settings, session.session_models)
@@ -112,9 +114,17 @@ def build_conformance_flow(
         built_in_tools=session.built_in_tools,
         plan_mode_enabled=session.plan_mode_enabled,
         question_supersedes_later_calls=session.question_supersedes_later_calls,
-        tool_tasks=ScenarioTaskPoller(tools, directory),
+        tool_tasks=tool_tasks,
         **session.storage_options(),
     )
+
+
+def _tools_and_pollers(
+    tools: Sequence[ScenarioTool], directory: Path, session: ScenarioSession
+) -> tuple[list[BaseTool], ToolTasksOption]:
+    """The scenario's tools as LangChain tools, the MCP ones included, and their pollers."""
+    langchain_tools: list[BaseTool] = [scenario_tool(tool, directory) for tool in tools]
+    return with_scenario_mcp_tools(session, tools, directory, langchain_tools, mcp_source_tools)
 
 
 TEXT_TO_JSON_TOKENS = 3
@@ -141,7 +151,7 @@ def build_prebuilt_conformance_flow(
     """The same scenario through LangGraph's prebuilt ReAct agent, stopped before its tools."""
     directory = Path(state_directory)
     session = _scaled_to_text_tokens(session)
-    langchain_tools = [scenario_tool(tool, directory) for tool in tools]
+    langchain_tools, tool_tasks = _tools_and_pollers(tools, directory, session)
     models = {
         name: ScriptedChatModel(
             script=script,
@@ -178,7 +188,7 @@ def build_prebuilt_conformance_flow(
         interrupt_deadline=session.interrupt_deadline,
         built_in_tools=session.built_in_tools,
         question_supersedes_later_calls=session.question_supersedes_later_calls,
-        tool_tasks=ScenarioTaskPoller(tools, Path(state_directory)),
+        tool_tasks=tool_tasks,
         **session.storage_options(),
     )
 

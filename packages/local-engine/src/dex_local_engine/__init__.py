@@ -14,6 +14,7 @@ from dex_local_engine._rules.durability import Durability
 from dex_local_engine._rules.limits import SDK_MAX_RECEIVE_BYTES, EngineLimits
 from dex_local_engine._server import EngineServer, EngineStartError, LocalEngine
 from dex_local_engine._transport.auth import TOKEN_ENVIRONMENT_VARIABLE, read_token
+from dex_local_engine._transport.probes import ProbeCheck, ProbeServer
 from dex_local_engine.attempt_progress import StepAttemptProgress, recovery_attempt_progress
 
 __version__ = _version("dex-local-engine")
@@ -27,6 +28,8 @@ __all__ = [
     "EngineServer",
     "EngineStartError",
     "LocalEngine",
+    "ProbeCheck",
+    "ProbeServer",
     "StepAttemptProgress",
     "__version__",
     "read_token",

@@ -45,6 +45,15 @@ from dex_local_engine._workers.task_service import WorkerTaskService
 
 _LOG = logging.getLogger("dex_local_engine")
 
+KEEPALIVE_INTERVAL = timedelta(seconds=10)
+"""How often the engine pings each connection (an HTTP/2 PING, idle or not)."""
+KEEPALIVE_TIMEOUT = timedelta(seconds=10)
+"""How long a ping may go unanswered before the engine drops the connection. A Worker
+cut off without a reset (a network partition, a host that lost power) keeps its
+connections open on the engine's side; without the pings, a task handed to one of its
+idle pull streams would wait for as long as the partition lasts. Dropped, its streams
+end like a dead Worker's, and their tasks go to a Worker that answers."""
+
 
 class EngineStartError(RuntimeError):
     """The engine could not start: the port is busy, or the database or an Attribute
@@ -172,6 +181,12 @@ class EngineServer:
                 ("grpc.max_receive_message_length", limits.max_request_bytes),
                 ("grpc.max_send_message_length", limits.max_task_bytes),
                 ("grpc.keepalive_permit_without_calls", 1),
+                ("grpc.keepalive_time_ms", int(KEEPALIVE_INTERVAL.total_seconds() * 1000)),
+                ("grpc.keepalive_timeout_ms", int(KEEPALIVE_TIMEOUT.total_seconds() * 1000)),
+                # Every ping, not only the keepalive's (gRPC's own default is 60 s).
+                ("grpc.http2.ping_timeout_ms", int(KEEPALIVE_TIMEOUT.total_seconds() * 1000)),
+                # Keep pinging a connection that carries no data (idle pull streams).
+                ("grpc.http2.max_pings_without_data", 0),
                 ("grpc.http2.min_recv_ping_interval_without_data_ms", 5000),
             ],
         )

@@ -24,6 +24,7 @@ from dex_local_engine._rules.limits import (
 )
 from dex_local_engine._server import EngineServer, EngineStartError
 from dex_local_engine._transport.auth import TOKEN_ENVIRONMENT_VARIABLE, read_token
+from dex_local_engine._transport.probes import ProbeServer
 
 
 def _port(text: str) -> int:
@@ -62,6 +63,18 @@ def build_parser() -> argparse.ArgumentParser:
         "engine process crashing; power-loss: synchronous=FULL, an fsync per commit",
     )
     serve.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    serve.add_argument(
+        "--health-port",
+        type=_port,
+        default=None,
+        help="serve HTTP probes on this port: GET /livez (the engine's loop answers) and "
+        "GET /readyz (serving, not stopping), 200 or 503; default: no probes",
+    )
+    serve.add_argument(
+        "--health-host",
+        default="127.0.0.1",
+        help="address the probes listen on (default 127.0.0.1; 0.0.0.0 for a container)",
+    )
     serve.add_argument(
         "--token-file",
         default=None,
@@ -194,6 +207,27 @@ async def _serve(args: argparse.Namespace) -> int:
     except (OSError, ValueError, EngineStartError) as error:
         print(f"dex-local-engine: {error}", file=sys.stderr, flush=True)
         return 2
+    state: dict[str, str | None] = {"ready": "starting"}
+    probes = None
+    if args.health_port is not None:
+        probes = ProbeServer(
+            args.health_host, args.health_port, live=lambda: None, ready=lambda: state["ready"]
+        )
+        try:
+            await probes.start()
+        except OSError as error:
+            print(f"dex-local-engine: {error}", file=sys.stderr, flush=True)
+            return 2
+    try:
+        return await _serve_until_stopped(server, database, state)
+    finally:
+        if probes is not None:
+            await probes.stop()
+
+
+async def _serve_until_stopped(
+    server: EngineServer, database: str, state: dict[str, str | None]
+) -> int:
     try:
         address = await server.start()
     except EngineStartError as error:
@@ -203,10 +237,12 @@ async def _serve(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
+    state["ready"] = None
     print(f"dex-local-engine ready on {address} (database {database})", flush=True)
     try:
         await stop.wait()
     finally:
+        state["ready"] = "stopping"
         logging.getLogger("dex_local_engine").info("stopping")
         await server.stop()
     return 0

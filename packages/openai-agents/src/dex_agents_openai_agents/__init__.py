@@ -11,6 +11,7 @@ from dex_agents.runner import MOVED_TO_DEX_AGENTS as _MOVED_TO_DEX_AGENTS
 from dex_agents.runner import deprecated_aliases as _deprecated_aliases
 from dex_agents.runner import warn_if_off_version_line
 from dex_agents_openai_agents._flow import create_openai_agents_session_flow
+from dex_agents_openai_agents._mcp import mcp_source_tools
 from dex_agents_openai_agents._runner import (
     ContextFactory,
     OpenAIAgentsRunner,
@@ -31,6 +32,7 @@ __all__ = [
     "__version__",
     "create_openai_agents_session_flow",
     "declare_tool_effect",
+    "mcp_source_tools",
 ]
 
 __getattr__ = _deprecated_aliases(__name__, _MOVED_TO_DEX_AGENTS)

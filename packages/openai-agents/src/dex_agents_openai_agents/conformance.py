@@ -34,7 +34,6 @@ from dex_agents.testing import (
     DEFAULT_SCENARIO_MODEL,
     ModelScript,
     ScenarioSession,
-    ScenarioTaskPoller,
     ScenarioTool,
     ToolChoice,
     play_scripted_model_call,
@@ -43,8 +42,13 @@ from dex_agents.testing import (
     scenario_tool_outcome,
     scripted_answer_text,
     scripted_tool_call_id,
+    with_scenario_mcp_tools,
 )
-from dex_agents_openai_agents import create_openai_agents_session_flow, declare_tool_effect
+from dex_agents_openai_agents import (
+    create_openai_agents_session_flow,
+    declare_tool_effect,
+    mcp_source_tools,
+)
 from dex_agents_openai_agents._messages import message_text
 
 __all__ = [
@@ -82,11 +86,15 @@ def build_conformance_flow(
     def resolve_model(settings: Mapping[str, Any]) -> ScenarioModel:
         return models[scenario_model_name(settings, session.session_models)]
 
+    scenario_tools = [scenario_function_tool(tool, directory) for tool in tools]
+    function_tools, tool_tasks = with_scenario_mcp_tools(
+        session, tools, directory, scenario_tools, mcp_source_tools
+    )
     agent = Agent[Any](
         name="conformance_agent",
         instructions="Answer the user; use the tools when they help.",
         model=models[DEFAULT_SCENARIO_MODEL],
-        tools=[scenario_function_tool(tool, directory) for tool in tools],
+        tools=list(function_tools),
     )
     return create_openai_agents_session_flow(
         agent,
@@ -98,7 +106,7 @@ def build_conformance_flow(
             question_supersedes_later_calls=session.question_supersedes_later_calls,
             **session.storage_options(),
         ),
-        tool_tasks=ScenarioTaskPoller(tools, directory),
+        tool_tasks=tool_tasks,
         planning_tool_choice=session.planning_tool_choice,
         resolve_model=resolve_model if session.session_models else None,
     )

@@ -12,6 +12,7 @@ from dex_agents.runner import MOVED_TO_DEX_AGENTS as _MOVED_TO_DEX_AGENTS
 from dex_agents.runner import deprecated_aliases as _deprecated_aliases
 from dex_agents.runner import warn_if_off_version_line
 from dex_agents_pydantic_ai._flow import create_pydantic_ai_session_flow
+from dex_agents_pydantic_ai._mcp import mcp_source_tools
 from dex_agents_pydantic_ai._runner import DepsFactory, ModelResolver, PydanticAIRunner
 from dex_agents_pydantic_ai._tools import (
     DEX_EFFECT_METADATA_KEY,
@@ -37,6 +38,7 @@ __all__ = [
     "create_pydantic_ai_session_flow",
     "declare_tool_effect",
     "dex_tool_metadata",
+    "mcp_source_tools",
 ]
 
 __getattr__ = _deprecated_aliases(

@@ -1,4 +1,5 @@
-"""The agent's own MCP toolsets under the session: their effect and idempotency keys.
+"""MCP tools under the session: the agent's own MCP toolsets, and the tools of a
+``dex_agents.mcp.McpToolSource``.
 
 An MCP server's tool (``MCPToolset``) carries its annotations in its metadata:
 ``readOnlyHint`` is ``read`` and ``idempotentHint`` is ``idempotent_write``, as in
@@ -6,22 +7,32 @@ An MCP server's tool (``MCPToolset``) carries its annotations in its metadata:
 
 The tool Step runs an ``MCPToolset`` tool through Pydantic AI. Each such toolset gets
 a ``process_tool_call`` hook that adds the running call's key to the request's
-``_meta`` (under ``io.superdurable.dex/idempotencyKey``); a hook of your own still
-runs, and its metadata is kept.
+``_meta`` (under ``io.superdurable.dex/idempotencyKey``) and the ``traceparent`` of the
+tool Step's span; a hook of your own still runs, and its metadata is kept. Pydantic AI's
+MCP client speaks no tasks extension, so such a tool's work is done within its call.
+
+``mcp_source_tools(source, tools)`` wraps each tool of an ``McpToolSource`` as a
+Pydantic AI ``Tool`` that calls ``source.call_tool`` from its tool Step, where the
+source runs the call as the Step's own: a task of a Streamable HTTP server is handed to
+``PollToolTask`` when the Flow's ``tool_tasks`` names the source for the tool, its input
+requests become session questions, and ``cancel_turn`` sends ``tasks/cancel``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
-from pydantic_ai import Agent, RunContext
+from pydantic_ai import Agent, RunContext, Tool
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset
 
 from dex_agents import ToolEffect
-from dex_agents.runner import mcp_idempotency_meta
 
-__all__ = ["mcp_annotation_effect", "stamp_mcp_idempotency_keys"]
+if TYPE_CHECKING:
+    from dex_agents.mcp import McpTool, McpToolSource
+
+__all__ = ["mcp_annotation_effect", "mcp_source_tools", "stamp_mcp_idempotency_keys"]
 
 
 def mcp_annotation_effect(tool: ToolDefinition) -> ToolEffect | None:
@@ -55,12 +66,13 @@ def _stamp(toolset: AbstractToolset[Any]) -> None:
     inner: Any = getattr(toolset, "process_tool_call", None)
 
     async def process(ctx: RunContext[Any], call_tool: Any, name: str, args: dict[str, Any]) -> Any:
+        # An MCP toolset's call: the MCP SDK is there, so is dex_agents.mcp.
+        from dex_agents.mcp import tool_call_meta
+
         async def keyed(
             name: str, args: dict[str, Any], *, metadata: dict[str, Any] | None = None
         ) -> Any:
-            return await call_tool(
-                name, args, metadata={**(metadata or {}), **(mcp_idempotency_meta() or {})}
-            )
+            return await call_tool(name, args, metadata={**(metadata or {}), **tool_call_meta()})
 
         if inner is not None:
             return await inner(ctx, keyed, name, args)
@@ -68,3 +80,17 @@ def _stamp(toolset: AbstractToolset[Any]) -> None:
 
     toolset.process_tool_call = process  # pyright: ignore[reportAttributeAccessIssue]
     setattr(toolset, _STAMPED, True)
+
+
+def mcp_source_tools(source: McpToolSource, tools: Iterable[McpTool]) -> list[Tool[Any]]:
+    """``tools`` (listed by ``source``) as Pydantic AI tools; see the module docstring.
+    Name ``source`` as their poller: ``tool_tasks={t.name: source ...}``."""
+    return [_source_tool(source, tool) for tool in tools]
+
+
+def _source_tool(source: McpToolSource, tool: McpTool) -> Tool[Any]:
+    wrapped = Tool[Any].from_schema(
+        source.tool_function(tool.name), tool.name, tool.description, dict(tool.parameters)
+    )
+    wrapped.metadata = tool.declaration_metadata()
+    return wrapped

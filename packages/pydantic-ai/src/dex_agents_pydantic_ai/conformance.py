@@ -46,7 +46,6 @@ from dex_agents.testing import (
     DEFAULT_SCENARIO_MODEL,
     ModelScript,
     ScenarioSession,
-    ScenarioTaskPoller,
     ScenarioTool,
     ToolChoice,
     play_scripted_model_call,
@@ -56,8 +55,14 @@ from dex_agents.testing import (
     scenario_tool_outcome,
     scripted_answer_text,
     scripted_tool_call_id,
+    with_scenario_mcp_tools,
 )
-from dex_agents_pydantic_ai import ask_user, create_pydantic_ai_session_flow, dex_tool_metadata
+from dex_agents_pydantic_ai import (
+    ask_user,
+    create_pydantic_ai_session_flow,
+    dex_tool_metadata,
+    mcp_source_tools,
+)
 
 __all__ = ["CONFORMANCE_FACTORY", "build_conformance_flow"]
 
@@ -144,15 +149,15 @@ def build_conformance_flow(
         )
         for name in (DEFAULT_SCENARIO_MODEL, *session.session_models)
     }
-    agent = Agent(
-        models[DEFAULT_SCENARIO_MODEL],
-        tools=[_pydantic_ai_tool(tool, state_directory) for tool in tools],
-        name="conformance",
+    scenario_tools = [_pydantic_ai_tool(tool, state_directory) for tool in tools]
+    pydantic_tools, tool_tasks = with_scenario_mcp_tools(
+        session, tools, state_directory, scenario_tools, mcp_source_tools
     )
+    agent = Agent(models[DEFAULT_SCENARIO_MODEL], tools=pydantic_tools, name="conformance")
     return create_pydantic_ai_session_flow(
         agent,
         session.flow_type,
-        tool_tasks=ScenarioTaskPoller(tools, Path(state_directory)),
+        tool_tasks=tool_tasks,
         # The application's way to choose the model per session, here by name.
         resolve_model=lambda settings: models[
             scenario_model_name(settings, session.session_models)

@@ -62,7 +62,8 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="HOST:PORT",
         default=os.environ.get("DEX_SERVER_ADDRESS") or None,
         help="use this Dex server instead of the embedded engine (default: "
-        "$DEX_SERVER_ADDRESS when set); --db is then unused",
+        "$DEX_SERVER_ADDRESS when set); --db is then unused; a server that requires a "
+        "bearer token gets $DEX_SERVER_TOKEN",
     )
     parser.add_argument("--session", help="resume this session ID (or start it under this ID)")
     parser.add_argument(

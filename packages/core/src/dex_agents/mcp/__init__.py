@@ -19,7 +19,7 @@ except ImportError as error:  # pragma: no cover - exercised without the extra o
         "`pip install 'dex-agents[mcp]'` (or `uv add 'dex-agents[mcp]'`)"
     ) from error
 
-from dex_agents.mcp._calls import McpToolCallInterruptedError
+from dex_agents.mcp._calls import McpToolCallInterruptedError, tool_call_meta
 from dex_agents.mcp._config import (
     McpHttpServer,
     McpServerConfig,
@@ -58,5 +58,6 @@ __all__ = [
     "McpToolSource",
     "load_mcp_server_configs",
     "mcp_tool_name",
+    "tool_call_meta",
     "tool_effect_from_mcp_tool_annotations",
 ]

@@ -18,6 +18,7 @@ import mcp_types
 from mcp import MCPError
 from mcp_types import CallToolResult
 
+from dex_agents._adapter_support import current_deferred_tool_execution
 from dex_agents.mcp._connections import (
     Connections,
     OnTask,
@@ -32,7 +33,7 @@ from dex_agents.mcp._naming import MCP_IDEMPOTENCY_KEY_META_KEY
 from dex_agents.mcp._resource_tools import run_resource_or_prompt_tool
 from dex_agents.mcp._tasks import legacy_task_call, uses_legacy_tasks
 from dex_agents.runner import AgentEventWriter, CancellationSignal, ToolExecutionError
-from dex_agents.tracing._spans import format_traceparent
+from dex_agents.tracing import current_traceparent
 
 __all__ = [
     "CallHandedOver",
@@ -44,6 +45,7 @@ __all__ = [
     "result_text",
     "run_resource_or_prompt",
     "send_tool_call",
+    "tool_call_meta",
 ]
 
 TRACEPARENT_META_KEY = "traceparent"
@@ -273,12 +275,19 @@ def trace_meta() -> dict[str, Any]:
 
     Empty without OpenTelemetry or a valid current span: tracing never fails a call.
     """
-    try:
-        from opentelemetry import trace
-    except ImportError:
-        return {}
-    try:
-        traceparent = format_traceparent(trace.get_current_span().get_span_context())
-    except Exception:  # tracing must never fail a call
-        return {}
+    traceparent = current_traceparent()
     return {TRACEPARENT_META_KEY: traceparent} if traceparent else {}
+
+
+def tool_call_meta() -> dict[str, Any]:
+    """The ``_meta`` a framework's own MCP ``tools/call`` sends from a session tool Step.
+
+    The session's idempotency key (under ``MCP_IDEMPOTENCY_KEY_META_KEY``) and the
+    ``traceparent`` of the Step's ``execute_tool`` span, as ``McpToolSource`` sends them;
+    each only when there is one. Merge it over the framework's own ``_meta``.
+    """
+    meta: dict[str, Any] = trace_meta()
+    execution = current_deferred_tool_execution()
+    if execution is not None:
+        meta[MCP_IDEMPOTENCY_KEY_META_KEY] = execution.idempotency_key
+    return meta

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from dex_agents._adapter_support import tool_declaration_metadata
 from dex_agents.mcp._config import McpHttpServer, McpStdioServer
 from dex_agents.mcp._connections import Connections, PooledSession, describe
 from dex_agents.mcp._naming import mcp_tool_name, tool_effect_from_mcp_tool_annotations
@@ -47,6 +48,13 @@ class McpTool(ModelToolDefinition):
     requires_approval: bool | None = None
     """``True`` for a destructive tool of a server with
     ``destructive_tools_require_approval``; ``None`` follows the effect."""
+
+    def declaration_metadata(self) -> dict[str, Any] | None:
+        """Framework tool metadata that declares the effect and approval (the adapters'
+        ``dex_tool_metadata``), or ``None`` when the annotations give no effect."""
+        if self.effect is None:
+            return None
+        return tool_declaration_metadata(self.effect, requires_approval=self.requires_approval)
 
 
 @dataclass

@@ -6,6 +6,8 @@ The front of the package: listing (``_listing``), calls (``_calls``), task calls
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
@@ -14,6 +16,7 @@ from typing import Any
 from mcp.client.session import ClientSession
 from mcp_types import CallToolResult
 
+from dex_agents._adapter_support import current_deferred_tool_execution
 from dex_agents.mcp._calls import (
     Progress,
     ToolReference,
@@ -37,6 +40,7 @@ from dex_agents.runner import (
     DeferredToolExecution,
     DeferredToolOutcome,
     ResolvedToolPolicy,
+    StartedToolTask,
     ToolExecutionError,
     ToolExecutionResult,
     ToolPolicy,
@@ -283,12 +287,21 @@ class McpToolSource:
     ) -> str:
         """Call a listed tool by its ``<server>__<tool>`` name; returns the output text.
 
-        Pass the session's idempotency key from the adapter's tool context.
+        Pass the session's idempotency key from the adapter's tool context. Called from
+        the tool Step of the session call ``name`` (a framework tool that wraps this
+        tool), the call runs as ``execute_deferred_tool_call`` does: a task of a
+        Streamable HTTP server, when the runner polls tasks, raises ``StartedToolTask``
+        so the adapter hands it to ``PollToolTask`` (make this source the poller of its
+        tools, ``tool_tasks={tool.name: source, ...}``), and the session then asks the
+        task's input requests as questions. Any other task is polled inside the call.
         """
         parsed = parse_arguments(arguments) if isinstance(arguments, str) else dict(arguments)
         if name in RESOURCE_AND_PROMPT_TOOL_NAMES and self._resource_and_prompt_tools_enabled:
             return await run_resource_or_prompt(self._connections, self._servers, name, parsed)
         tool = await self._find(name)
+        execution = current_deferred_tool_execution()
+        if execution is not None and execution.tool_call.tool_name == name:
+            return await self._call_in_tool_step(execution, tool, parsed)
         return await self._call(
             ToolReference(tool.server, tool.mcp_name, tool.task_support),
             parsed,
@@ -298,6 +311,43 @@ class McpToolSource:
             deadline=None,
             task=TaskCall(None, name, events),
         )
+
+    def tool_function(self, name: str) -> Callable[..., Awaitable[str]]:
+        """The body of a framework tool that wraps the listed tool ``name``.
+
+        An async function of the tool's arguments, as keywords, that runs ``call_tool``
+        with the running session tool call's idempotency key; the adapters'
+        ``mcp_source_tools`` wrap it in their frameworks' tool types.
+        """
+
+        async def call(**arguments: Any) -> str:
+            execution = current_deferred_tool_execution()
+            key = execution.idempotency_key if execution is not None else None
+            return await self.call_tool(name, arguments, idempotency_key=key)
+
+        return call
+
+    async def _call_in_tool_step(
+        self, execution: DeferredToolExecution, tool: McpTool, arguments: dict[str, Any]
+    ) -> str:
+        """A framework tool's call of ``tool`` in its session tool Step, as the Step's own."""
+        reference = ToolReference(tool.server, tool.mcp_name, tool.task_support).encode()
+        record = dataclasses.replace(
+            execution.tool_call,
+            arguments=json.dumps(arguments, separators=(",", ":")),
+            tool_source_reference=reference,
+        )
+        outcome = await self.execute_deferred_tool_call(
+            dataclasses.replace(execution, tool_call=record)
+        )
+        if isinstance(outcome, ToolTaskStarted):
+            # Frameworks pass a tool's return value on as text: raise, for the adapter.
+            raise StartedToolTask(
+                outcome.task_id, outcome.poll_interval_seconds, continuation=outcome.continuation
+            )
+        if not isinstance(outcome, ToolExecutionResult):  # pragma: no cover - MCP never asks
+            raise ToolExecutionError(f"MCP tool {tool.name} asked a question outside a task")
+        return outcome.output
 
     async def deferred_tool_handlers(
         self,

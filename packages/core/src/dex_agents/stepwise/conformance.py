@@ -40,6 +40,7 @@ from dex_agents.runner import (
 )
 from dex_agents.session._flow import AgentSessionFlow, create_agent_session_flow
 from dex_agents.stepwise._flow import session_options_of
+from dex_agents.stepwise._mcp import ToolSource
 from dex_agents.stepwise._messages import decode_transcript
 from dex_agents.stepwise._runner import AgentDefinition, StepwiseRunner
 from dex_agents.stepwise._tools import FunctionTool, ToolCallContext, function_tool
@@ -214,6 +215,16 @@ def _scenario_function_tool(tool: ScenarioTool, state_directory: Path) -> Functi
     )
 
 
+def _mcp_sources(session: ScenarioSession) -> list[ToolSource]:
+    """The scenario's MCP source, when it asks for one: Stepwise lists it itself."""
+    if session.mcp_server_url is None:
+        return []
+    from dex_agents.testing import scenario_mcp_tools
+
+    mcp = scenario_mcp_tools(session)
+    return [mcp.source] if mcp is not None else []
+
+
 def build_stepwise_flow(
     script: ModelScript,
     tools: Sequence[ScenarioTool],
@@ -235,6 +246,7 @@ def build_stepwise_flow(
             scenario_model_name(settings, session.session_models)
         ],
         tools=[_scenario_function_tool(tool, state) for tool in tools],
+        tool_sources=_mcp_sources(session),
         interrupt_deadline=session.interrupt_deadline,
         built_in_tools=session.built_in_tools,
         plan_mode_enabled=session.plan_mode_enabled,

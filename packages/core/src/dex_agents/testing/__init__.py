@@ -13,7 +13,7 @@ The MCP parts need the ``mcp`` extra and have public modules of their own:
 ``dex_agents.testing.mcp_server`` (the MCP test server) and
 ``dex_agents.testing.mcp_reference`` (the official reference servers).
 Commands: ``python -m dex_agents.testing.worker_main``, ``.scenario_worker``,
-``.mcp_server`` and ``.kill_fuzz``.
+``.mcp_server``, ``.kill_fuzz`` and ``.fault_injection``.
 """
 
 from dex_agents.models import ScriptedModelClient, ScriptedModelReply, ScriptedToolCall
@@ -36,6 +36,12 @@ from dex_agents.testing._http_endpoint import (
     chat_completion_chunk,
     loopback_only,
     sse_body,
+)
+from dex_agents.testing._mcp_scenarios import (
+    SCENARIO_MCP_SERVER,
+    ScenarioMcpTools,
+    scenario_mcp_tools,
+    with_scenario_mcp_tools,
 )
 from dex_agents.testing._polling import PollTimeoutError, poll_until, poll_until_sync
 from dex_agents.testing._ports import find_free_loopback_ports
@@ -109,6 +115,7 @@ __all__ = [
     "DEFAULT_SCENARIO_MODEL",
     "MODEL_CALLS_LOG",
     "MODEL_CALL_LOG_NAME",
+    "SCENARIO_MCP_SERVER",
     "SCRIPTED_FLOW_FACTORY",
     "SESSION_CODECS_VARIABLE",
     "SESSION_MODEL_SETTING",
@@ -138,6 +145,7 @@ __all__ = [
     "RunnerDriver",
     "Scenario",
     "ScenarioFlowFactory",
+    "ScenarioMcpTools",
     "ScenarioSession",
     "ScenarioTaskPoller",
     "ScenarioTool",
@@ -177,6 +185,7 @@ __all__ = [
     "run_agent_worker_process",
     "run_readme_example",
     "run_scenario_tool",
+    "scenario_mcp_tools",
     "scenario_model_name",
     "scenario_tool_outcome",
     "scenario_tool_policies",
@@ -187,4 +196,5 @@ __all__ = [
     "sse_body",
     "stored_attribute_bytes",
     "summary_request",
+    "with_scenario_mcp_tools",
 ]

@@ -28,6 +28,7 @@ import grpc
 from dex.dexpb import dex_pb2_grpc
 from google.protobuf import empty_pb2
 
+from dex_agents._host_auth import bearer_metadata
 from dex_agents.testing._ports import LOOPBACK_HOST, find_free_loopback_ports
 from dex_agents.testing._processes import ChildProcess
 
@@ -136,7 +137,7 @@ def _executable(text: str, source: str) -> Path:
 
 
 def _server_answers(address: str, timeout: timedelta, token: str | None = None) -> bool:
-    metadata = (("authorization", f"Bearer {token}"),) if token is not None else None
+    metadata = bearer_metadata(token)
     with grpc.insecure_channel(address) as channel:
         stub: Any = dex_pb2_grpc.FlowServiceStub(channel)  # type: ignore[no-untyped-call]
         health_check = cast(Callable[..., object], stub.HealthCheck)

@@ -15,6 +15,8 @@ from typing import Any, cast
 import grpc
 from dex.dexpb import dex_pb2, dex_pb2_grpc
 
+from dex_agents._host_auth import bearer_metadata
+
 _HISTORY_PAGE_SIZE = 500
 
 
@@ -77,19 +79,20 @@ def _entry(event: dex_pb2.FlowHistoryEvent) -> StepHistoryEntry | None:
 
 
 async def read_step_history(
-    server_address: str, flow_id: str, *, run_id: str = ""
+    server_address: str, flow_id: str, *, run_id: str = "", token: str | None = None
 ) -> list[StepHistoryEntry]:
-    """Every completed or failed Step method of ``flow_id``, in history order."""
+    """Every completed or failed Step method of ``flow_id``, in history order.
+
+    ``token`` is the bearer token of a server that requires one (default:
+    ``DEX_SERVER_TOKEN`` when set)."""
+    metadata = bearer_metadata(token)
     if not flow_id:
         raise ValueError("flow_id must not be empty")
     entries: list[StepHistoryEntry] = []
     async with grpc.aio.insecure_channel(server_address) as channel:
         stub: Any = dex_pb2_grpc.FlowServiceStub(channel)  # type: ignore[no-untyped-call]
         get_history_events = cast(
-            Callable[
-                [dex_pb2.GetHistoryEventsRequest], Awaitable[dex_pb2.GetHistoryEventsResponse]
-            ],
-            stub.GetHistoryEvents,
+            Callable[..., Awaitable[dex_pb2.GetHistoryEventsResponse]], stub.GetHistoryEvents
         )
         page_token = b""
         while True:
@@ -99,7 +102,8 @@ async def read_step_history(
                     run_id=run_id,
                     estimate_page_size=_HISTORY_PAGE_SIZE,
                     next_page_token=page_token,
-                )
+                ),
+                metadata=metadata,
             )
             for event in response.events:
                 entry = _entry(event)

@@ -134,10 +134,16 @@ class TestTasks(Extension):
         if work is None or TASKS_EXTENSION_ID not in extensions:
             return await call_next(ctx)
         label = str((params.arguments or {}).get("label"))
-        key = (ctx.meta or {}).get(IDEMPOTENCY_META_KEY)  # pyright: ignore[reportUnknownMemberType]
-        append_call(
-            self._log, {"tool": params.name, "arguments": {"label": label}, "idempotency_key": key}
-        )
+        meta = ctx.meta or {}
+        entry = {
+            "tool": params.name,
+            "arguments": {"label": label},
+            "idempotency_key": meta.get(IDEMPOTENCY_META_KEY),  # pyright: ignore[reportUnknownMemberType]
+        }
+        traceparent = meta.get("traceparent")  # pyright: ignore[reportUnknownMemberType]
+        if traceparent is not None:
+            entry["traceparent"] = traceparent
+        append_call(self._log, entry)
         task = _Task(uuid.uuid4().hex)
         self._tasks[task.task_id] = task
         task.runner = asyncio.get_running_loop().create_task(work(task, label))

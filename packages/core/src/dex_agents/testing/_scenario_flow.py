@@ -18,6 +18,7 @@ import dex
 
 from dex_agents._contract import ToolPolicy
 from dex_agents.session._flow import AgentSessionFlow, create_agent_session_flow
+from dex_agents.testing._mcp_scenarios import scenario_mcp_tools
 from dex_agents.testing._scripted_runner import ScriptedRunner
 from dex_agents.testing._scripts import ModelScript, Scenario, ScenarioSession, ScenarioTool
 from dex_agents.testing._worker_process import load_object
@@ -63,6 +64,7 @@ def build_scripted_flow(
             state_directory,
             planning_tool_choice=session.planning_tool_choice,
             session_models=session.session_models,
+            mcp_tools=scenario_mcp_tools(session),
         ),
         session.flow_type,
         interrupt_deadline=session.interrupt_deadline,

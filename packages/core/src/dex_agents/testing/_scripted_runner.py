@@ -40,6 +40,7 @@ from dex_agents._tool_task_routing import (
     returning_started_task,
 )
 from dex_agents._values import AgentUsage, FrameworkMessage, InteractionMode, from_wire, to_wire
+from dex_agents.testing._mcp_scenarios import ScenarioMcpTools
 from dex_agents.testing._scenario_tasks import ScenarioTaskPoller
 from dex_agents.testing._script_playback import (
     ScriptedModelFailure,
@@ -125,7 +126,11 @@ class ScriptedRunner(ToolTaskForwarding):
         *,
         planning_tool_choice: Literal["auto", "required"] = "auto",
         session_models: Sequence[str] = (),
+        mcp_tools: ScenarioMcpTools | None = None,
     ) -> None:
+        """``mcp_tools`` adds MCP tools (``scenario_mcp_tools``): offered by name and run
+        through their source's ``execute_deferred_tool_call``, the core's path for a
+        runner, whose tasks the source polls and cancels."""
         names = [tool.name for tool in tools]
         if len(set(names)) != len(names):
             raise ValueError(f"scenario tool names must be unique: {names}")
@@ -134,7 +139,12 @@ class ScriptedRunner(ToolTaskForwarding):
         self.state_directory = Path(state_directory)
         self.planning_tool_choice: Literal["auto", "required"] = planning_tool_choice
         self.session_models = tuple(session_models)
-        self.tool_tasks = ToolTaskPollers(ScenarioTaskPoller(tools, self.state_directory))
+        self.mcp_tools = mcp_tools
+        self._mcp_by_name = {t.name: t for t in mcp_tools.tools} if mcp_tools is not None else {}
+        poller = ScenarioTaskPoller(tools, self.state_directory)
+        self.tool_tasks = ToolTaskPollers(
+            poller if mcp_tools is None else mcp_tools.tool_tasks(poller, tools)
+        )
 
     def build_user_message(self, text: str) -> FrameworkMessage:
         return _user_item(text)
@@ -182,6 +192,8 @@ class ScriptedRunner(ToolTaskForwarding):
         )
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
+        if self.mcp_tools is not None and call.tool_call.tool_name in self._mcp_by_name:
+            return await self.mcp_tools.source.execute_deferred_tool_call(call)
         tool = self.tools.get(call.tool_call.tool_name)
         if tool is None:
             raise ToolExecutionError(f"unknown tool {call.tool_call.tool_name!r}")
@@ -200,7 +212,7 @@ class ScriptedRunner(ToolTaskForwarding):
         """What a framework would offer: only ``write_todos`` in a planning turn."""
         if turn.interaction_mode is InteractionMode.PLANNING:
             return [name for name in turn.enabled_built_in_tools if name == WRITE_TODOS]
-        return [*self.tools, *turn.enabled_built_in_tools]
+        return [*self.tools, *self._mcp_by_name, *turn.enabled_built_in_tools]
 
     def _tool_choice(self, turn: AgentTurnContext, position: int) -> ToolChoice:
         """``required`` on a planning turn's first model call while no draft exists."""
@@ -256,6 +268,10 @@ class ScriptedRunner(ToolTaskForwarding):
         calls: list[DeferredToolCall] = []
         for index, spec in enumerate(response.tool_calls):
             tool = self.tools.get(spec.tool_name)
+            mcp_tool = self._mcp_by_name.get(spec.tool_name)
+            effect = tool.effect if tool is not None else None
+            if mcp_tool is not None:
+                effect = mcp_tool.effect
             calls.append(
                 DeferredToolCall(
                     tool_call_id=scripted_tool_call_id(spec, position, index),
@@ -266,7 +282,7 @@ class ScriptedRunner(ToolTaskForwarding):
                     policy=resolve_declared_tool_policy(
                         turn,
                         spec.tool_name,
-                        tool.effect if tool is not None else None,
+                        effect,
                         tool.requires_approval if tool is not None else None,
                     ),
                 )

@@ -425,6 +425,13 @@ class ScenarioSession:
     each model call uses the one the turn's session settings name
     (``scenario_model_name``)."""
 
+    mcp_server_url: str | None = None
+    """The Streamable HTTP URL of the suite's MCP test server (``dex_agents.testing.mcp_server``);
+    the factory offers its tools through its MCP wrapping (``scenario_mcp_tools``)."""
+    tracing: bool = False
+    """The scenario's Worker installs an OpenTelemetry SDK ``TracerProvider`` as the global
+    provider before it builds the Flow, as an application that turns tracing on does."""
+
     def __post_init__(self) -> None:
         if not self.flow_type:
             raise ValueError("ScenarioSession.flow_type must not be empty")
@@ -493,6 +500,8 @@ class Scenario:
                     "summary_gate": self.session.summary_gate,
                     "planning_tool_choice": self.session.planning_tool_choice,
                     "session_models": list(self.session.session_models),
+                    "mcp_server_url": self.session.mcp_server_url,
+                    "tracing": self.session.tracing,
                 },
             },
             indent=2,
@@ -521,6 +530,8 @@ class Scenario:
                 summary_gate=session.get("summary_gate"),
                 planning_tool_choice=session.get("planning_tool_choice", "auto"),
                 session_models=tuple(session.get("session_models", ())),
+                mcp_server_url=session.get("mcp_server_url"),
+                tracing=session.get("tracing", False),
             ),
         )
 

@@ -7,8 +7,10 @@ the Flows once, then forks a fresh Worker per request. Each fork is a real
 Worker process on the real SDK (it opens its own gRPC channel after the fork;
 the server process never opens one), and ``ForkedWorker.kill`` SIGKILLs it.
 
-The server reads one log path per line on stdin, forks a Worker that writes to
-that file, and answers with the child's PID. Children are reaped automatically.
+The server reads one log path per line on stdin (optionally followed by a tab and
+the server address that Worker uses instead of ``DEX_SERVER_ADDRESS``), forks a
+Worker that writes to that file, and answers with the child's PID. Children are
+reaped automatically.
 """
 
 from __future__ import annotations
@@ -41,11 +43,13 @@ def serve_forks(flows: Sequence[dex.Flow[Any]]) -> int:
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the children
     print(FORK_SERVER_READY_LINE, flush=True)
     for line in sys.stdin:
-        log_path = line.strip()
+        log_path, _, server_address = line.strip().partition("\t")
         if not log_path:
             continue
         pid = os.fork()
         if pid == 0:
+            if server_address:
+                os.environ[SERVER_ADDRESS_VARIABLE] = server_address
             _become_worker(flows, Path(log_path))
         print(pid, flush=True)
     return 0
@@ -85,6 +89,11 @@ class ForkedWorker:
     def kill(self) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signal.SIGKILL)
+
+    def terminate(self) -> None:
+        """SIGTERM: the Worker drains its running tasks and exits (see ``is_running``)."""
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGTERM)
 
     def read_log(self) -> str:
         try:
@@ -141,12 +150,13 @@ class WorkerForkServer:
             raise RuntimeError(f"the fork server did not start (said {line!r}); log {log_path}")
         return server
 
-    def spawn(self, log_path: Path) -> ForkedWorker:
-        """Fork a Worker logging to ``log_path``; it is still starting when this returns."""
+    def spawn(self, log_path: Path, server_address: str | None = None) -> ForkedWorker:
+        """Fork a Worker logging to ``log_path`` (on ``server_address`` when given, else
+        the server's); it is still starting when this returns."""
         with self._lock:
             stdin = self._process.stdin
             assert stdin is not None
-            stdin.write(f"{log_path}\n")
+            stdin.write(f"{log_path}\t{server_address}\n" if server_address else f"{log_path}\n")
             stdin.flush()
             worker = ForkedWorker(int(self._read_line()), log_path)
             self._workers.append(worker)

@@ -10,7 +10,12 @@ from dex_agents.tracing._options import (
     SemanticConventionsVersion,
     TracingOptions,
 )
-from dex_agents.tracing._spans import INSTRUMENTATION_SCOPE, SessionTracer, StepIdentity
+from dex_agents.tracing._spans import (
+    INSTRUMENTATION_SCOPE,
+    SessionTracer,
+    StepIdentity,
+    current_traceparent,
+)
 
 __all__ = [
     "GEN_AI_SEMANTIC_CONVENTIONS_SCHEMA_URLS",
@@ -19,4 +24,5 @@ __all__ = [
     "SessionTracer",
     "StepIdentity",
     "TracingOptions",
+    "current_traceparent",
 ]

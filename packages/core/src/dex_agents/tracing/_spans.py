@@ -385,6 +385,23 @@ def format_traceparent(span_context: Any) -> str | None:
     return f"00-{span_context.trace_id:032x}-{span_context.span_id:016x}-{flags:02x}"
 
 
+def current_traceparent() -> str | None:
+    """The W3C ``traceparent`` of the current span (a tool Step's ``execute_tool``), or ``None``
+    without OpenTelemetry or a valid current span; never raises.
+
+    Put it in the ``_meta`` of a framework's own MCP ``tools/call`` under ``"traceparent"``,
+    as ``dex_agents.mcp`` does, so the server's spans join the session's trace.
+    """
+    try:
+        from opentelemetry import trace
+    except ImportError:
+        return None
+    try:
+        return format_traceparent(trace.get_current_span().get_span_context())
+    except Exception:  # tracing must never fail a call
+        return None
+
+
 def _span_context(traceparent: str | None) -> Any:
     if not traceparent:
         return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections import deque
 
 import grpc
@@ -10,6 +11,10 @@ from dex.dexpb import dex_pb2 as pb
 from dex_local_engine._machine import flows, indexes, steps, tasks
 from dex_local_engine._machine.state import EngineState
 from dex_local_engine._rules.model import METHOD_PHASES, ChannelMsg, Flow, Phase, StepExec
+
+_LOG = logging.getLogger("dex_local_engine")
+_NAMED_ATTEMPTS = 10
+"""Interrupted attempts the recovery line names; the rest are counted."""
 
 
 def recover(engine: EngineState) -> None:
@@ -38,6 +43,7 @@ def recover(engine: EngineState) -> None:
             else:
                 flow.inflight.setdefault(consumer, []).append(message)
     running = [flow for flow in engine.flows.values() if flow.running]
+    interrupted: list[str] = []
     with engine.tx():
         for flow in running:
             locks = engine.locks.setdefault(flow.flow_id, {})
@@ -57,7 +63,18 @@ def recover(engine: EngineState) -> None:
                         error_type="dex_local_engine.EngineRestarted",
                         grpc_status=grpc.StatusCode.UNAVAILABLE.value[0],
                     )
-                    tasks.attempt_failed(engine, flow, step, error, started=True)
+                    tasks.attempt_failed(engine, flow, step, error, started=True, log=False)
+                    interrupted.append(f"{flow.flow_id}/{step.sid}")
             for step in steps.ordered_steps(flow):
                 steps.advance(engine, flow, step)
             flows.check_graceful(engine, flow)
+    if interrupted:
+        named = ", ".join(interrupted[:_NAMED_ATTEMPTS])
+        more = len(interrupted) - _NAMED_ATTEMPTS
+        _LOG.info(
+            "%d Step attempts were running when the engine stopped; each runs again under "
+            "its retry policy: %s%s",
+            len(interrupted),
+            named,
+            f" and {more} more" if more > 0 else "",
+        )

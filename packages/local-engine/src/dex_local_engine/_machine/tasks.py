@@ -198,9 +198,11 @@ def attempt_failed(
     *,
     started: bool,
     retry: bool = True,
+    log: bool = True,
 ) -> None:
     """An attempt failed: retry after the policy's backoff (unless ``retry`` is false),
-    or fail the method."""
+    or fail the method. ``log=False`` leaves the INFO line to the caller, which logs
+    many such failures of one cause as one line."""
     attempt = engine.attempts.pop((flow.flow_id, step.sid), None)
     if attempt is not None:
         attempt.cancel_timers()
@@ -231,7 +233,8 @@ def attempt_failed(
     except ValueError as invalid_policy:  # accepted before validation existed
         _LOG.warning("flow %s step %s: %s", flow.flow_id, step.sid, invalid_policy)
         delay = None
-    _LOG.info(
+    _LOG.log(
+        logging.INFO if log else logging.DEBUG,
         "flow %s step %s %s attempt %d failed: %s",
         flow.flow_id,
         step.sid,
