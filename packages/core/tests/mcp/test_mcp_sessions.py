@@ -52,6 +52,13 @@ async def test_a_stdio_server_is_one_process_per_worker_and_restarts_when_it_die
         first, second = (call["pid"] for call in read_calls(calls))
         os.kill(first, signal.SIGKILL)
         await poll_until(lambda: not _pid_alive(first), description="the server gone")
+        # The Worker learns of the death from the pipe's end of file, a moment later. A call
+        # sent inside that moment is reported as broken off (it cannot be told from a death
+        # during the call), so wait, as a Worker between turns has, for the session to be lost.
+        connections = source._connections  # pyright: ignore[reportPrivateUsage]
+        await poll_until(
+            lambda: connections.pooled(stdio_server) is None, description="the session lost"
+        )
         # The next call finds the session lost, opens a new one and is sent there.
         answer = await source.call_tool("files__lookup", {"order_id": "3"}, idempotency_key=None)
     finally:
