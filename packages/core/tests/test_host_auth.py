@@ -179,6 +179,9 @@ async def test_the_testing_history_and_attribute_reads_send_the_token(
     assert await read_stored_attributes(address, "auth-reads-1", token=TOKEN)
     monkeypatch.setenv("DEX_SERVER_TOKEN", TOKEN)
     assert await read_step_history(address, "auth-reads-1")
+    monkeypatch.setenv("DEX_SERVER_TOKEN", "bad\ttoken")
+    with pytest.raises(ValueError, match="DEX_SERVER_TOKEN must be printable"):
+        await read_step_history(address, "auth-reads-1")
     monkeypatch.delenv("DEX_SERVER_TOKEN")
     with pytest.raises(grpc.RpcError):
         await read_step_history(address, "auth-reads-1")

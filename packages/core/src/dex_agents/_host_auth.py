@@ -82,14 +82,18 @@ def check_token(token: object, name: str = "auth_token") -> str:
     return stripped
 
 
+def _environment_token() -> str | None:
+    """``DEX_SERVER_TOKEN`` checked, or ``None`` when it is unset or blank."""
+    from_environment = os.environ.get(TOKEN_VARIABLE, "").strip()
+    return check_token(from_environment, TOKEN_VARIABLE) if from_environment else None
+
+
 def resolve_credential(auth_token: object) -> dex.Credential | None:
     """The credential for ``auth_token`` (a str or a ``dex.Credential``), else from
     ``DEX_SERVER_TOKEN``, else ``None``."""
     if auth_token is None:
-        from_environment = os.environ.get(TOKEN_VARIABLE, "").strip()
-        if not from_environment:
-            return None
-        return _StaticToken(check_token(from_environment, TOKEN_VARIABLE))
+        from_environment = _environment_token()
+        return _StaticToken(from_environment) if from_environment else None
     if isinstance(auth_token, str):
         return _StaticToken(check_token(auth_token))
     if callable(getattr(auth_token, "token", None)):
@@ -102,11 +106,8 @@ def resolve_credential(auth_token: object) -> dex.Credential | None:
 def bearer_metadata(token: str | None = None) -> tuple[tuple[str, str], ...] | None:
     """gRPC call metadata carrying ``token``, else ``DEX_SERVER_TOKEN``, else ``None``:
     for the raw FlowService reads (history, Attributes) the SDK's Client does not wrap."""
-    if token is None:
-        token = os.environ.get(TOKEN_VARIABLE, "").strip() or None
-    if token is None:
-        return None
-    return (("authorization", f"Bearer {check_token(token, 'token')}"),)
+    checked = _environment_token() if token is None else check_token(token, "token")
+    return None if checked is None else (("authorization", f"Bearer {checked}"),)
 
 
 def _refused(failure: BaseException | None) -> str | None:
