@@ -63,6 +63,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from _engine import start_engine_process
 from _results import load_average, write_results
 
 from dex_agents import AgentHost, AgentSessionFlow, EmbeddedEngineOptions
@@ -799,25 +800,14 @@ async def engine_for(
     """With ``--engine child``, the engine process at the run's durability: its address and
     PID; otherwise (None, None): the host embeds the engine."""
     if arguments.engine == "child":
-        command = [
-            sys.executable,
-            "-m",
-            "dex_local_engine",
-            "serve",
-            "--db",
-            str(database.with_suffix(".child.sqlite")),
-            "--port",
-            "0",
+        child, address = await asyncio.to_thread(
+            start_engine_process,
+            database.with_suffix(".child.sqlite"),
             "--durability",
             arguments.durability,
-            "--log-level",
-            "WARNING",
-        ]
-        child = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)  # noqa: ASYNC220
-        assert child.stdout is not None
-        line = await asyncio.to_thread(child.stdout.readline)
+        )
         try:
-            yield line.split("ready on", 1)[1].split()[0], child.pid
+            yield address, child.pid
         finally:
             child.terminate()
             child.wait(timeout=60)

@@ -44,7 +44,6 @@ import signal
 import sqlite3
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -54,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 import dex
+from _engine import start_engine_process
 from _results import load_average, write_results
 from agent_turns import SessionConversation, percentile, pydantic_ai_agent
 
@@ -79,30 +79,11 @@ class EngineProcess:
 
     def start(self, *extra: str) -> float:
         """Start and wait until it serves; the seconds that took."""
-        command = [
-            sys.executable,
-            "-m",
-            "dex_local_engine",
-            "serve",
-            "--db",
-            str(self.database),
-            "--port",
-            str(self.port),
-            "--log-level",
-            "WARNING",
-            *self.extra,
-            *extra,
-        ]
         started = time.perf_counter()
-        self.process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=None, text=True, bufsize=1
+        self.process, self.address = start_engine_process(
+            self.database, *self.extra, *extra, port=self.port
         )
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        if "ready on" not in line:
-            raise RuntimeError(f"the engine did not start: {line!r}")
         seconds = time.perf_counter() - started
-        self.address = line.split("ready on", 1)[1].split()[0]
         self.port = int(self.address.rsplit(":", 1)[1])
         return seconds
 
